@@ -1,0 +1,1 @@
+"""Reads results/*.json and profile/*.csv, derives figures, renders RESULTS.md."""

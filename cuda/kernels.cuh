@@ -1,0 +1,249 @@
+// cuda/kernels.cuh — our kernels: one templated tiled matrix-multiply family with compile-time
+// transposes and epilogues, a stable softmax cross-entropy, column sums, the momentum update and
+// the batch gather. Every operation of a training step is its own __global__ function, so an
+// Nsight Systems kernel summary shows one row per operation (the reference design merged dW1 and
+// dW2 into one row because both were the same template instance).
+//
+// Layout: every matrix is row-major. Shapes in comments use B = batch rows, I = in (784),
+// Hd = hidden (256), O = out (10).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "submission.h"
+
+namespace mlp {
+
+// What the GEMM does to each output element before storing it.
+enum class Epi {
+  None,      // C = A·B
+  Bias,      // C = A·B + bias[col]
+  BiasRelu,  // C = max(A·B + bias[col], 0)             (forward hidden layer, fused)
+  ReluMask,  // C = (A·B) ⊙ (mask[row, col] > 0)        (dH = dZ·W2ᵀ ⊙ (H > 0), fused)
+};
+
+// C[M×N] = op(A)·op(B). A is M×K row-major, or when TA it is stored K×M (so we read Aᵀ).
+// B is K×N row-major, or when TB it is stored N×K (we read Bᵀ). Tiles: BM×BN outputs per block,
+// BK deep; each thread owns TM×TN outputs spread with a stride of BM/TM rows and BN/TN columns,
+// so shared-memory reads of B are consecutive across a warp (no bank conflicts) and the reads of
+// A are broadcasts. Out-of-range rows, columns and K-tails load as zero: any shape works.
+template <int BM, int BN, int BK, int TM, int TN, bool TA, bool TB, Epi EPI>
+__device__ __forceinline__ void gemm_tile(int M, int N, int K, const float* __restrict__ A,
+                                          const float* __restrict__ B, float* __restrict__ C,
+                                          const float* __restrict__ bias,
+                                          const float* __restrict__ mask) {
+  constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+  __shared__ float As[BK][BM + 1];  // k-major so the inner loop reads a row of each
+  __shared__ float Bs[BK][BN + 1];
+  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // Loads walk the contiguous dimension of each operand's storage across consecutive threads.
+    for (int e = tid; e < BM * BK; e += THREADS) {
+      int mm = TA ? e % BM : e / BK, kk = TA ? e / BM : e % BK;
+      int gm = m0 + mm, gk = k0 + kk;
+      float v = 0.f;
+      if (gm < M && gk < K) v = TA ? A[(size_t)gk * M + gm] : A[(size_t)gm * K + gk];
+      As[kk][mm] = v;
+    }
+    for (int e = tid; e < BN * BK; e += THREADS) {
+      int nn = TB ? e / BK : e % BN, kk = TB ? e % BK : e / BN;
+      int gn = n0 + nn, gk = k0 + kk;
+      float v = 0.f;
+      if (gn < N && gk < K) v = TB ? B[(size_t)gn * K + gk] : B[(size_t)gk * N + gn];
+      Bs[kk][nn] = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + i * TY];
+#pragma unroll
+      for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tx + j * TX];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    int gm = m0 + ty + i * TY;
+    if (gm >= M) continue;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      int gn = n0 + tx + j * TX;
+      if (gn >= N) continue;
+      float v = acc[i][j];
+      if (EPI == Epi::Bias || EPI == Epi::BiasRelu) v += bias[gn];
+      if (EPI == Epi::BiasRelu) v = fmaxf(v, 0.f);
+      if (EPI == Epi::ReluMask) v = mask[(size_t)gm * N + gn] > 0.f ? v : 0.f;
+      C[(size_t)gm * N + gn] = v;
+    }
+  }
+}
+
+// Tile shapes per operation (threads = (BM/TM)·(BN/TN) = 256 for each).
+struct TileRowsThin { static constexpr int BM = 16, BN = 32, BK = 16, TM = 1, TN = 2; };  // M = batch, N wide
+struct TileNarrowN  { static constexpr int BM = 32, BN = 16, BK = 16, TM = 2, TN = 1; };  // N = out (10)
+struct TileSquare   { static constexpr int BM = 32, BN = 32, BK = 16, TM = 2, TN = 2; };  // large M and N
+template <class T> constexpr int tile_threads() { return (T::BM / T::TM) * (T::BN / T::TN); }
+template <class T> inline dim3 tile_grid(int M, int N) {
+  return dim3((unsigned)((N + T::BN - 1) / T::BN), (unsigned)((M + T::BM - 1) / T::BM));
+}
+
+#define MLP_GEMM(T, TA, TB, EPI) gemm_tile<T::BM, T::BN, T::BK, T::TM, T::TN, TA, TB, EPI>
+
+// ---- forward ---------------------------------------------------------------------------------
+// H[B×Hd] = ReLU(X[B×I]·W1[I×Hd] + b1)                     fused: bias and ReLU in the epilogue
+__global__ void k_fwd_hidden_bias_relu(int B, int I, int Hd, const float* X, const float* W1,
+                                       const float* b1, float* H) {
+  MLP_GEMM(TileRowsThin, false, false, Epi::BiasRelu)(B, Hd, I, X, W1, H, b1, nullptr);
+}
+// A1[B×Hd] = X·W1                                           unfused: bias and ReLU are passes
+__global__ void k_fwd_hidden_gemm(int B, int I, int Hd, const float* X, const float* W1, float* A1) {
+  MLP_GEMM(TileRowsThin, false, false, Epi::None)(B, Hd, I, X, W1, A1, nullptr, nullptr);
+}
+// Z[B×O] = H[B×Hd]·W2[Hd×O] + b2                            fused: bias in the epilogue
+__global__ void k_fwd_logits_bias(int B, int Hd, int O, const float* H, const float* W2,
+                                  const float* b2, float* Z) {
+  MLP_GEMM(TileNarrowN, false, false, Epi::Bias)(B, O, Hd, H, W2, Z, b2, nullptr);
+}
+// Z[B×O] = H·W2                                             unfused
+__global__ void k_fwd_logits_gemm(int B, int Hd, int O, const float* H, const float* W2, float* Z) {
+  MLP_GEMM(TileNarrowN, false, false, Epi::None)(B, O, Hd, H, W2, Z, nullptr, nullptr);
+}
+
+// ---- backward --------------------------------------------------------------------------------
+// dW2[Hd×O] = Hᵀ·dZ   (H stored B×Hd, so A is transposed)
+__global__ void k_dW2(int B, int Hd, int O, const float* H, const float* dZ, float* dW2) {
+  MLP_GEMM(TileNarrowN, true, false, Epi::None)(Hd, O, B, H, dZ, dW2, nullptr, nullptr);
+}
+// dH[B×Hd] = (dZ[B×O]·W2ᵀ) ⊙ (H > 0)   (W2 stored Hd×O, so B is transposed)   fused mask
+__global__ void k_dH_relu_mask(int B, int Hd, int O, const float* dZ, const float* W2,
+                               const float* H, float* dH) {
+  MLP_GEMM(TileRowsThin, false, true, Epi::ReluMask)(B, Hd, O, dZ, W2, dH, nullptr, H);
+}
+// dH[B×Hd] = dZ·W2ᵀ                                          unfused: the mask is a pass
+__global__ void k_dH_gemm(int B, int Hd, int O, const float* dZ, const float* W2, float* dH) {
+  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, Hd, O, dZ, W2, dH, nullptr, nullptr);
+}
+// dW1[I×Hd] = Xᵀ·dH   (X stored B×I)
+__global__ void k_dW1(int B, int I, int Hd, const float* X, const float* dH, float* dW1) {
+  MLP_GEMM(TileSquare, true, false, Epi::None)(I, Hd, B, X, dH, dW1, nullptr, nullptr);
+}
+// dX[B×I] = dH·W1ᵀ   (W1 stored I×Hd), only when a caller asks for it
+__global__ void k_dX(int B, int I, int Hd, const float* dH, const float* W1, float* dX) {
+  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, I, Hd, dH, W1, dX, nullptr, nullptr);
+}
+#undef MLP_GEMM
+
+// Column sums over the batch: out[c] = Σ_r M[r, c]. One thread per column, rows summed in
+// order: deterministic, no atomics. Tagged so db1 and db2 get their own profiler rows.
+enum class Col { db1, db2 };
+template <Col TAG>
+__global__ void k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ out) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float acc = 0.f;
+  for (int r = 0; r < rows; ++r) acc += M[(size_t)r * cols + c];
+  out[c] = acc;
+}
+
+// Numerically stable softmax cross-entropy over B rows of O logits, one block:
+//   loss_i = log Σ_k exp(z_ik − m_i) − (z_i,y − m_i),  m_i = max_k z_ik
+//   dZ_ik = (softmax_ik − [k = y_i]) / B,  *loss = mean_i loss_i
+// Each thread sums its rows in order, then a fixed tree: the loss is bitwise deterministic.
+constexpr int kSoftmaxThreads = 256;
+__global__ void __launch_bounds__(kSoftmaxThreads)
+k_softmax_xent(int B, int O, const float* __restrict__ Z, const int* __restrict__ labels,
+               float* __restrict__ dZ, float* __restrict__ loss) {
+  __shared__ float partial[kSoftmaxThreads];
+  float my = 0.f;
+  const float invB = 1.f / (float)B;
+  for (int r = threadIdx.x; r < B; r += blockDim.x) {
+    const float* z = Z + (size_t)r * O;
+    float m = z[0];
+    for (int k = 1; k < O; ++k) m = fmaxf(m, z[k]);
+    float sum = 0.f;
+    for (int k = 0; k < O; ++k) sum += expf(z[k] - m);
+    int y = labels[r];
+    my += logf(sum) - (z[y] - m);
+    float inv = 1.f / sum;
+    for (int k = 0; k < O; ++k) dZ[(size_t)r * O + k] = (expf(z[k] - m) * inv - (k == y ? 1.f : 0.f)) * invB;
+  }
+  partial[threadIdx.x] = my;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *loss = partial[0] * invB;
+}
+
+// v = μ·v − lr·g ; p = p + v over n floats, grid-stride. One launch over the whole flat buffer.
+__global__ void k_momentum_flat(size_t n, float lr, float mu, float* __restrict__ p,
+                                float* __restrict__ v, const float* __restrict__ g) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float vi = mu * v[i] - lr * g[i];
+    v[i] = vi;
+    p[i] += vi;
+  }
+}
+// The same update tensor by tensor (the unfused path launches it four times); tagged so each
+// tensor gets its own profiler row.
+enum class Tensor { W1, b1, W2, b2 };
+template <Tensor TAG>
+__global__ void k_momentum_tensor(size_t n, float lr, float mu, float* __restrict__ p,
+                                  float* __restrict__ v, const float* __restrict__ g) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float vi = mu * v[i] - lr * g[i];
+    v[i] = vi;
+    p[i] += vi;
+  }
+}
+
+// Unfused epilogue passes, tagged per layer.
+enum class Layer { hidden, logits };
+template <Layer TAG>
+__global__ void k_add_bias(int rows, int cols, float* __restrict__ C, const float* __restrict__ bias) {
+  size_t n = (size_t)rows * cols;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    C[i] += bias[i % cols];
+}
+__global__ void k_relu(size_t n, float* __restrict__ C) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    C[i] = fmaxf(C[i], 0.f);
+}
+__global__ void k_relu_mask(size_t n, float* __restrict__ dH, const float* __restrict__ H) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dH[i] = H[i] > 0.f ? dH[i] : 0.f;
+}
+
+// Xb[r, :] = X_all[order[r], :], yb[r] = labels_all[order[r]] for the nb rows of one batch.
+__global__ void k_gather_batch(int nb, int I, const float* __restrict__ X_all,
+                               const int* __restrict__ labels_all, const int* __restrict__ order,
+                               float* __restrict__ Xb, int* __restrict__ yb) {
+  size_t n = (size_t)nb * I;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    int r = (int)(i / I), c = (int)(i % I);
+    int src = order[r];
+    Xb[i] = X_all[(size_t)src * I + c];
+    if (c == 0) yb[r] = labels_all[src];
+  }
+}
+
+// Grid for a grid-stride elementwise kernel over n items (capped: the loops cover the rest).
+inline unsigned elementwise_blocks(size_t n, int threads = 256) {
+  size_t b = (n + threads - 1) / threads;
+  return (unsigned)(b < 1024 ? (b ? b : 1) : 1024);
+}
+
+}  // namespace mlp

@@ -1,0 +1,304 @@
+// cuda/paths.cu — launch sequences of the kernel paths. Each path's kernel list sits beside
+// its code; the counts are what `invoke profile` checks against Nsight Systems.
+#include "paths.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cuda_check.h"
+#include "kernels.cuh"
+
+namespace mlp {
+
+Workspace carve_workspace(MlpShape s, int batch, float* ws) {
+  size_t b = (size_t)batch;
+  Workspace w;
+  w.Xb = ws;
+  w.yb = reinterpret_cast<int*>(w.Xb + b * s.in);  // int32 in float-sized slots
+  w.H = reinterpret_cast<float*>(w.yb + b);
+  w.dH = w.H + b * s.hidden;
+  w.Z = w.dH + b * s.hidden;
+  w.dZ = w.Z + b * s.out;
+  w.grads = w.dZ + b * s.out;
+  return w;
+}
+
+const char* status_name(int status) {
+  switch (status) {
+    case MLP_OK: return "ok";
+    case MLP_ERR_NOT_IMPLEMENTED: return "not implemented";
+    case MLP_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case MLP_ERR_UNSUPPORTED: return "unsupported shape";
+    case MLP_ERR_CUDA: return "CUDA error";
+    default: return "unknown status";
+  }
+}
+
+// ---- shared launches -------------------------------------------------------------------------
+namespace {
+constexpr int kEw = 256;  // threads of the elementwise kernels
+
+void launch_gather(MlpShape s, const EpochArgs& a, int t, int nb, const Workspace& w) {
+  size_t n = (size_t)nb * s.in;
+  k_gather_batch<<<elementwise_blocks(n, kEw), kEw, 0, a.stream>>>(nb, s.in, a.X_all, a.labels_all,
+                                                                    a.order + (size_t)t * a.batch, w.Xb, w.yb);
+  CUDA_CHECK_LAUNCH("k_gather_batch");
+}
+}  // namespace
+
+void launch_forward_fused(MlpShape s, const float* params, const float* X, int batch, float* H,
+                          float* Z, cudaStream_t st) {
+  MlpOffsets o = mlp_offsets(s);
+  k_fwd_hidden_bias_relu<<<tile_grid<TileRowsThin>(batch, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
+      batch, s.in, s.hidden, X, params + o.w1, params + o.b1, H);
+  CUDA_CHECK_LAUNCH("k_fwd_hidden_bias_relu");
+  k_fwd_logits_bias<<<tile_grid<TileNarrowN>(batch, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
+      batch, s.hidden, s.out, H, params + o.w2, params + o.b2, Z);
+  CUDA_CHECK_LAUNCH("k_fwd_logits_bias");
+}
+
+void launch_loss(MlpShape s, const float* Z, const int* labels, int batch, float* dZ, float* loss,
+                 cudaStream_t st) {
+  k_softmax_xent<<<1, kSoftmaxThreads, 0, st>>>(batch, s.out, Z, labels, dZ, loss);
+  CUDA_CHECK_LAUNCH("k_softmax_xent");
+}
+
+void launch_backward_fused(MlpShape s, const float* params, const float* X, const float* H,
+                           const float* dZ, int batch, float* grads, float* dH, float* dX,
+                           cudaStream_t st) {
+  MlpOffsets o = mlp_offsets(s);
+  k_dW2<<<tile_grid<TileNarrowN>(s.hidden, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
+      batch, s.hidden, s.out, H, dZ, grads + o.w2);
+  CUDA_CHECK_LAUNCH("k_dW2");
+  k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(batch, s.out, dZ, grads + o.b2);
+  CUDA_CHECK_LAUNCH("k_colsum<db2>");
+  k_dH_relu_mask<<<tile_grid<TileRowsThin>(batch, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
+      batch, s.hidden, s.out, dZ, params + o.w2, H, dH);
+  CUDA_CHECK_LAUNCH("k_dH_relu_mask");
+  k_dW1<<<tile_grid<TileSquare>(s.in, s.hidden), tile_threads<TileSquare>(), 0, st>>>(
+      batch, s.in, s.hidden, X, dH, grads + o.w1);
+  CUDA_CHECK_LAUNCH("k_dW1");
+  k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
+  CUDA_CHECK_LAUNCH("k_colsum<db1>");
+  if (dX) {
+    k_dX<<<tile_grid<TileRowsThin>(batch, s.in), tile_threads<TileRowsThin>(), 0, st>>>(
+        batch, s.in, s.hidden, dH, params + o.w1, dX);
+    CUDA_CHECK_LAUNCH("k_dX");
+  }
+}
+
+void launch_momentum_flat(float* params, float* velocity, const float* grads, size_t n, float lr,
+                          float momentum, cudaStream_t st) {
+  k_momentum_flat<<<elementwise_blocks(n, kEw), kEw, 0, st>>>(n, lr, momentum, params, velocity, grads);
+  CUDA_CHECK_LAUNCH("k_momentum_flat");
+}
+
+// ---- fused: 10 launches per step ---------------------------------------------------------------
+//  1 k_gather_batch           Xb, yb = X_all[order], labels_all[order]
+//  2 k_fwd_hidden_bias_relu   H  = ReLU(Xb·W1 + b1)
+//  3 k_fwd_logits_bias        Z  = H·W2 + b2
+//  4 k_softmax_xent           loss, dZ = (softmax(Z) − onehot)/B
+//  5 k_dW2                    dW2 = Hᵀ·dZ
+//  6 k_colsum<db2>            db2 = colsum(dZ)
+//  7 k_dH_relu_mask           dH  = (dZ·W2ᵀ) ⊙ (H > 0)
+//  8 k_dW1                    dW1 = Xbᵀ·dH
+//  9 k_colsum<db1>            db1 = colsum(dH)
+// 10 k_momentum_flat          v = μv − lr·g ; p += v   over the whole flat buffer
+void fused_epoch(const EpochArgs& a) {
+  const MlpShape s = a.s;
+  Workspace w = carve_workspace(s, a.batch, a.workspace);
+  size_t total = mlp_offsets(s).total;
+  int steps = (a.n + a.batch - 1) / a.batch;
+  for (int t = 0; t < steps; ++t) {
+    int nb = std::min(a.batch, a.n - t * a.batch);
+    launch_gather(s, a, t, nb, w);
+    launch_forward_fused(s, a.params, w.Xb, nb, w.H, w.Z, a.stream);
+    launch_loss(s, w.Z, w.yb, nb, w.dZ, a.step_loss + t, a.stream);
+    launch_backward_fused(s, a.params, w.Xb, w.H, w.dZ, nb, w.grads, w.dH, nullptr, a.stream);
+    launch_momentum_flat(a.params, a.velocity, w.grads, total, a.lr, a.momentum, a.stream);
+  }
+}
+
+// ---- unfused: 17 launches per step -------------------------------------------------------------
+//  1 k_gather_batch
+//  2 k_fwd_hidden_gemm        A1 = Xb·W1
+//  3 k_add_bias<hidden>       A1 += b1
+//  4 k_relu                   H = max(A1, 0)          (in place)
+//  5 k_fwd_logits_gemm        Z = H·W2
+//  6 k_add_bias<logits>       Z += b2
+//  7 k_softmax_xent
+//  8 k_dW2
+//  9 k_colsum<db2>
+// 10 k_dH_gemm                dH = dZ·W2ᵀ
+// 11 k_relu_mask              dH ⊙= (H > 0)
+// 12 k_dW1
+// 13 k_colsum<db1>
+// 14–17 k_momentum_tensor<W1>, <b1>, <W2>, <b2>
+namespace {
+void unfused_epoch(const EpochArgs& a) {
+  const MlpShape s = a.s;
+  const MlpOffsets o = mlp_offsets(s);
+  Workspace w = carve_workspace(s, a.batch, a.workspace);
+  cudaStream_t st = a.stream;
+  int steps = (a.n + a.batch - 1) / a.batch;
+  for (int t = 0; t < steps; ++t) {
+    int nb = std::min(a.batch, a.n - t * a.batch);
+    size_t nh = (size_t)nb * s.hidden, nz = (size_t)nb * s.out;
+    launch_gather(s, a, t, nb, w);
+    k_fwd_hidden_gemm<<<tile_grid<TileRowsThin>(nb, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
+        nb, s.in, s.hidden, w.Xb, a.params + o.w1, w.H);
+    CUDA_CHECK_LAUNCH("k_fwd_hidden_gemm");
+    k_add_bias<Layer::hidden><<<elementwise_blocks(nh), kEw, 0, st>>>(nb, s.hidden, w.H, a.params + o.b1);
+    CUDA_CHECK_LAUNCH("k_add_bias<hidden>");
+    k_relu<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.H);
+    CUDA_CHECK_LAUNCH("k_relu");
+    k_fwd_logits_gemm<<<tile_grid<TileNarrowN>(nb, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
+        nb, s.hidden, s.out, w.H, a.params + o.w2, w.Z);
+    CUDA_CHECK_LAUNCH("k_fwd_logits_gemm");
+    k_add_bias<Layer::logits><<<elementwise_blocks(nz), kEw, 0, st>>>(nb, s.out, w.Z, a.params + o.b2);
+    CUDA_CHECK_LAUNCH("k_add_bias<logits>");
+    launch_loss(s, w.Z, w.yb, nb, w.dZ, a.step_loss + t, st);
+    k_dW2<<<tile_grid<TileNarrowN>(s.hidden, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
+        nb, s.hidden, s.out, w.H, w.dZ, w.grads + o.w2);
+    CUDA_CHECK_LAUNCH("k_dW2");
+    k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(nb, s.out, w.dZ, w.grads + o.b2);
+    CUDA_CHECK_LAUNCH("k_colsum<db2>");
+    k_dH_gemm<<<tile_grid<TileRowsThin>(nb, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
+        nb, s.hidden, s.out, w.dZ, a.params + o.w2, w.dH);
+    CUDA_CHECK_LAUNCH("k_dH_gemm");
+    k_relu_mask<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.dH, w.H);
+    CUDA_CHECK_LAUNCH("k_relu_mask");
+    k_dW1<<<tile_grid<TileSquare>(s.in, s.hidden), tile_threads<TileSquare>(), 0, st>>>(
+        nb, s.in, s.hidden, w.Xb, w.dH, w.grads + o.w1);
+    CUDA_CHECK_LAUNCH("k_dW1");
+    k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(nb, s.hidden, w.dH, w.grads + o.b1);
+    CUDA_CHECK_LAUNCH("k_colsum<db1>");
+    auto upd = [&](auto kernel, size_t off, size_t n) {
+      kernel<<<elementwise_blocks(n), kEw, 0, st>>>(n, a.lr, a.momentum, a.params + off, a.velocity + off, w.grads + off);
+      CUDA_CHECK_LAUNCH("k_momentum_tensor");
+    };
+    upd(k_momentum_tensor<Tensor::W1>, o.w1, o.b1 - o.w1);
+    upd(k_momentum_tensor<Tensor::b1>, o.b1, o.w2 - o.b1);
+    upd(k_momentum_tensor<Tensor::W2>, o.w2, o.b2 - o.w2);
+    upd(k_momentum_tensor<Tensor::b2>, o.b2, o.total - o.b2);
+  }
+}
+
+class FusedPath : public KernelPath {
+ public:
+  std::string name() const override { return "fused"; }
+  int launches_per_step() const override { return 10; }
+  void epoch(const EpochArgs& a) override { fused_epoch(a); }
+};
+
+class UnfusedPath : public KernelPath {
+ public:
+  std::string name() const override { return "unfused"; }
+  int launches_per_step() const override { return 17; }
+  void epoch(const EpochArgs& a) override { unfused_epoch(a); }
+};
+
+// ---- graph: the fused epoch's 10·steps kernels captured once, replayed per epoch ----------------
+// The graph reads the order from a buffer of its own; each epoch copies that epoch's order into
+// it (one device-to-device copy, part of the timed epoch) and launches the graph once. A change
+// of any pointer or size re-captures.
+class GraphPath : public KernelPath {
+ public:
+  ~GraphPath() override {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (order_) cudaFree(order_);
+  }
+  std::string name() const override { return "graph"; }
+  int launches_per_step() const override { return 10; }
+  void epoch(const EpochArgs& a) override {
+    if (!exec_ || !same_as_captured(a)) capture(a);
+    CUDA_CHECK(cudaMemcpyAsync(order_, a.order, sizeof(int) * (size_t)a.n, cudaMemcpyDeviceToDevice, a.stream));
+    CUDA_CHECK(cudaGraphLaunch(exec_, a.stream));
+  }
+
+ private:
+  bool same_as_captured(const EpochArgs& a) const {
+    const EpochArgs& c = captured_;
+    return c.params == a.params && c.velocity == a.velocity && c.X_all == a.X_all &&
+           c.labels_all == a.labels_all && c.n == a.n && c.batch == a.batch && c.lr == a.lr &&
+           c.momentum == a.momentum && c.workspace == a.workspace && c.step_loss == a.step_loss &&
+           c.stream == a.stream && c.s.in == a.s.in && c.s.hidden == a.s.hidden && c.s.out == a.s.out;
+  }
+  void capture(const EpochArgs& a) {
+    if (exec_) { CUDA_CHECK(cudaGraphExecDestroy(exec_)); exec_ = nullptr; }
+    if (order_) { CUDA_CHECK(cudaFree(order_)); order_ = nullptr; }
+    CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
+    EpochArgs g = a;
+    g.order = order_;
+    cudaGraph_t graph;
+    CUDA_CHECK(cudaStreamBeginCapture(a.stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      fused_epoch(g);
+    } catch (...) {
+      cudaStreamEndCapture(a.stream, &graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(a.stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaGraphUpload(exec_, a.stream));
+    captured_ = a;
+  }
+  cudaGraphExec_t exec_ = nullptr;
+  int* order_ = nullptr;
+  EpochArgs captured_{};
+};
+
+// A linked learner submission: its mlp_train_epoch is the whole path.
+class SubmissionPath : public KernelPath {
+ public:
+  std::string name() const override { return "submission"; }
+  int launches_per_step() const override { return -1; }
+  void epoch(const EpochArgs& a) override {
+    int st = mlp_train_epoch(a.s, a.params, a.velocity, a.X_all, a.labels_all, a.order, a.n, a.batch, a.lr,
+                             a.momentum, a.workspace, a.step_loss, a.stream);
+    if (st != MLP_OK) throw SubmissionError(std::string("mlp_train_epoch returned ") + status_name(st), st);
+  }
+};
+}  // namespace
+
+std::vector<std::string> path_names(bool external_submission) {
+  std::vector<std::string> names = {"unfused", "fused", "graph"};
+  if (external_submission) names.insert(names.begin(), "submission");
+  return names;
+}
+
+std::unique_ptr<KernelPath> make_path(const std::string& name) {
+  if (name == "fused") return std::make_unique<FusedPath>();
+  if (name == "unfused") return std::make_unique<UnfusedPath>();
+  if (name == "graph") return std::make_unique<GraphPath>();
+  if (name == "submission") return std::make_unique<SubmissionPath>();
+  return nullptr;
+}
+
+GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host, int n,
+                           float* scratch, int chunk, cudaStream_t st) {
+  float* H = scratch;
+  float* Z = scratch + (size_t)chunk * s.hidden;
+  std::vector<float> z((size_t)chunk * s.out);
+  int correct = 0;
+  double loss = 0.0;
+  for (int r0 = 0; r0 < n; r0 += chunk) {
+    int nb = std::min(chunk, n - r0);
+    launch_forward_fused(s, params, X + (size_t)r0 * s.in, nb, H, Z, st);
+    CUDA_CHECK(cudaMemcpyAsync(z.data(), Z, sizeof(float) * (size_t)nb * s.out, cudaMemcpyDeviceToHost, st));
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    for (int r = 0; r < nb; ++r) {
+      const float* zr = z.data() + (size_t)r * s.out;
+      int arg = (int)(std::max_element(zr, zr + s.out) - zr);
+      int y = labels_host[r0 + r];
+      correct += arg == y;
+      double m = zr[arg], sum = 0.0;
+      for (int k = 0; k < s.out; ++k) sum += std::exp((double)zr[k] - m);
+      loss += std::log(sum) + m - zr[y];
+    }
+  }
+  return {(double)correct / n, loss / n};
+}
+
+}  // namespace mlp

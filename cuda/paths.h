@@ -1,0 +1,90 @@
+// cuda/paths.h — the kernel paths that train an epoch, and the launch sequences they share.
+//
+//   unfused     17 launches per step (bias, ReLU, mask and each tensor's update are passes)
+//   fused       10 launches per step (bias/ReLU/mask in GEMM epilogues, one flat update)
+//   graph       the fused epoch captured once into a CUDA graph, replayed with cudaGraphLaunch
+//   submission  the linked submission's mlp_train_epoch (only when it is not ours)
+#pragma once
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "submission.h"
+
+namespace mlp {
+
+// The scratch buffers of one step, carved out of the caller's workspace
+// (mlp_workspace_floats(s, batch) floats, see submission.h).
+struct Workspace {
+  float* Xb;     // [batch × in]   the gathered batch
+  int* yb;       // [batch]        its labels
+  float* H;      // [batch × hidden] post-ReLU activations (A1 before ReLU on the unfused path)
+  float* dH;     // [batch × hidden]
+  float* Z;      // [batch × out]  logits
+  float* dZ;     // [batch × out]
+  float* grads;  // [n_params]     flat, parameter layout
+};
+Workspace carve_workspace(MlpShape s, int batch, float* workspace);
+
+// Everything one epoch needs. All pointers are device pointers.
+struct EpochArgs {
+  MlpShape s;
+  float* params;
+  float* velocity;
+  const float* X_all;       // [n_total × in]
+  const int* labels_all;    // [n_total]
+  const int* order;         // [n] this epoch's row order
+  int n;                    // samples this epoch
+  int batch;
+  float lr, momentum;
+  float* workspace;         // mlp_workspace_floats(s, batch) floats
+  float* step_loss;         // [ceil(n / batch)] each step's mean batch loss
+  cudaStream_t stream;
+};
+
+// Fused launch sequences (also what cuda/submission_ref.cu implements the contract with).
+// Each enqueues on `stream` and checks its launches (CudaError on failure).
+void launch_forward_fused(MlpShape s, const float* params, const float* X, int batch, float* H,
+                          float* Z, cudaStream_t stream);
+void launch_loss(MlpShape s, const float* Z, const int* labels, int batch, float* dZ, float* loss,
+                 cudaStream_t stream);
+void launch_backward_fused(MlpShape s, const float* params, const float* X, const float* H,
+                           const float* dZ, int batch, float* grads, float* dH, float* dX,
+                           cudaStream_t stream);
+void launch_momentum_flat(float* params, float* velocity, const float* grads, size_t n, float lr,
+                          float momentum, cudaStream_t stream);
+void fused_epoch(const EpochArgs& a);
+
+// One way of training an epoch.
+class KernelPath {
+ public:
+  virtual ~KernelPath() = default;
+  virtual std::string name() const = 0;
+  // Kernels per training step it launches (-1: unknown, an outside submission).
+  virtual int launches_per_step() const = 0;
+  // Enqueues one epoch on a.stream. Throws CudaError (ours) or SubmissionError (a submission's
+  // non-zero status).
+  virtual void epoch(const EpochArgs& a) = 0;
+};
+
+struct SubmissionError : std::runtime_error {
+  int status;
+  SubmissionError(const std::string& what, int st) : std::runtime_error(what), status(st) {}
+};
+// "not implemented", "invalid argument", ... for a MlpStatus value.
+const char* status_name(int status);
+
+// The paths this binary has, in report order. `external_submission`: a learner's file is
+// linked, so its epoch is a path of its own ("submission").
+std::vector<std::string> path_names(bool external_submission);
+std::unique_ptr<KernelPath> make_path(const std::string& name);
+
+// Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
+// forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.
+struct GpuEval { double accuracy; double loss; };
+GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host,
+                           int n, float* scratch, int chunk, cudaStream_t stream);
+
+}  // namespace mlp
