@@ -287,14 +287,14 @@ def kernel_base_name(name: str) -> str:
     text = name.strip()
     if text.startswith("void "):
         text = text[5:]
-    paren = text.find("(")
-    if paren > 0:
-        text = text[:paren]
-    while True:
+    while True:  # template arguments first: they may hold parentheses, "<(int)16>"
         stripped = _TEMPLATE_ARGS_RE.sub("", text)
         if stripped == text:
             break
         text = stripped
+    paren = text.find("(")
+    if paren > 0:
+        text = text[:paren]
     return text.strip().rsplit("::", 1)[-1] or name.strip()
 
 

@@ -8,7 +8,6 @@ namespace {
 std::string shape_str(const std::vector<size_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
-  if (shape.size() > 1) s.pop_back();
   return s + ")";
 }
 
@@ -53,6 +52,9 @@ std::vector<T> read_npy(const std::string& path, const char* descr, const std::v
 
 void write_npy_f32(const std::string& path, const std::vector<float>& v, const std::vector<size_t>& shape) {
   write_file_atomic(path, npy_bytes("<f4", v.data(), v.size() * sizeof(float), shape));
+}
+void write_npy_f64(const std::string& path, const std::vector<double>& v, const std::vector<size_t>& shape) {
+  write_file_atomic(path, npy_bytes("<f8", v.data(), v.size() * sizeof(double), shape));
 }
 void write_npy_i32(const std::string& path, const std::vector<int32_t>& v, const std::vector<size_t>& shape) {
   write_file_atomic(path, npy_bytes("<i4", v.data(), v.size() * sizeof(int32_t), shape));

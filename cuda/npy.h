@@ -7,6 +7,7 @@
 
 // Atomic writes (temp file + rename).
 void write_npy_f32(const std::string& path, const std::vector<float>& v, const std::vector<size_t>& shape);
+void write_npy_f64(const std::string& path, const std::vector<double>& v, const std::vector<size_t>& shape);
 void write_npy_i32(const std::string& path, const std::vector<int32_t>& v, const std::vector<size_t>& shape);
 
 // Reads and checks dtype ('<f4' / '<i4'), order and the exact shape; any mismatch is a

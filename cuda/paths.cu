@@ -276,6 +276,8 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   return nullptr;
 }
 
+const void* probe_kernel() { return reinterpret_cast<const void*>(&k_momentum_flat); }
+
 GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host, int n,
                            float* scratch, int chunk, cudaStream_t st) {
   float* H = scratch;

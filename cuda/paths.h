@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,8 @@ std::unique_ptr<KernelPath> make_path(const std::string& name);
 struct GpuEval { double accuracy; double loss; };
 GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host,
                            int n, float* scratch, int chunk, cudaStream_t stream);
+
+// One of our kernels, for cudaFuncGetAttributes: it fails when the binary has no code for the GPU.
+const void* probe_kernel();
 
 }  // namespace mlp

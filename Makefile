@@ -1,0 +1,69 @@
+# Makefile — builds build/mlp_train (the gate and benchmark), build/libmlp.so (the submission
+# and our paths, for the Python binding) and build/mlp_host (host-only tools for CPU tests).
+#
+#   make ARCH=sm_90                          our submission (cuda/submission_ref.cu)
+#   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
+#   make BUILD=build/sm_75 ARCH=sm_75        another tree, another architecture
+#
+# `invoke build` wraps this and prints the exact nvcc command lines.
+ARCH       ?= sm_90
+BUILD      ?= build
+SUBMISSION ?= cuda/submission_ref.cu
+NVCC       ?= nvcc
+CXX        ?= g++
+
+CC_NUM     := $(patsubst sm_%,%,$(ARCH))
+GENCODE    := -gencode=arch=compute_$(CC_NUM),code=[sm_$(CC_NUM),compute_$(CC_NUM)]
+WARN       := -Wall -Wextra -Werror
+CUDA_HOME  ?= $(or $(CUDA_PATH),/usr/local/cuda)
+CUDA_INC   ?= $(CUDA_HOME)/include
+CXXFLAGS   := -O2 -std=c++17 -fopenmp -fPIC $(WARN) -Icuda -isystem $(CUDA_INC)
+NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
+              -Xcompiler -fopenmp,-fPIC,-Wall,-Wextra,-Werror -Icuda
+EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
+SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
+
+HOST_SRC   := common sha256 dataset npy recipe cpu_reference
+HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
+DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/gate.o
+HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
+
+.PHONY: all clean
+all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host
+
+# A stamp that changes only when ARCH or SUBMISSION changes, so switching either rebuilds
+# what depends on it and nothing else.
+$(BUILD)/config.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION)" | cmp -s - $@ || echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION)" > $@
+FORCE:
+
+$(BUILD)/host/%.o: cuda/%.cpp $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: cuda/%.cu $(HEADERS) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/main.o: cuda/main.cu $(HEADERS) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) $(SUBMISSION_DEFS) -c $< -o $@
+
+$(BUILD)/submission.o: $(SUBMISSION) $(HEADERS) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/mlp_train: $(BUILD)/main.o $(BUILD)/submission.o $(DEV_OBJ) $(HOST_OBJ)
+	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
+
+$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(HOST_OBJ)
+	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
+
+$(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)
+	$(CXX) $(CXXFLAGS) $< $(HOST_OBJ) -o $@
+
+clean:
+	rm -rf $(BUILD)
+
+# The nvcc command line every CUDA object is compiled with (recorded in results/run.json).
+.PHONY: print-nvcc
+print-nvcc:
+	@echo $(NVCC) $(NVCCFLAGS)

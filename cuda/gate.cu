@@ -1,0 +1,333 @@
+// cuda/gate.cu — gate cases 1–6. Inputs are real images or seeded random values (never zeros);
+// every output buffer is poisoned with NaN (all bits set) before the call, so an output that is
+// never written fails the comparison instead of passing on stale memory.
+#include "gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "cpu_reference.h"
+#include "cuda_check.h"
+#include "rng.h"
+
+namespace {
+
+constexpr double kU32 = 5.9604644775390625e-08;  // float32 unit roundoff, 2^-24
+
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit DevBuf(size_t count) : n(count) { CUDA_CHECK(cudaMalloc(&p, sizeof(T) * (n ? n : 1))); }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void upload(const T* h) { CUDA_CHECK(cudaMemcpy(p, h, sizeof(T) * n, cudaMemcpyHostToDevice)); }
+  void poison() { CUDA_CHECK(cudaMemset(p, 0xFF, sizeof(T) * n)); }  // float NaN / int −1
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    CUDA_CHECK(cudaMemcpy(h.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+std::vector<double> to_double(const float* v, size_t n) { return std::vector<double>(v, v + n); }
+
+// A submission's status: non-OK fails the case with its name; OK is followed by a checked sync,
+// so an asynchronous fault in its kernels surfaces here.
+bool call_ok(int st, const char* fn, CaseResult& r) {
+  if (st != MLP_OK) {
+    r.passed = false;
+    r.value = NAN;
+    r.detail = std::string(fn) + " returned " + mlp::status_name(st);
+    return false;
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return true;
+}
+
+CaseResult make(int id, const char* name) {
+  CaseResult r;
+  r.id = id;
+  r.name = name;
+  r.value = NAN;
+  r.limit = NAN;
+  return r;
+}
+
+// Rows [0, batch) of the training set in epoch 0's order: real images, as float and double.
+void take_rows(const GateInputs& g, int batch, std::vector<float>& X, std::vector<int>& y) {
+  X.assign((size_t)batch * g.s.in, 0.f);
+  y.assign((size_t)batch, 0);
+  for (int r = 0; r < batch; ++r) {
+    int idx = (*g.order0)[(size_t)r];
+    std::copy(g.data->train_x.begin() + (long)idx * g.s.in, g.data->train_x.begin() + (long)(idx + 1) * g.s.in,
+              X.begin() + (long)r * g.s.in);
+    y[(size_t)r] = g.data->train_y[(size_t)idx];
+  }
+}
+
+// |W|-forward: the magnitudes of every term that feeds each logit, the scale of the classic
+// rounding bound |fl(z) − z| ≤ γ · (|W2|·(|W1|·|x| + |b1|) + |b2|).
+std::vector<double> abs_forward(MlpShape s, const std::vector<double>& p, const std::vector<double>& X, int batch) {
+  std::vector<double> ap(p.size());
+  for (size_t i = 0; i < p.size(); ++i) ap[i] = std::fabs(p[i]);
+  std::vector<double> H((size_t)batch * s.hidden), Z((size_t)batch * s.out);
+  ref_forward(s, ap.data(), X.data(), batch, H.data(), Z.data());  // all terms ≥ 0: ReLU is a no-op
+  return Z;
+}
+
+// Forward through the submission: logits for `batch` rows, compared with float64.
+void forward_case(const GateInputs& g, int batch, CaseResult& r, bool normwise) {
+  MlpShape s = g.s;
+  std::vector<float> Xf;
+  std::vector<int> y;
+  take_rows(g, batch, Xf, y);
+  DevBuf<float> dp(g.init->size()), dX(Xf.size()), dH((size_t)batch * s.hidden), dZ((size_t)batch * s.out);
+  dp.upload(g.init->data());
+  dX.upload(Xf.data());
+  dH.poison();
+  dZ.poison();
+  if (!call_ok(mlp_forward(s, dp.p, dX.p, batch, dH.p, dZ.p, nullptr), "mlp_forward", r)) return;
+  std::vector<float> Z = dZ.download();
+  std::vector<double> P = to_double(g.init->data(), g.init->size()), X = to_double(Xf.data(), Xf.size());
+  std::vector<double> Href((size_t)batch * s.hidden), Zref((size_t)batch * s.out);
+  ref_forward(s, P.data(), X.data(), batch, Href.data(), Zref.data());
+  std::vector<double> scale = abs_forward(s, P, X, batch);
+  const double depth = (double)s.in + s.hidden + 2;
+  if (!normwise) {
+    // Case 1: worst element against the deterministic bound γ_depth = depth·u.
+    double worst = 0;
+    for (size_t i = 0; i < Z.size(); ++i) {
+      double e = std::fabs((double)Z[i] - Zref[i]) / scale[i];
+      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+    }
+    r.value = worst;
+    r.limit = depth * kU32;
+    r.detail = "max_k |z_k - z64_k| / (|W2|(|W1||x|+|b1|)+|b2|)_k; limit (in+hidden+2)*u, u = 2^-24";
+  } else {
+    // Case 2: norm-wise, against the probabilistic bound that grows with √depth (Higham & Mary
+    // 2019: rounding errors of a length-n sum behave like a random walk), with a margin of 4.
+    double num = 0, den = 0;
+    bool nan = false;
+    for (size_t i = 0; i < Z.size(); ++i) {
+      double e = (double)Z[i] - Zref[i];
+      nan |= std::isnan(e);
+      num += e * e;
+      den += scale[i] * scale[i];
+    }
+    r.value = nan ? INFINITY : std::sqrt(num / den);
+    r.limit = 4.0 * std::sqrt(depth) * kU32;
+    r.detail = "||Z - Z64||_F / ||(|W2|(|W1||X|+|b1|)+|b2|)||_F over " + std::to_string(batch) +
+               " rows; limit 4*sqrt(in+hidden+2)*u";
+  }
+  r.passed = r.value <= r.limit;
+}
+
+}  // namespace
+
+CaseResult case_onebatch_forward(const GateInputs& g) {
+  CaseResult r = make(1, "onebatch-forward");
+  forward_case(g, 1, r, false);
+  return r;
+}
+
+CaseResult case_batch_forward(const GateInputs& g) {
+  CaseResult r = make(2, "batch-forward");
+  forward_case(g, g.recipe->batch, r, true);
+  return r;
+}
+
+CaseResult case_loss_extreme(const GateInputs& g) {
+  CaseResult r = make(3, "loss-extreme");
+  const MlpShape s = g.s;
+  const int O = s.out;
+  // Rows of extreme logits: whole rows at +60 and −60, and mixed rows where the label sits at
+  // −60 among +60 (its probability underflows float32 without the max shift) and the reverse;
+  // then rows of ordinary N(0, 3²) logits.
+  std::vector<float> Z;
+  std::vector<int> y;
+  SplitMix64 rng(stream_seed(g.seed, kStreamTest, 3));
+  auto row = [&](auto value_of, int label) {
+    for (int k = 0; k < O; ++k) Z.push_back(value_of(k));
+    y.push_back(label);
+  };
+  for (int label = 0; label < std::min(O, 4); ++label) {
+    row([](int) { return 60.f; }, label);
+    row([](int) { return -60.f; }, label);
+    row([&](int k) { return k == label ? -60.f : 60.f; }, label);
+    row([&](int k) { return k == label ? 60.f : -60.f; }, label);
+    row([](int k) { return k % 2 ? 60.f : -60.f; }, label);
+  }
+  for (int i = 0; i < 12; ++i) {
+    row([&](int) {
+      double u1 = rng.uniform() + 1e-300, u2 = rng.uniform();
+      return (float)(3.0 * std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    }, (int)(rng.next() % (uint64_t)O));
+  }
+  const int B = (int)y.size();
+  DevBuf<float> dZd(Z.size()), dG(Z.size()), dL(1);
+  DevBuf<int> dy(y.size());
+  dZd.upload(Z.data());
+  dy.upload(y.data());
+  dG.poison();
+  dL.poison();
+  if (!call_ok(mlp_loss(s, dZd.p, dy.p, B, dG.p, dL.p, nullptr), "mlp_loss", r)) return r;
+  std::vector<float> G = dG.download(), L = dL.download();
+  std::vector<double> Zd = to_double(Z.data(), Z.size()), Gref(Z.size());
+  double Lref = ref_loss(s, Zd.data(), y.data(), B, Gref.data());
+  // Relative loss error, and dZ error relative to 1/B (each |dZ| ≤ 1/B); the worse of the two.
+  double e_loss = std::fabs((double)L[0] - Lref) / std::fabs(Lref), e_dz = 0;
+  for (size_t i = 0; i < G.size(); ++i) e_dz = std::max(e_dz, std::fabs((double)G[i] - Gref[i]) * B);
+  bool finite = std::isfinite(L[0]);
+  for (float v : G) finite &= std::isfinite(v);
+  r.value = finite ? std::max(e_loss, e_dz) : INFINITY;
+  r.limit = 64 * kU32;  // a few roundings of exp/log/division in float32, with margin
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%d rows (logits +-60, mixed and whole rows, and N(0,9)); loss %.9g vs %.9g; "
+                "max(|dL|/L, B*max|dZ - dZ64|); limit 64*u",
+                B, (double)L[0], Lref);
+  r.detail = buf;
+  r.passed = finite && r.value <= r.limit;
+  return r;
+}
+
+CaseResult case_grad_check(const GateInputs& g) {
+  CaseResult r = make(4, "grad-check");
+  const MlpShape s = g.s;
+  const MlpOffsets o = mlp_offsets(s);
+  const int B = g.recipe->batch;
+  std::vector<float> Xf;
+  std::vector<int> y;
+  take_rows(g, B, Xf, y);
+  DevBuf<float> dp(o.total), dX(Xf.size()), dH((size_t)B * s.hidden), dZ((size_t)B * s.out), dG((size_t)B * s.out),
+      dL(1), dgrad(o.total), dHs((size_t)B * s.hidden);
+  DevBuf<int> dy(y.size());
+  dp.upload(g.init->data());
+  dX.upload(Xf.data());
+  dy.upload(y.data());
+  dgrad.poison();
+  if (!call_ok(mlp_forward(s, dp.p, dX.p, B, dH.p, dZ.p, nullptr), "mlp_forward", r)) return r;
+  if (!call_ok(mlp_loss(s, dZ.p, dy.p, B, dG.p, dL.p, nullptr), "mlp_loss", r)) return r;
+  if (!call_ok(mlp_backward(s, dp.p, dX.p, dH.p, dG.p, B, dgrad.p, dHs.p, nullptr, nullptr), "mlp_backward", r))
+    return r;
+  std::vector<float> grad = dgrad.download();
+
+  std::vector<double> P = to_double(g.init->data(), o.total), X = to_double(Xf.data(), Xf.size());
+  std::vector<double> H((size_t)B * s.hidden), Z((size_t)B * s.out), G(Z.size()), ref(o.total);
+  ref_forward(s, P.data(), X.data(), B, H.data(), Z.data());
+  ref_loss(s, Z.data(), y.data(), B, G.data());
+  ref_backward(s, P.data(), X.data(), H.data(), G.data(), B, ref.data());
+
+  // 200 coordinates: 50 from each tensor, drawn with the seed.
+  const size_t begin[4] = {o.w1, o.b1, o.w2, o.b2}, end[4] = {o.b1, o.w2, o.b2, o.total};
+  const char* tname[4] = {"W1", "b1", "W2", "b2"};
+  SplitMix64 rng(stream_seed(g.seed, kStreamTest, 4));
+  double worst_gpu = 0, worst_fd = 0;
+  std::string worst_at;
+  std::vector<double> Hs(H.size()), Zs(Z.size());
+  auto loss_at = [&](std::vector<double>& Pm) {
+    ref_forward(s, Pm.data(), X.data(), B, Hs.data(), Zs.data());
+    return ref_loss(s, Zs.data(), y.data(), B, nullptr);
+  };
+  for (int t = 0; t < 4; ++t) {
+    double tmax = 0;
+    for (size_t i = begin[t]; i < end[t]; ++i) tmax = std::max(tmax, std::fabs(ref[i]));
+    for (int k = 0; k < 50; ++k) {
+      size_t i = begin[t] + (size_t)(rng.next() % (uint64_t)(end[t] - begin[t]));
+      // GPU float32 against float64 analytic: rtol 1e-4 with a floor of 1e-6 of the tensor's
+      // largest gradient (float32 sums of up to `batch` terms lose a few ulps).
+      double eg = std::fabs((double)grad[i] - ref[i]) / (1e-4 * std::fabs(ref[i]) + 1e-6 * tmax);
+      if (std::isnan(eg)) eg = INFINITY;
+      if (eg > worst_gpu) { worst_gpu = eg; worst_at = std::string(tname[t]) + "[" + std::to_string(i - begin[t]) + "]"; }
+      // float64 analytic against central differences in float64, step 1e-5: truncation
+      // O(h²) ≈ 1e-10 and rounding ε·L/h ≈ 1e-11 sit far below the 1e-8 floor.
+      const double h = 1e-5;
+      double keep = P[i];
+      P[i] = keep + h;
+      double lp = loss_at(P);
+      P[i] = keep - h;
+      double lm = loss_at(P);
+      P[i] = keep;
+      double fd = (lp - lm) / (2 * h);
+      worst_fd = std::max(worst_fd, std::fabs(fd - ref[i]) / (1e-5 * std::fabs(ref[i]) + 1e-8));
+    }
+  }
+  r.value = std::max(worst_gpu, worst_fd);
+  r.limit = 1.0;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "200 coords (50 per tensor), batch %d; GPU vs fp64: max |g-g64|/(1e-4|g64|+1e-6 max|g64_t|) = %.3g "
+                "(worst %s); fp64 vs central diff (h=1e-5): max |fd-g64|/(1e-5|g64|+1e-8) = %.3g; both <= 1",
+                B, worst_gpu, worst_at.c_str(), worst_fd);
+  r.detail = buf;
+  r.passed = worst_gpu <= 1.0 && worst_fd <= 1.0;
+  return r;
+}
+
+CaseResult case_step(const GateInputs& g) {
+  CaseResult r = make(5, "step");
+  const size_t n = mlp_offsets(g.s).total;
+  const float lr = (float)g.recipe->lr, mu = (float)g.recipe->momentum;
+  SplitMix64 rng(stream_seed(g.seed, kStreamTest, 5));
+  std::vector<float> p(n), v(n), gr(n);
+  for (size_t i = 0; i < n; ++i) {
+    p[i] = (float)(rng.uniform() * 2 - 1);
+    v[i] = (float)((rng.uniform() * 2 - 1) * 0.1);
+    gr[i] = (float)((rng.uniform() * 2 - 1) * 0.5);
+  }
+  DevBuf<float> dp(n), dv(n), dg(n);
+  dp.upload(p.data());
+  dv.upload(v.data());
+  dg.upload(gr.data());
+  if (!call_ok(mlp_step(dp.p, dv.p, dg.p, n, lr, mu, nullptr), "mlp_step", r)) return r;
+  std::vector<float> P = dp.download(), V = dv.download();
+  // float64 of the same float32 inputs and the same float32 lr and μ.
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double vr = (double)mu * v[i] - (double)lr * gr[i], pr = (double)p[i] + vr;
+    double ev = std::fabs(V[i] - vr) / (1e-6 + 1e-5 * std::fabs(vr));
+    double ep = std::fabs(P[i] - pr) / (1e-6 + 1e-5 * std::fabs(pr));
+    double e = std::max(ev, ep);
+    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+  }
+  r.value = worst;
+  r.limit = 1.0;
+  r.detail = "every element of params and velocity: max |got-ref| / (1e-6 + 1e-5|ref|) over " + std::to_string(n) +
+             " values; limit 1";
+  r.passed = worst <= 1.0;
+  return r;
+}
+
+CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path) {
+  CaseResult r = make(6, "overfit-32");
+  const MlpShape s = g.s;
+  const int n = 32, steps = 200;
+  const size_t total = mlp_offsets(s).total;
+  std::vector<float> zeros(total, 0.f);
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[(size_t)i] = (*g.order0)[(size_t)i];  // 32 real images
+  DevBuf<float> dp(total), dv(total), dws(mlp_workspace_floats(s, n)), dloss(1);
+  DevBuf<int> dord(n);
+  dp.upload(g.init->data());
+  dv.upload(zeros.data());
+  dord.upload(order.data());
+  dloss.poison();
+  mlp::EpochArgs a{s, dp.p, dv.p, g.d_train_x, g.d_train_y, dord.p, n, n, (float)g.recipe->lr,
+                   (float)g.recipe->momentum, dws.p, dloss.p, nullptr};
+  try {
+    for (int t = 0; t < steps; ++t) path.epoch(a);  // one 32-image step per call
+    CUDA_CHECK(cudaDeviceSynchronize());
+  } catch (const mlp::SubmissionError& e) {
+    r.detail = e.what();
+    return r;
+  }
+  float last = dloss.download()[0];
+  r.value = last;
+  r.limit = 0.01;
+  r.detail = "loss after 200 steps on 32 images (batch 32) of path " + path.name();
+  r.passed = std::isfinite(last) && last < 0.01;
+  return r;
+}

@@ -1,0 +1,507 @@
+// cuda/main.cu — mlp_train: gates the linked submission (cases 1–7), times every kernel path
+// (case 8) and writes results/run.json. `--profile PATH` instead trains one epoch of PATH inside
+// the NVTX range "profile-epoch" for Nsight Systems.
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <numeric>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "cpu_reference.h"
+#include "cuda_check.h"
+#include "dataset.h"
+#include "gate.h"
+#include "json.h"
+#include "npy.h"
+#include "paths.h"
+#include "recipe.h"
+
+#ifndef MLP_SUBMISSION_SOURCE
+#define MLP_SUBMISSION_SOURCE "cuda/submission_ref.cu"
+#endif
+#ifndef MLP_EXTERNAL_SUBMISSION
+#define MLP_EXTERNAL_SUBMISSION 0
+#endif
+
+namespace {
+
+const char* kUsage =
+    "usage: mlp_train [--data DIR] [--recipe FILE] [--out DIR] [--paths a,b,...] [--epochs N]\n"
+    "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
+    "                 [--profile PATH] [--quick] [--help]\n"
+    "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
+    "  --profile PATH  warm up, then train one epoch of PATH inside the NVTX range profile-epoch\n"
+    "  --quick         cases 1-6 and one training epoch per path (for sanitizers); no run.json\n";
+
+struct Options {
+  std::string data = "data", recipe = "recipe.toml", out = "results", init, profile;
+  std::vector<std::string> paths;
+  bool quick = false;
+  // Overrides of the recipe (validated like the recipe itself).
+  std::map<std::string, std::string> overrides;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    size_t b = s.find(sep, a);
+    if (b == std::string::npos) b = s.size();
+    if (b > a) out.push_back(s.substr(a, b - a));
+    a = b + 1;
+  }
+  return out;
+}
+
+double parse_number(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !std::isfinite(x)) throw UserError(flag + ": not a number: '" + v + "'");
+  return x;
+}
+
+long long parse_integer(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end) throw UserError(flag + ": not an integer: '" + v + "'");
+  return x;
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UserError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") { std::fputs(kUsage, stdout); std::exit(0); }
+    else if (a == "--data") o.data = value();
+    else if (a == "--recipe") o.recipe = value();
+    else if (a == "--out") o.out = value();
+    else if (a == "--init") o.init = value();
+    else if (a == "--profile") o.profile = value();
+    else if (a == "--paths") o.paths = split(value(), ',');
+    else if (a == "--quick") o.quick = true;
+    else if (a == "--epochs" || a == "--batch" || a == "--lr" || a == "--momentum" || a == "--seed")
+      o.overrides[a.substr(2)] = value();
+    else throw UserError("unknown option '" + a + "' (see --help)");
+  }
+  return o;
+}
+
+void apply_overrides(Recipe& r, const Options& o) {
+  for (const auto& kv : o.overrides) {
+    const std::string flag = "--" + kv.first;
+    if (kv.first == "epochs") r.epochs = (int)parse_integer(flag, kv.second);
+    else if (kv.first == "batch") r.batch = (int)parse_integer(flag, kv.second);
+    else if (kv.first == "lr") r.lr = parse_number(flag, kv.second);
+    else if (kv.first == "momentum") r.momentum = parse_number(flag, kv.second);
+    else if (kv.first == "seed") {
+      long long s = parse_integer(flag, kv.second);
+      if (s < 0) throw UserError("--seed must be non-negative");
+      r.seed = (uint64_t)s;
+    }
+  }
+}
+
+// The GPU, and a check that this binary carries code for it (the message names --arch).
+cudaDeviceProp select_device() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0)
+    throw UserError(std::string("no CUDA device found (cudaGetDeviceCount: ") +
+                    (err == cudaSuccess ? "0 devices" : cudaGetErrorString(err)) + ")");
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  cudaFuncAttributes attr;
+  err = cudaFuncGetAttributes(&attr, mlp::probe_kernel());
+  if (err != cudaSuccess)
+    throw UserError("this binary has no code for " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + "): rebuild with `invoke build --arch sm_" +
+                    std::to_string(prop.major) + std::to_string(prop.minor) + "` (" + cudaGetErrorString(err) + ")");
+  return prop;
+}
+
+struct DeviceData {
+  float* train_x = nullptr;
+  int* train_y = nullptr;
+  float* test_x = nullptr;
+  ~DeviceData() { cudaFree(train_x); cudaFree(train_y); cudaFree(test_x); }
+};
+
+struct PathRun {
+  std::string name;
+  int launches_per_step = 0;
+  bool ok = true;             // trained every epoch without error or non-finite loss
+  std::string error;
+  std::vector<double> epoch_ms, loss_per_epoch, test_accuracy_per_epoch;
+  CaseResult overfit;
+  double mean = NAN, median = NAN, min = NAN, max = NAN, cv = NAN;
+};
+
+void summarise(PathRun& p) {
+  // Epoch 0 is the warm-up (module load, first launches, graph capture): never timed.
+  if (p.epoch_ms.size() < 2) return;
+  std::vector<double> t(p.epoch_ms.begin() + 1, p.epoch_ms.end());
+  std::vector<double> s = t;
+  std::sort(s.begin(), s.end());
+  size_t n = s.size();
+  p.median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  p.mean = std::accumulate(t.begin(), t.end(), 0.0) / n;
+  p.min = s.front();
+  p.max = s.back();
+  double var = 0;
+  for (double x : t) var += (x - p.mean) * (x - p.mean);
+  p.cv = n > 1 ? 100.0 * std::sqrt(var / (n - 1)) / p.mean : 0.0;
+}
+
+// Trains `epochs` epochs of one path from the initial parameters; times each epoch with CUDA
+// events around its enqueued work; evaluates on the test set after each epoch (not timed).
+PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
+                   const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd, const Dataset& data,
+                   int epochs, bool progress) {
+  PathRun run;
+  run.name = path.name();
+  run.launches_per_step = path.launches_per_step();
+  const size_t total = mlp_offsets(s).total;
+  const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
+  float *params, *velocity, *ws, *step_loss, *eval_scratch;
+  int* order;
+  const int chunk = 10000;
+  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&order, (size_t)epochs * n * sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&eval_scratch, (size_t)chunk * (s.hidden + s.out) * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
+  for (int e = 0; e < epochs; ++e)
+    CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaEvent_t t0, t1;
+  CUDA_CHECK(cudaEventCreate(&t0));
+  CUDA_CHECK(cudaEventCreate(&t1));
+  std::vector<float> losses((size_t)steps);
+  try {
+    for (int e = 0; e < epochs; ++e) {
+      CUDA_CHECK(cudaMemsetAsync(step_loss, 0xFF, (size_t)steps * sizeof(float), st));  // NaN poison
+      mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order + (size_t)e * n, n, R.batch,
+                       (float)R.lr, (float)R.momentum, ws, step_loss, st};
+      CUDA_CHECK(cudaEventRecord(t0, st));
+      path.epoch(a);
+      CUDA_CHECK(cudaEventRecord(t1, st));
+      CUDA_CHECK(cudaEventSynchronize(t1));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+      CUDA_CHECK(cudaMemcpy(losses.data(), step_loss, (size_t)steps * sizeof(float), cudaMemcpyDeviceToHost));
+      double loss = 0;
+      for (int t = 0; t < steps; ++t) {
+        if (!std::isfinite(losses[(size_t)t]))
+          throw std::runtime_error("non-finite loss " + std::to_string(losses[(size_t)t]) + " at epoch " +
+                                   std::to_string(e) + " step " + std::to_string(t));
+        loss += (double)losses[(size_t)t] * std::min(R.batch, n - t * R.batch);
+      }
+      mlp::GpuEval ev = mlp::evaluate_on_device(s, params, dd.test_x, data.test_y.data(), data.n_test, eval_scratch,
+                                                chunk, st);
+      run.epoch_ms.push_back(ms);
+      run.loss_per_epoch.push_back(loss / n);
+      run.test_accuracy_per_epoch.push_back(ev.accuracy);
+      if (progress)
+        std::fprintf(stderr, "  %-10s epoch %2d/%d  %8.3f ms  loss %.4f  test acc %.2f%%\n", run.name.c_str(), e + 1,
+                     epochs, ms, loss / n, 100 * ev.accuracy);
+    }
+  } catch (const mlp::SubmissionError& e) {
+    run.ok = false;
+    run.error = e.what();
+  } catch (const CudaError&) {
+    throw;  // a CUDA fault poisons the context: stop the run
+  } catch (const std::runtime_error& e) {
+    run.ok = false;
+    run.error = e.what();
+  }
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaStreamDestroy(st);
+  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order); cudaFree(eval_scratch);
+  summarise(run);
+  return run;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+std::string case_json(const CaseResult& c) {
+  return Json::object()
+      .set("id", Json::num(c.id)).set("name", Json::str(c.name)).set("passed", Json::boolean(c.passed))
+      .set("value", Json::num(c.value)).set("limit", Json::num(c.limit)).set("detail", Json::str(c.detail))
+      .done();
+}
+
+void print_case(const CaseResult& c) {
+  std::printf("%-2d %-18s %12.4g %12.4g  %s   %s\n", c.id, c.name.c_str(), c.value, c.limit, c.passed ? "PASS" : "FAIL",
+              c.detail.c_str());
+  std::fflush(stdout);
+}
+
+int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vector<float>& init,
+                const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd) {
+  std::unique_ptr<mlp::KernelPath> path = mlp::make_path(opt.profile);
+  bool known = false;
+  for (const auto& n : mlp::path_names(MLP_EXTERNAL_SUBMISSION)) known |= n == opt.profile;
+  if (!path || !known) throw UserError("--profile: no path named '" + opt.profile + "'");
+  const size_t total = mlp_offsets(s).total;
+  const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
+  float *params, *velocity, *ws, *step_loss;
+  int* order;
+  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&order, (size_t)3 * n * sizeof(int)));
+  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
+  for (int e = 0; e < 3; ++e)
+    CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto epoch = [&](int e) {
+    mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order + (size_t)e * n, n, R.batch, (float)R.lr,
+                     (float)R.momentum, ws, step_loss, st};
+    path->epoch(a);
+  };
+  // Two warm-up epochs (module load, first launches, graph capture), then the profiled one.
+  epoch(0);
+  epoch(1);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  nvtxRangePushA("profile-epoch");
+  epoch(2);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  nvtxRangePop();
+  std::vector<float> losses((size_t)steps);
+  CUDA_CHECK(cudaMemcpy(losses.data(), step_loss, losses.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  std::fprintf(stderr, "profiled one epoch of path %s (%d steps, last step loss %.4f)\n", opt.profile.c_str(), steps,
+               losses.back());
+  cudaStreamDestroy(st);
+  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order);
+  return 0;
+}
+
+int run_main(int argc, char** argv) {
+  Options opt = parse_args(argc, argv);
+  Recipe R = read_recipe(opt.recipe);
+  apply_overrides(R, opt);
+  validate_recipe(R);
+  const MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
+  const size_t total = mlp_offsets(s).total;
+
+  std::vector<std::string> names = mlp::path_names(MLP_EXTERNAL_SUBMISSION);
+  if (!opt.paths.empty()) {
+    for (const auto& p : opt.paths)
+      if (std::find(names.begin(), names.end(), p) == names.end())
+        throw UserError("--paths: no path named '" + p + "' (have: unfused, fused, graph" +
+                        std::string(MLP_EXTERNAL_SUBMISSION ? ", submission" : "") + ")");
+    names = opt.paths;
+  }
+
+  cudaDeviceProp prop = select_device();
+  std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+
+  std::fprintf(stderr, "loading %s (SHA-256 checked)\n", opt.data.c_str());
+  Dataset data = load_dataset(opt.data);
+  if (data.dim != s.in) throw UserError(opt.data + ": images have " + std::to_string(data.dim) + " pixels, recipe input_dim is " + std::to_string(s.in));
+  if (data.n_train < R.train_size) throw UserError(opt.data + ": " + std::to_string(data.n_train) + " training images, recipe train_size is " + std::to_string(R.train_size));
+
+  std::vector<float> init = opt.init.empty() ? init_params(s, R.seed) : read_npy_f32(opt.init, {total});
+  const int order_epochs = std::max(R.epochs, 3);
+  std::vector<std::vector<int32_t>> orders;
+  for (int e = 0; e < order_epochs; ++e) orders.push_back(epoch_order(R.train_size, R.seed, e));
+
+  DeviceData dd;
+  CUDA_CHECK(cudaMalloc(&dd.train_x, data.train_x.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dd.train_y, data.train_y.size() * sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&dd.test_x, data.test_x.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dd.train_x, data.train_x.data(), data.train_x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dd.train_y, data.train_y.data(), data.train_y.size() * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dd.test_x, data.test_x.data(), data.test_x.size() * sizeof(float), cudaMemcpyHostToDevice));
+
+  if (!opt.profile.empty()) return run_profile(opt, R, s, init, orders, dd);
+
+  if (!opt.quick) {
+    mkdir(opt.out.c_str(), 0777);
+    write_npy_f32(opt.out + "/init_params.npy", init, {total});
+    std::vector<int32_t> flat;
+    for (int e = 0; e < R.epochs; ++e) flat.insert(flat.end(), orders[(size_t)e].begin(), orders[(size_t)e].end());
+    write_npy_i32(opt.out + "/order.npy", flat, {(size_t)R.epochs, (size_t)R.train_size});
+  }
+
+  GateInputs g{s, &R, &data, &init, &orders[0], dd.train_x, dd.train_y, R.seed};
+  std::printf("%-2s %-18s %12s %12s  %s\n", "#", "case", "value", "limit", "verdict");
+  std::vector<CaseResult> cases;
+  for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step}) {
+    cases.push_back(fn(g));
+    print_case(cases.back());
+  }
+
+  // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
+  const std::string gated = MLP_EXTERNAL_SUBMISSION ? "submission" : "fused";
+  const int epochs = opt.quick ? 1 : R.epochs;
+  std::vector<PathRun> runs;
+  for (const auto& name : names) {
+    std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
+    CaseResult of = case_overfit32(g, *path);
+    std::fprintf(stderr, "path %s: overfit-32 loss %.5f (%s); training %d epochs\n", name.c_str(), of.value,
+                 of.passed ? "PASS" : "FAIL", epochs);
+    PathRun run = train_path(*path, R, s, init, orders, dd, data, epochs, true);
+    run.overfit = of;
+    if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
+    runs.push_back(run);
+  }
+  const PathRun* gated_run = nullptr;
+  for (const auto& r : runs) if (r.name == gated) gated_run = &r;
+  CaseResult c6;
+  c6.id = 6; c6.name = "overfit-32"; c6.value = NAN; c6.limit = 0.01;
+  if (gated_run) c6 = gated_run->overfit;
+  else c6.detail = "path " + gated + " not run (--paths)";
+  cases.push_back(c6);
+  print_case(c6);
+  if (opt.quick) {
+    bool ok = true;
+    for (const auto& c : cases) ok &= c.passed;
+    for (const auto& r : runs) ok &= r.ok && r.overfit.passed;
+    std::printf("quick run: %s\n", ok ? "all passed" : "FAILED");
+    return ok ? 0 : 1;
+  }
+
+  // Case 7: the float64 reference trained in this run, same init and order.
+  std::fprintf(stderr, "float64 CPU reference: %d epochs\n", R.epochs);
+  std::vector<double> P(init.begin(), init.end());
+  std::vector<double> Xtr(data.train_x.begin(), data.train_x.begin() + (long)R.train_size * s.in);
+  std::vector<double> Xte(data.test_x.begin(), data.test_x.end());
+  std::vector<std::vector<int32_t>> ref_orders(orders.begin(), orders.begin() + R.epochs);
+  RefTrainResult ref = ref_train(s, P, Xtr, data.train_y, R.train_size, Xte, data.test_y, data.n_test, ref_orders,
+                                 R.batch, R.lr, R.momentum, [](int e, double loss, double acc, double secs) {
+                                   std::fprintf(stderr, "  fp64       epoch %2d  loss %.4f  test acc %.2f%%  (%.1f s)\n",
+                                                e + 1, loss, 100 * acc, secs);
+                                 });
+  const double ref_acc = ref.test_accuracy_per_epoch.back();
+  auto accuracy_case = [&](const PathRun* r) {
+    CaseResult c;
+    c.id = 7; c.name = "train"; c.limit = 1.0; c.value = NAN;
+    if (!r) { c.detail = "path " + gated + " not run (--paths)"; return c; }
+    if (!r->ok) { c.detail = "path " + r->name + ": " + r->error; return c; }
+    double acc = r->test_accuracy_per_epoch.back();
+    c.value = 100.0 * std::fabs(acc - ref_acc);
+    char b[200];
+    std::snprintf(b, sizeof b, "|test acc %s %.2f%% - fp64 %.2f%%| in percentage points after %d epochs",
+                  r->name.c_str(), 100 * acc, 100 * ref_acc, R.epochs);
+    c.detail = b;
+    c.passed = c.value <= c.limit;
+    return c;
+  };
+  cases.push_back(accuracy_case(gated_run));
+  print_case(cases.back());
+
+  // Case 8: every path timed (19 epochs after the warm-up) with finite results.
+  CaseResult c8;
+  c8.id = 8; c8.name = "perf"; c8.limit = NAN;
+  c8.value = gated_run ? gated_run->median : NAN;
+  c8.passed = !runs.empty();
+  std::string perf_detail = "median epoch ms (epochs 1.." + std::to_string(R.epochs - 1) + "; CV %):";
+  for (const auto& r : runs) {
+    c8.passed &= r.ok && std::isfinite(r.median);
+    char b[96];
+    std::snprintf(b, sizeof b, " %s %.3f (%.1f%%)", r.name.c_str(), r.median, r.cv);
+    perf_detail += b;
+  }
+  c8.detail = perf_detail;
+  cases.push_back(c8);
+  print_case(c8);
+
+  // run.json
+  int driver = 0, runtime = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  Json gpu = Json::object();
+  gpu.set("name", Json::str(prop.name))
+      .set("compute_capability", Json::str(std::to_string(prop.major) + "." + std::to_string(prop.minor)))
+      .set("sm_count", Json::num(prop.multiProcessorCount)).set("l2_bytes", Json::num(prop.l2CacheSize))
+      .set("driver_api_version", Json::num(driver)).set("runtime_version", Json::num(runtime))
+      .set("toolkit_version", Json::num(CUDART_VERSION));
+  Json recipe = Json::object();
+  recipe.set("input_dim", Json::num(R.input_dim)).set("hidden_dim", Json::num(R.hidden_dim))
+      .set("output_dim", Json::num(R.output_dim)).set("batch", Json::num(R.batch)).set("lr", Json::num(R.lr))
+      .set("momentum", Json::num(R.momentum)).set("epochs", Json::num(R.epochs))
+      .set("seed", Json::num((long long)R.seed)).set("train_size", Json::num(R.train_size))
+      .set("test_size", Json::num(data.n_test)).set("steps_per_epoch", Json::num((R.train_size + R.batch - 1) / R.batch))
+      .set("n_params", Json::num((long long)total));
+  Json cj = Json::array();
+  for (const auto& c : cases) cj.add(case_json(c));
+  Json pj = Json::object();
+  for (const auto& r : runs) {
+    CaseResult acc = accuracy_case(&r);
+    Json o = Json::object();
+    o.set("launches_per_step", Json::num(r.launches_per_step))
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed))
+        .set("error", Json::str(r.error))
+        .set("overfit_loss", Json::num(r.overfit.value))
+        .set("accuracy_gap_pp", Json::num(acc.value))
+        .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())
+                                                           : std::vector<double>{}))
+        .set("warmup_epoch_ms", Json::num(r.epoch_ms.empty() ? NAN : r.epoch_ms[0]))
+        .set("mean_ms", Json::num(r.mean)).set("median_ms", Json::num(r.median)).set("min_ms", Json::num(r.min))
+        .set("max_ms", Json::num(r.max)).set("cv_pct", Json::num(r.cv))
+        .set("test_accuracy", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : r.test_accuracy_per_epoch.back()))
+        .set("test_accuracy_per_epoch", Json::nums(r.test_accuracy_per_epoch))
+        .set("loss_per_epoch", Json::nums(r.loss_per_epoch));
+    pj.set(r.name, o.done());
+  }
+  Json refj = Json::object();
+  refj.set("test_accuracy", Json::num(ref_acc)).set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
+      .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  Json root = Json::object();
+  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("gpu", gpu.done())
+      .set("submission", Json::str(MLP_SUBMISSION_SOURCE)).set("gated_path", Json::str(gated))
+      .set("run_command", Json::str(cmd)).set("recipe", recipe.done()).set("reference_source", Json::str("same-run"))
+      .set("cases", cj.done()).set("paths", pj.done()).set("reference_fp64", refj.done());
+  write_file_atomic(opt.out + "/run.json", root.done() + "\n");
+  std::fprintf(stderr, "wrote %s/run.json\n", opt.out.c_str());
+
+  bool ok = true;
+  for (const auto& c : cases) if (c.id <= 7) ok &= c.passed;
+  std::printf("gate: %s\n", ok ? "PASS (cases 1-7)" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "mlp_train: error: %s\n", e.what());
+    return 2;
+  } catch (const CudaError& e) {
+    std::fprintf(stderr, "mlp_train: CUDA error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mlp_train: error: %s\n", e.what());
+    return 1;
+  }
+}

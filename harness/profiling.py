@@ -1,0 +1,174 @@
+"""Profile one epoch of a kernel path with Nsight Systems and export its three CSV summaries.
+
+    python -m harness.profiling fused unfused
+
+For each path P this writes profile/P.nsys-rep and profile/P_cuda_gpu_kern_sum.csv,
+profile/P_nvtx_sum.csv, profile/P_cuda_api_sum.csv (docs/formats.md). Everything is made in a
+temporary folder inside profile/ and moved into place only when every step succeeded; the
+previous run's files of P are deleted first, so a failed capture never leaves an older run's
+CSVs looking current.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from harness.config import PROFILE_DIR
+
+REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
+CAPTURE_RANGE = "profile-epoch"
+
+# Report names whose CSVs `nsys stats --output <dir>/P` may have written as P_<report>.csv,
+# current and older: stale ones are deleted before a new capture. An exact list, so that another
+# path whose name starts with "P_" keeps its files.
+KNOWN_REPORTS = frozenset(REPORTS + (
+    "cuda_api_gpu_sum", "cuda_api_trace", "cuda_gpu_kern_gb_sum", "cuda_gpu_mem_size_sum",
+    "cuda_gpu_mem_time_sum", "cuda_gpu_sum", "cuda_gpu_trace", "cuda_kern_exec_sum",
+    "cuda_kern_exec_trace", "nvtx_gpu_proj_sum", "nvtx_gpu_proj_trace", "nvtx_kern_sum",
+    "nvtx_pushpop_sum", "nvtx_pushpop_trace", "nvtx_startend_sum", "osrt_sum", "um_sum",
+    "um_total_sum", "um_cpu_page_faults_sum",
+    "gpukernsum", "cudaapisum", "nvtxsum", "gpumemtimesum", "gpumemsizesum", "gpusum",
+    "gputrace", "cudaapitrace", "nvtxppsum", "nvtxsesum", "nvtxkernsum", "osrtsum",
+    "kernexecsum", "kernexectrace", "umsum", "umtotalsum", "umcpupagefaults",
+))
+
+INSTALL_HINT = ("error: nsys not found: install Nsight Systems (part of the CUDA toolkit, or "
+                "developer.nvidia.com/nsight-systems) or set NSYS=/path/to/nsys")
+
+
+def find_nsys() -> str:
+    """The nsys executable: $NSYS if set, else the first on PATH; else SystemExit (one line)."""
+    env = os.environ.get("NSYS")
+    if env:
+        found = shutil.which(env)
+        if found is None:
+            raise SystemExit(f"error: NSYS={env} is not an executable file; install Nsight "
+                             "Systems (part of the CUDA toolkit, or "
+                             "developer.nvidia.com/nsight-systems) or fix NSYS=/path/to/nsys")
+        return found
+    found = shutil.which("nsys")
+    if found is None:
+        raise SystemExit(INSTALL_HINT)
+    return found
+
+
+def output_names(path_name: str) -> list[str]:
+    """The file names profile_path leaves in out_dir for one path."""
+    return [f"{path_name}.nsys-rep"] + [f"{path_name}_{r}.csv" for r in REPORTS]
+
+
+def remove_stale(path_name: str, out_dir: Path) -> list[Path]:
+    """Delete out_dir/P.nsys-rep and out_dir/P_<report>.csv; returns what was deleted."""
+    out_dir = Path(out_dir)
+    gone = []
+    candidates = [out_dir / f"{path_name}.nsys-rep", out_dir / f"{path_name}.sqlite"]
+    prefix = f"{path_name}_"
+    for csv_path in sorted(out_dir.glob(f"{glob_escape(path_name)}_*.csv")):
+        if csv_path.stem[len(prefix):] in KNOWN_REPORTS:
+            candidates.append(csv_path)
+    for p in candidates:
+        if p.is_file() or p.is_symlink():
+            p.unlink()
+            gone.append(p)
+    return gone
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[]" else c for c in text)
+
+
+def _run(step: str, cmd: list[str], env: dict | None = None, timeout_s: float | None = None) -> None:
+    print("+ " + shlex.join(cmd), flush=True)
+    try:
+        proc = subprocess.run(cmd, env=env, timeout=timeout_s)
+    except OSError as exc:
+        raise SystemExit(f"error: {step} failed: cannot run {cmd[0]}: {exc}") from None
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"error: {step} failed: no result after {timeout_s:g} s") from None
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {step} failed (exit status {proc.returncode}): "
+                         f"{shlex.join(cmd)}")
+
+
+def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
+                 data_dir: str | os.PathLike = "data", out_dir: str | os.PathLike = PROFILE_DIR,
+                 extra_args: Sequence[str] = (), nsys_args: Sequence[str] = (),
+                 timeout_s: float | None = None) -> dict[str, Path]:
+    """Capture one epoch of `path_name` and export its summaries; returns {file kind: path}.
+
+    Steps: delete the path's old outputs; `nsys profile` (capture range = the NVTX range
+    "profile-epoch") into a temporary folder inside out_dir; `nsys stats` for the three reports;
+    check that each CSV exists and is not empty; move the report and the CSVs into out_dir.
+    Any failure raises SystemExit with one line naming the step; out_dir is then left without
+    any file of this path. `extra_args` go to the binary, `nsys_args` to `nsys profile` (before
+    the binary, e.g. "--capture-range-end=stop").
+    """
+    nsys = find_nsys()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for gone in remove_stale(path_name, out_dir):
+        print(f"removed stale {gone}", flush=True)
+    if not Path(binary).is_file():
+        raise SystemExit(f"error: binary {binary} not found: build it first")
+
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{path_name}-nsys-") as tmp:
+        base = Path(tmp) / path_name
+        rep = base.with_name(f"{path_name}.nsys-rep")
+        env = dict(os.environ, NSYS_NVTX_PROFILER_REGISTER_ONLY="0")
+        profile_cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx",
+                       f"--nvtx-capture={CAPTURE_RANGE}", "--force-overwrite", "true",
+                       *nsys_args, "-o", str(base), str(binary), "--data", str(data_dir),
+                       "--profile", path_name, *extra_args]
+        _run(f"nsys profile of path {path_name}", profile_cmd, env=env, timeout_s=timeout_s)
+        if not rep.is_file() or rep.stat().st_size == 0:
+            raise SystemExit(f"error: nsys profile of path {path_name} wrote no report {rep.name} "
+                             f"(did the binary open the NVTX range {CAPTURE_RANGE!r}?)")
+
+        stats_cmd = [nsys, "stats", "--force-export=true"]
+        for report in REPORTS:
+            stats_cmd += ["--report", report]
+        stats_cmd += ["--format", "csv", "--output", str(base), str(rep)]
+        _run(f"nsys stats of path {path_name}", stats_cmd, timeout_s=timeout_s)
+        csvs = [base.with_name(f"{path_name}_{r}.csv") for r in REPORTS]
+        for csv_path in csvs:
+            if not csv_path.is_file() or csv_path.stat().st_size == 0:
+                raise SystemExit(f"error: nsys stats of path {path_name} wrote no {csv_path.name}"
+                                 " (or an empty one): the capture holds no such data")
+
+        moved: dict[str, Path] = {}
+        try:
+            for src, kind in zip(csvs + [rep], list(REPORTS) + ["nsys-rep"]):
+                dest = out_dir / src.name
+                os.replace(src, dest)
+                moved[kind] = dest
+        except OSError as exc:
+            for dest in moved.values():
+                dest.unlink(missing_ok=True)
+            raise SystemExit(f"error: moving the outputs of path {path_name} into {out_dir} "
+                             f"failed: {exc}") from None
+    for kind, dest in moved.items():
+        print(f"wrote {dest}", flush=True)
+    return moved
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", help="kernel paths to profile (fused, unfused, ...)")
+    parser.add_argument("--binary", default="build/mlp_train")
+    parser.add_argument("--data", default="data")
+    parser.add_argument("--out", default=str(PROFILE_DIR))
+    args = parser.parse_args(argv)
+    for path_name in args.paths:
+        profile_path(path_name, binary=args.binary, data_dir=args.data, out_dir=args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""invoke tasks: the orchestration only; the logic lives in harness/ and analysis/.
+
+    invoke build run profile report     the whole benchmark on a CUDA machine
+    invoke test                         the test suite (GPU tests skip without a GPU)
+"""
+from __future__ import annotations
+
+import sys
+
+from invoke import task
+
+
+@task(help={"full": "also rebuild data/full/ (the 60,000-image train split, not committed)",
+            "deb": "use this dataset-fashion-mnist .deb instead of downloading it"})
+def data(c, full=False, deb=None):
+    """Rebuild data/ from Debian's dataset-fashion-mnist package and check it against the committed hashes."""
+    from harness.dataset import DataError, build_data
+    from harness.config import DATA_DIR
+    try:
+        build_data(DATA_DIR, deb=deb, full=full)
+    except DataError as exc:
+        sys.exit(f"error: {exc}")
+
+
+@task(help={"arch": "target architecture, e.g. sm_90 (default: the GPU present, else sm_90)",
+            "submission": "a learner's .cu implementing cuda/submission.h (default: ours)"})
+def build(c, arch=None, submission=None):
+    """Compile build/mlp_train, build/libmlp.so and build/mlp_host with make (prints the nvcc command)."""
+    from harness.build import build as do_build
+    do_build(arch=arch, submission=submission)
+
+
+@task(help={"paths": "comma-separated kernel paths to time (default: all)",
+            "pytorch": "also run the PyTorch baseline (default: on)",
+            "epochs": "override the recipe's epoch count"})
+def run(c, paths=None, pytorch=True, epochs=None):
+    """Gate the build (cases 1-8), write results/run.json, then run the PyTorch baseline."""
+    from harness.run import run_gate
+    extra = []
+    if paths:
+        extra += ["--paths", paths]
+    if epochs:
+        extra += ["--epochs", str(epochs)]
+    rc = run_gate(extra_args=extra)
+    if pytorch:
+        from harness import pytorch_baseline
+        pytorch_baseline.main([] if not epochs else ["--epochs", str(epochs)])
+    if rc != 0:
+        sys.exit("gate: a case 1-7 failed (table above); results/run.json records it")
+
+
+@task(help={"paths": "comma-separated kernel paths to profile (default: every path of the build)",
+            "pytorch": "also record a torch.profiler trace of one eager epoch (default: on)"})
+def profile(c, paths=None, pytorch=True):
+    """Nsight Systems on one epoch of each path: profile/<path>.nsys-rep and three stats CSVs each."""
+    from harness.profiling import profile_all
+    profile_all(paths.split(",") if paths else None, pytorch=pytorch)
+
+
+@task
+def report(c):
+    """Render RESULTS.md from results/, profile/, predictions.toml and GAPS.toml (works without a GPU)."""
+    from analysis.report import main as render_main
+    render_main([])
+
+
+@task(help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression"})
+def test(c, gpu=False, k=None):
+    """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
+    args = [sys.executable, "-m", "pytest", "-q", "-ra"]
+    if gpu:
+        args += ["-m", "gpu"]
+    if k:
+        args += ["-k", k]
+    c.run(" ".join(args), pty=False)
+
+
+@task(pre=[build, run, profile, report])
+def all(c):  # noqa: A001 - the task's name on the command line
+    """build, run, profile and report in one go."""
