@@ -493,7 +493,7 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "run": run, "shape": shape,
         "gpu": {"name": gpu.get("name", "—"), "cc": gpu.get("compute_capability", "—"),
                 "sm_count": gpu.get("sm_count", "—"),
-                "l2_mib": "—" if _missing(gpu.get("l2_bytes")) else f"{gpu['l2_bytes'] / 2**20:g}",
+                "cache_mib": "—" if _missing(gpu.get("l2_bytes")) else f"{gpu['l2_bytes'] / 2**20:g}",
                 "driver": gpu.get("driver", "—"),
                 "driver_cuda": cuda_version(gpu.get("driver_api_version")),
                 "runtime": cuda_version(gpu.get("runtime_version"))},

@@ -5,10 +5,30 @@
 #include "common.h"
 
 namespace {
+// numpy's spelling: "(6000,)" for one dimension, "(20, 6000)" for two.
 std::string shape_str(const std::vector<size_t>& shape) {
   std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "");
-  return s + ")";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// The shape tuple of a .npy header, whatever its spacing.
+std::vector<size_t> parse_shape(const std::string& h, const std::string& path) {
+  size_t a = h.find("'shape': (");
+  size_t b = a == std::string::npos ? a : h.find(')', a);
+  if (b == std::string::npos) throw UserError(path + ": .npy header has no shape");
+  std::vector<size_t> shape;
+  std::string body = h.substr(a + 10, b - a - 10), tok;
+  for (size_t i = 0; i <= body.size(); ++i) {
+    if (i == body.size() || body[i] == ',') {
+      if (!tok.empty()) shape.push_back((size_t)std::stoull(tok));
+      tok.clear();
+    } else if (body[i] != ' ') {
+      if (body[i] < '0' || body[i] > '9') throw UserError(path + ": bad .npy shape (" + body + ")");
+      tok += body[i];
+    }
+  }
+  return shape;
 }
 
 std::string npy_bytes(const char* descr, const void* data, size_t nbytes, const std::vector<size_t>& shape) {
@@ -37,9 +57,8 @@ std::vector<T> read_npy(const std::string& path, const char* descr, const std::v
   if (h.find(std::string("'descr': '") + descr + "'") == std::string::npos)
     throw UserError(path + ": dtype is not " + descr + " (header " + h.substr(0, h.find('}') + 1) + ")");
   if (h.find("'fortran_order': False") == std::string::npos) throw UserError(path + ": Fortran order is not supported");
-  std::string want = "'shape': " + shape_str(shape);
-  if (h.find(want) == std::string::npos)
-    throw UserError(path + ": wrong shape: want " + shape_str(shape) + ", header " + h.substr(0, h.find('}') + 1));
+  if (parse_shape(h, path) != shape)
+    throw UserError(path + ": wrong shape " + shape_str(parse_shape(h, path)) + ", want " + shape_str(shape));
   size_t count = 1;
   for (size_t d : shape) count *= d;
   if (b.size() - hoff - hlen != count * sizeof(T))

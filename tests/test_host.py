@@ -1,0 +1,149 @@
+"""The host-only half of the binary, checked without a GPU: the C++ float64 reference against the
+independent numpy one, the seeded draws, the C++ data loader against the Python one, the
+argument checks of mlp_train, and the build for two architectures."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import np_reference as npref
+from harness.config import DATA_DIR, ROOT, load_recipe
+from harness.dataset import load_dataset
+
+HOST = ROOT / "build" / "mlp_host"
+TRAIN = ROOT / "build" / "mlp_train"
+SHAPE = (784, 256, 10)
+
+
+@pytest.fixture(scope="session")
+def host_tool():
+    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
+    return HOST
+
+
+def host(*args, check=True):
+    return subprocess.run([str(HOST), *map(str, args)], capture_output=True, text=True, cwd=ROOT, check=check)
+
+
+@pytest.fixture(scope="session")
+def data():
+    return load_dataset()
+
+
+def test_init_params_follow_torch_linear_bounds(host_tool, tmp_path):
+    host("init", "--out", tmp_path / "p.npy")
+    p = np.load(tmp_path / "p.npy")
+    o = npref.offsets(SHAPE)
+    assert p.dtype == np.float32 and p.shape == (o["total"],) == (203530,)
+    W1, b1, W2, b2 = npref.unpack(p, SHAPE)
+    for t, fan_in in ((W1, 784), (b1, 784), (W2, 256), (b2, 256)):
+        bound = 1 / np.sqrt(fan_in)
+        assert np.abs(t).max() <= bound
+        assert np.abs(t).max() > 0.9 * bound  # spread over the whole range, not zeros
+    assert abs(W1.mean()) < 1e-3 and 0.5 < W1.std() * np.sqrt(3 * 784) < 1.5
+    host("init", "--out", tmp_path / "q.npy")
+    assert np.array_equal(p, np.load(tmp_path / "q.npy")), "same seed, different draw"
+
+
+def test_epoch_orders_are_distinct_permutations(host_tool, tmp_path):
+    host("order", "--out", tmp_path / "o.npy")
+    o = np.load(tmp_path / "o.npy")
+    r = load_recipe()
+    assert o.dtype == np.int32 and o.shape == (r["epochs"], r["train_size"])
+    assert (np.sort(o, axis=1) == np.arange(r["train_size"])).all()
+    assert len({row.tobytes() for row in o}) == r["epochs"]
+
+
+def test_cpp_loader_agrees_with_python_on_every_pixel(host_tool, tmp_path, data):
+    host("dump", "--data", DATA_DIR, "--out", tmp_path)
+    assert np.array_equal(np.load(tmp_path / "train_x.npy"), data["train_images"])
+    assert np.array_equal(np.load(tmp_path / "train_y.npy"), data["train_labels"])
+    assert np.array_equal(np.load(tmp_path / "test_x.npy"), data["test_images"])
+    assert np.array_equal(np.load(tmp_path / "test_y.npy"), data["test_labels"])
+
+
+def test_cpp_loader_names_a_corrupted_file(host_tool, tmp_path):
+    bad = tmp_path / "data"
+    shutil.copytree(DATA_DIR, bad, ignore=shutil.ignore_patterns("full"))
+    f = bad / "t10k-labels-idx1-ubyte"
+    raw = bytearray(f.read_bytes())
+    raw[100] ^= 1
+    f.write_bytes(bytes(raw))
+    res = host("dump", "--data", bad, "--out", tmp_path, check=False)
+    assert res.returncode != 0
+    assert "t10k-labels-idx1-ubyte" in res.stderr and "SHA-256 mismatch" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("batch", [1, 7, 128])
+def test_fp64_reference_matches_numpy(host_tool, tmp_path, data, batch):
+    rng = np.random.default_rng(batch)
+    host("init", "--out", tmp_path / "p.npy")
+    p = np.load(tmp_path / "p.npy")
+    idx = rng.choice(6000, size=batch, replace=False)
+    X, y = data["train_images"][idx], data["train_labels"][idx].astype(np.int32)
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    host("grad", "--params", tmp_path / "p.npy", "--x", tmp_path / "x.npy", "--y", tmp_path / "y.npy",
+         "--batch", batch, "--out", tmp_path)
+    H, Z = npref.forward(p, X, SHAPE)
+    loss, dZ = npref.loss_and_dz(Z, y)
+    grads = npref.backward(p, X, H, dZ, SHAPE)
+    print(f"tolerance: relative 1e-12 (float64 vs float64, different summation order); batch {batch}")
+    np.testing.assert_allclose(np.load(tmp_path / "Z.npy"), Z, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.load(tmp_path / "grads.npy"), grads, rtol=1e-10, atol=1e-15)
+    assert abs(np.load(tmp_path / "loss.npy")[0] - loss) <= 1e-12 * abs(loss)
+    W1 = npref.unpack(p.astype(np.float64), SHAPE)[0]
+    dH = (dZ @ npref.unpack(p.astype(np.float64), SHAPE)[2].T) * (H > 0)
+    np.testing.assert_allclose(np.load(tmp_path / "dX.npy"), dH @ W1.T, rtol=1e-10, atol=1e-15)
+
+
+def test_fp64_training_matches_numpy(host_tool, tmp_path, data):
+    """Two epochs on the first 512 images: the same per-epoch loss and accuracy as numpy."""
+    host("train", "--data", DATA_DIR, "--epochs", 2, "--train-size", 512, "--out", tmp_path)
+    host("init", "--out", tmp_path / "p.npy")
+    host("order", "--epochs", 2, "--train-size", 512, "--out", tmp_path / "o.npy")
+    r = load_recipe()
+    sub = {"train_images": data["train_images"][:512], "train_labels": data["train_labels"][:512],
+           "test_images": data["test_images"], "test_labels": data["test_labels"]}
+    ref = npref.train(np.load(tmp_path / "p.npy"), np.load(tmp_path / "o.npy"), sub, r["batch"], r["lr"],
+                      r["momentum"])
+    np.testing.assert_allclose(np.load(tmp_path / "loss_per_epoch.npy"), ref["loss_per_epoch"], rtol=1e-10)
+    np.testing.assert_array_equal(np.load(tmp_path / "test_accuracy_per_epoch.npy"), ref["test_accuracy_per_epoch"])
+    np.testing.assert_allclose(np.load(tmp_path / "final_params.npy"), ref["params"], rtol=1e-9, atol=1e-13)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--batch", "0"], "batch must be a positive integer"),
+    (["--lr", "-0.1"], "learning rate must be positive"),
+    (["--epochs", "0"], "epochs must be a positive integer"),
+    (["--epochs", "x"], "--epochs: not an integer"),
+    (["--paths", "nope"], "no path named 'nope'"),
+    (["--recipe", "/nonexistent.toml"], "/nonexistent.toml: cannot open"),
+])
+def test_mlp_train_rejects_bad_arguments_in_one_line(args, message):
+    if not TRAIN.exists():
+        pytest.skip("build/mlp_train not built (run invoke build)")
+    res = subprocess.run([str(TRAIN), *args], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_build_for_architecture(arch, tmp_path):
+    """invoke build --arch ARCH produces the binary (compiles with warnings as errors)."""
+    build_dir = tmp_path / arch
+    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), f"-j2", f"ARCH={arch}",
+                          f"BUILD={build_dir}", "all"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (build_dir / "mlp_train").exists() and (build_dir / "libmlp.so").exists()
+    if shutil.which("cuobjdump"):
+        listing = subprocess.run(["cuobjdump", "--list-elf", str(build_dir / "mlp_train")], capture_output=True,
+                                 text=True).stdout
+        assert arch in listing
