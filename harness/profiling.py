@@ -1,6 +1,6 @@
 """Profile one epoch of a kernel path with Nsight Systems and export its three CSV summaries.
 
-    python -m harness.profiling fused unfused
+    python -m harness.profiling [fused unfused ...] [--no-pytorch]
 
 For each path P this writes profile/P.nsys-rep and profile/P_cuda_gpu_kern_sum.csv,
 profile/P_nvtx_sum.csv, profile/P_cuda_api_sum.csv (docs/formats.md). Everything is made in a
@@ -11,6 +11,7 @@ CSVs looking current.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -20,10 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from harness.config import PROFILE_DIR
+from harness.config import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
 CAPTURE_RANGE = "profile-epoch"
+# The binary's paths (cuda/paths.cu path_names), used when results/run.json does not list them.
+DEFAULT_PATHS = ("unfused", "fused", "graph")
+# Extra `nsys profile` options profile_all passes: trace the kernels inside CUDA graphs one by one
+# (the default, "graph", traces a graph as one item, so the graph path's kernels would not appear
+# in cuda_gpu_kern_sum and its launches per step could not be counted).
+PROFILE_ALL_NSYS_ARGS = ("--cuda-graph-trace=node",)
 
 # Report names whose CSVs `nsys stats --output <dir>/P` may have written as P_<report>.csv,
 # current and older: stale ones are deleted before a new capture. An exact list, so that another
@@ -84,10 +91,11 @@ def glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]" else c for c in text)
 
 
-def _run(step: str, cmd: list[str], env: dict | None = None, timeout_s: float | None = None) -> None:
+def _run(step: str, cmd: list[str], env: dict | None = None, timeout_s: float | None = None,
+         cwd=None) -> None:
     print("+ " + shlex.join(cmd), flush=True)
     try:
-        proc = subprocess.run(cmd, env=env, timeout=timeout_s)
+        proc = subprocess.run(cmd, env=env, timeout=timeout_s, cwd=cwd)
     except OSError as exc:
         raise SystemExit(f"error: {step} failed: cannot run {cmd[0]}: {exc}") from None
     except subprocess.TimeoutExpired:
@@ -100,7 +108,8 @@ def _run(step: str, cmd: list[str], env: dict | None = None, timeout_s: float | 
 def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
                  data_dir: str | os.PathLike = "data", out_dir: str | os.PathLike = PROFILE_DIR,
                  extra_args: Sequence[str] = (), nsys_args: Sequence[str] = (),
-                 timeout_s: float | None = None) -> dict[str, Path]:
+                 timeout_s: float | None = None, cwd: str | os.PathLike | None = None
+                 ) -> dict[str, Path]:
     """Capture one epoch of `path_name` and export its summaries; returns {file kind: path}.
 
     Steps: delete the path's old outputs; `nsys profile` (capture range = the NVTX range
@@ -108,14 +117,15 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
     check that each CSV exists and is not empty; move the report and the CSVs into out_dir.
     Any failure raises SystemExit with one line naming the step; out_dir is then left without
     any file of this path. `extra_args` go to the binary, `nsys_args` to `nsys profile` (before
-    the binary, e.g. "--capture-range-end=stop").
+    the binary, e.g. "--capture-range-end=stop"). `cwd` is where the binary runs (relative
+    `binary` and `data_dir` are taken from there); out_dir is used as given.
     """
     nsys = find_nsys()
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     for gone in remove_stale(path_name, out_dir):
         print(f"removed stale {gone}", flush=True)
-    if not Path(binary).is_file():
+    if not (Path(cwd or ".") / binary).is_file():
         raise SystemExit(f"error: binary {binary} not found: build it first")
 
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{path_name}-nsys-") as tmp:
@@ -126,7 +136,8 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
                        f"--nvtx-capture={CAPTURE_RANGE}", "--force-overwrite", "true",
                        *nsys_args, "-o", str(base), str(binary), "--data", str(data_dir),
                        "--profile", path_name, *extra_args]
-        _run(f"nsys profile of path {path_name}", profile_cmd, env=env, timeout_s=timeout_s)
+        _run(f"nsys profile of path {path_name}", profile_cmd, env=env, timeout_s=timeout_s,
+             cwd=cwd)
         if not rep.is_file() or rep.stat().st_size == 0:
             raise SystemExit(f"error: nsys profile of path {path_name} wrote no report {rep.name} "
                              f"(did the binary open the NVTX range {CAPTURE_RANGE!r}?)")
@@ -135,7 +146,7 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
         for report in REPORTS:
             stats_cmd += ["--report", report]
         stats_cmd += ["--format", "csv", "--output", str(base), str(rep)]
-        _run(f"nsys stats of path {path_name}", stats_cmd, timeout_s=timeout_s)
+        _run(f"nsys stats of path {path_name}", stats_cmd, timeout_s=timeout_s, cwd=cwd)
         csvs = [base.with_name(f"{path_name}_{r}.csv") for r in REPORTS]
         for csv_path in csvs:
             if not csv_path.is_file() or csv_path.stat().st_size == 0:
@@ -158,15 +169,46 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
     return moved
 
 
+def default_paths(results_dir: Path = RESULTS_DIR) -> list[str]:
+    """The paths results/run.json lists (those the build ran), else DEFAULT_PATHS."""
+    run_json = Path(results_dir) / "run.json"
+    try:
+        paths = list(json.loads(run_json.read_text())["paths"])
+    except (OSError, ValueError, KeyError, TypeError):
+        paths = []
+    return paths or list(DEFAULT_PATHS)
+
+
+def profile_all(paths: Sequence[str] | None = None, pytorch: bool = True,
+                binary: Path = BUILD_DIR / "mlp_train", data_dir: Path = DATA_DIR,
+                out_dir: Path = PROFILE_DIR, results_dir: Path = RESULTS_DIR) -> dict[str, dict]:
+    """profile_path for each path (default: default_paths()), run from the repository root with
+    PROFILE_ALL_NSYS_ARGS; with `pytorch`, also a torch.profiler trace of one eager epoch into
+    out_dir/pytorch_eager_trace.json. Stops at the first failure (SystemExit, one line)."""
+    def rel(p) -> str:
+        return os.path.relpath(Path(p).resolve(), ROOT)
+
+    names = list(paths) if paths else default_paths(results_dir)
+    done = {}
+    for name in names:
+        done[name] = profile_path(name, binary=rel(binary), data_dir=rel(data_dir),
+                                  out_dir=out_dir, nsys_args=PROFILE_ALL_NSYS_ARGS, cwd=ROOT)
+    if pytorch:
+        from harness.pytorch_baseline import trace_eager_epoch
+        trace = Path(out_dir) / "pytorch_eager_trace.json"
+        print(f"torch.profiler trace of one eager epoch -> {trace}", flush=True)
+        trace_eager_epoch(trace, results_dir=results_dir)
+    return done
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="+", help="kernel paths to profile (fused, unfused, ...)")
-    parser.add_argument("--binary", default="build/mlp_train")
-    parser.add_argument("--data", default="data")
-    parser.add_argument("--out", default=str(PROFILE_DIR))
+    parser.add_argument("paths", nargs="*",
+                        help="kernel paths to profile (default: those of results/run.json)")
+    parser.add_argument("--no-pytorch", action="store_true",
+                        help="skip the torch.profiler trace of one eager epoch")
     args = parser.parse_args(argv)
-    for path_name in args.paths:
-        profile_path(path_name, binary=args.binary, data_dir=args.data, out_dir=args.out)
+    profile_all(args.paths or None, pytorch=not args.no_pytorch)
     return 0
 
 

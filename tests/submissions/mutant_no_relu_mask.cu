@@ -1,0 +1,3 @@
+// tests/submissions/mutant_no_relu_mask.cu — see naive_base.cuh.
+#define MUTANT_NO_RELU_MASK
+#include "naive_base.cuh"

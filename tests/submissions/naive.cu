@@ -1,0 +1,2 @@
+// tests/submissions/naive.cu — see naive_base.cuh.
+#include "naive_base.cuh"

@@ -1,0 +1,61 @@
+"""GPU: the gate on whole submissions. The naive second implementation passes; each mutant fails
+the case meant to catch it; the starter fails every case with "not implemented", never crashing."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from harness.config import ROOT
+
+pytestmark = pytest.mark.gpu
+
+EXPECTED = {  # mutant -> the case that must fail
+    "mutant_no_relu_mask": "grad-check",
+    "mutant_flipped_update": "step",
+    "mutant_no_max_shift": "loss-extreme",
+    "mutant_db_wrong_axis": "grad-check",
+}
+ROW = re.compile(r"^(\d)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL)\s*(.*)$")
+
+
+def build_and_gate(submission: str, *args: str):
+    build = ROOT / "build" / "sub" / submission.replace("/", "_").removesuffix(".cu")
+    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
+                    f"SUBMISSION={submission}", f"{build}/mlp_train"], check=True, capture_output=True)
+    res = subprocess.run([str(build / "mlp_train"), "--data", "data", "--quick", *args], capture_output=True,
+                         text=True, cwd=ROOT, timeout=600)
+    rows = {}
+    for line in res.stdout.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[m.group(2)] = (m.group(5), m.group(6))
+    return res, rows
+
+
+def test_naive_submission_passes_cases_1_to_6():
+    res, rows = build_and_gate("tests/submissions/naive.cu", "--paths", "submission")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert len(rows) == 6 and all(v[0] == "PASS" for v in rows.values()), rows
+
+
+@pytest.mark.parametrize("mutant", sorted(EXPECTED))
+def test_mutant_fails_its_case(mutant):
+    res, rows = build_and_gate(f"tests/submissions/{mutant}.cu", "--paths", "submission")
+    print(res.stdout)
+    assert res.returncode == 1
+    assert rows[EXPECTED[mutant]][0] == "FAIL", rows
+
+
+def test_flipped_update_also_fails_overfit():
+    res, rows = build_and_gate("tests/submissions/mutant_flipped_update.cu", "--paths", "submission")
+    assert rows["overfit-32"][0] == "FAIL"
+
+
+def test_starter_fails_every_case_gracefully():
+    res, rows = build_and_gate("cuda/submission_starter.cu", "--paths", "submission")
+    assert res.returncode == 1, res.stderr
+    assert len(rows) == 6
+    for name, (verdict, detail) in rows.items():
+        assert verdict == "FAIL" and "not implemented" in detail, (name, detail)
