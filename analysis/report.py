@@ -139,14 +139,20 @@ def validate_run(run: dict, path) -> None:
     for name, p in run["paths"].items():
         if not isinstance(p, dict) or "passed" not in p:
             raise _fail(path, f"path {name!r} has no 'passed'")
+        if isinstance(p.get("launches_per_step"), int) and p["launches_per_step"] < 0:
+            p["launches_per_step"] = None  # the submission path declares none (-1)
     _need(run["recipe"], "steps_per_epoch", path, int)
 
 
 def validate_pytorch(torch: dict, path) -> None:
+    """Checks pytorch.json and gives each variant a `passed`: harness/pytorch_baseline.py writes
+    none, but an "error" (with "skipped: ..." for a variant that could not run) when one failed."""
     variants = _need(torch, "variants", path, dict)
     for name, v in variants.items():
-        if not isinstance(v, dict) or "passed" not in v:
-            raise _fail(path, f"variant {name!r} has no 'passed'")
+        if not isinstance(v, dict):
+            raise _fail(path, f"variant {name!r} is not an object")
+        if "passed" not in v:
+            v["passed"] = not v.get("error")
 
 
 def load_predictions(path: Path) -> list[dict]:
@@ -202,10 +208,25 @@ def load_profiles(run: dict, profile_dir: Path) -> dict[str, dict]:
 
 # ----------------------------------------------------------------------------- derived
 
+def status_text(rec: dict) -> str:
+    """'passed', or '**FAILED**' with the first line of the run's error (skipped variants too)."""
+    error = str(rec.get("error") or "").strip()
+    first = error.splitlines()[0] if error else ""
+    if len(first) > 160:
+        first = first[:157] + "..."
+    first = first.replace("|", "\\|")
+    if rec.get("passed"):
+        return "passed"
+    if first.startswith("skipped"):
+        return first
+    return "**FAILED**" + (f": {first}" if first else "")
+
+
 def timing_row(label: str, kind: str, rec: dict, eager_median) -> dict:
     median = rec.get("median_ms")
     ratio = (median / eager_median) if (not _missing(median) and eager_median) else None
     return {"label": label, "kind": kind, "passed": bool(rec.get("passed")),
+            "status": status_text(rec),
             "mean": fmt_ms(rec.get("mean_ms")), "median": fmt_ms(median),
             "min": fmt_ms(rec.get("min_ms")), "max": fmt_ms(rec.get("max_ms")),
             "cv": "—" if _missing(rec.get("cv_pct")) else f"{float(rec['cv_pct']):.2f}%",
@@ -493,7 +514,7 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         a = rec.get("test_accuracy")
         diff = (None if _missing(a) or _missing(ref_acc) else 100.0 * (float(a) - float(ref_acc)))
         acc_rows.append({"label": label, "accuracy": fmt_pct(a, 2),
-                         "passed": rec.get("passed", True),
+                         "status": status_text(rec | {"passed": rec.get("passed", True)}),
                          "vs_ref": "—" if diff is None else f"{diff:+.2f} pp"})
     cases = [{"id": c["id"], "name": c["name"], "value": fmt_g(c["value"]),
               "limit": fmt_g(c["limit"]), "detail": c.get("detail", ""),
@@ -512,7 +533,10 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
                 "cache_mib": "—" if _missing(gpu.get("l2_bytes")) else f"{gpu['l2_bytes'] / 2**20:g}",
                 "driver": gpu.get("driver", "—"),
                 "driver_cuda": cuda_version(gpu.get("driver_api_version")),
-                "runtime": cuda_version(gpu.get("runtime_version"))},
+                "runtime": cuda_version(gpu.get("runtime_version")),
+                "toolkit": cuda_version(gpu.get("toolkit_version", gpu.get("runtime_version")))},
+        "submission": run.get("submission") or run.get("build", {}).get("submission", "—"),
+        "gated_path": run.get("gated_path"),
         "build": run.get("build", {}),
         "run_command": run.get("run_command", "—"),
         "date": run.get("date_utc", "—"), "commit": run.get("commit", "—"),

@@ -153,6 +153,10 @@ CaseResult case_loss_extreme(const GateInputs& g) {
     for (int k = 0; k < O; ++k) Z.push_back(value_of(k));
     y.push_back(label);
   };
+  // Two rows at ±100 as well: exp(100) overflows float32, so only a shifted softmax survives
+  // them (at ±60 an unshifted log-sum-exp still fits in float32).
+  row([](int k) { return k == 0 ? 100.f : -100.f; }, 0);
+  row([](int k) { return k == 1 ? -100.f : 100.f; }, 1);
   for (int label = 0; label < std::min(O, 4); ++label) {
     row([](int) { return 60.f; }, label);
     row([](int) { return -60.f; }, label);
@@ -186,7 +190,7 @@ CaseResult case_loss_extreme(const GateInputs& g) {
   r.limit = 64 * kU32;  // a few roundings of exp/log/division in float32, with margin
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "%d rows (logits +-60, mixed and whole rows, and N(0,9)); loss %.9g vs %.9g; "
+                "%d rows (logits +-60 and +-100, mixed and whole rows, and N(0,9)); loss %.9g vs %.9g; "
                 "max(|dL|/L, B*max|dZ - dZ64|); limit 64*u",
                 B, (double)L[0], Lref);
   r.detail = buf;

@@ -207,6 +207,7 @@ class GraphPath : public KernelPath {
   ~GraphPath() override {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (order_) cudaFree(order_);
+    if (capture_stream_) cudaStreamDestroy(capture_stream_);
   }
   std::string name() const override { return "graph"; }
   int launches_per_step() const override { return 10; }
@@ -228,17 +229,22 @@ class GraphPath : public KernelPath {
     if (exec_) { CUDA_CHECK(cudaGraphExecDestroy(exec_)); exec_ = nullptr; }
     if (order_) { CUDA_CHECK(cudaFree(order_)); order_ = nullptr; }
     CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
+    // Capture on a stream of our own: the caller's may be the legacy default stream, which
+    // cannot be captured. The graph is then launched on the caller's stream.
+    if (!capture_stream_) CUDA_CHECK(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamSynchronize(a.stream));
     EpochArgs g = a;
     g.order = order_;
+    g.stream = capture_stream_;
     cudaGraph_t graph;
-    CUDA_CHECK(cudaStreamBeginCapture(a.stream, cudaStreamCaptureModeThreadLocal));
+    CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
     try {
       fused_epoch(g);
     } catch (...) {
-      cudaStreamEndCapture(a.stream, &graph);
+      cudaStreamEndCapture(capture_stream_, &graph);
       throw;
     }
-    CUDA_CHECK(cudaStreamEndCapture(a.stream, &graph));
+    CUDA_CHECK(cudaStreamEndCapture(capture_stream_, &graph));
     CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));
     CUDA_CHECK(cudaGraphUpload(exec_, a.stream));
@@ -246,6 +252,7 @@ class GraphPath : public KernelPath {
   }
   cudaGraphExec_t exec_ = nullptr;
   int* order_ = nullptr;
+  cudaStream_t capture_stream_ = nullptr;
   EpochArgs captured_{};
 };
 

@@ -171,3 +171,25 @@ def test_remove_stale_only_touches_this_paths_reports(tmp_path):
     removed = profiling.remove_stale("fused", tmp_path)
     assert sorted(p.name for p in removed) == sorted(gone)
     assert listing(tmp_path) == sorted(keep)
+
+
+def test_profile_all_runs_every_path_from_the_root_with_node_graph_trace(env):
+    results = env["tmp"] / "results"
+    results.mkdir()
+    (results / "run.json").write_text(json.dumps({"paths": {"fused": {}, "graph": {}}}))
+    assert profiling.default_paths(results) == ["fused", "graph"]
+    assert profiling.default_paths(env["tmp"] / "nowhere") == list(profiling.DEFAULT_PATHS)
+    done = profiling.profile_all(None, pytorch=False, binary=env["binary"],
+                                 data_dir=env["tmp"] / "data", out_dir=env["out"],
+                                 results_dir=results)
+    assert set(done) == {"fused", "graph"}
+    assert listing(env["out"]) == sorted(profiling.output_names("fused")
+                                         + profiling.output_names("graph"))
+    profile_calls = [c["args"] for c in calls(env) if c["args"][0] == "profile"]
+    assert len(profile_calls) == 2
+    for args in profile_calls:
+        assert "--cuda-graph-trace=node" in args
+        assert args.index("--cuda-graph-trace=node") < args.index("-o")
+        binary_arg = args[args.index("-o") + 2]
+        assert not os.path.isabs(binary_arg)  # relative to the repository root, where it runs
+        assert (profiling.ROOT / binary_arg).resolve() == env["binary"].resolve()

@@ -245,3 +245,23 @@ def test_main_renders(inputs, capsys):
     assert report.main(["--results", str(results), "--profile", str(profile),
                         "--out", str(out)]) == 0
     assert out.is_file() and "wrote" in capsys.readouterr().out
+
+
+def test_graph_profile_is_quoted_in_the_analysis(inputs):
+    profile = inputs[1]
+    shutil.copy(profile / "fused_cuda_gpu_kern_sum.csv", profile / "graph_cuda_gpu_kern_sum.csv")
+    (profile / "graph_nvtx_sum.csv").write_text(
+        (profile / "fused_nvtx_sum.csv").read_text().replace("1951300", "1712000"))
+    (profile / "graph_cuda_api_sum.csv").write_text(
+        "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+        "88.0,1690000,1,1690000.0,1690000.0,1690000,1690000,0.0,cudaStreamSynchronize_v3020\n"
+        "12.0,9100,1,9100.0,9100.0,9100,9100,0.0,cudaGraphLaunch_v10000\n"
+        "0.1,3100,1,3100.0,3100.0,3100,3100,0.0,cudaMemcpyAsync_v3020\n")
+    text = render(inputs)
+    assert "### Path `graph`" in text
+    assert "Paths without profile CSVs" not in text
+    assert ("The `graph` path (gate: FAILED) was captured too: launch calls cudaGraphLaunch 1; "
+            "range 1.712 ms; summed kernel time 1.706 ms.") in text
+    graph = text.split("### Path `graph`", 1)[1]
+    assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in graph
+    assert "What fills the epoch: kernel" in graph

@@ -4,7 +4,7 @@
 // of the MUTANT_* macros below, and the gate must catch it in the case named beside it.
 //   MUTANT_NO_RELU_MASK     dH = dZ·W2ᵀ without ⊙(H > 0)             -> case 4 (grad-check)
 //   MUTANT_FLIPPED_UPDATE   p = p − v instead of p + v               -> case 5 (step), case 6
-//   MUTANT_NO_MAX_SHIFT     softmax as exp(z)/Σexp(z), loss −log p_y -> case 3 (loss-extreme)
+//   MUTANT_NO_MAX_SHIFT     exp(z) without subtracting the row max     -> case 3 (loss-extreme)
 //   MUTANT_DB_WRONG_AXIS    db = row sums instead of column sums     -> case 4 (grad-check)
 #include <cuda_runtime.h>
 #include <math.h>
@@ -67,7 +67,7 @@ __global__ void naive_softmax_xent(int B, int O, const float* Z, const int* y, f
     float sum = 0.f;
     for (int k = 0; k < O; ++k) sum += expf(z[k] - m);
     for (int k = 0; k < O; ++k) dZ[(size_t)r * O + k] = (expf(z[k] - m) / sum - (k == y[r] ? 1.f : 0.f)) / B;
-    row_loss[r] = -logf(expf(z[y[r]] - m) / sum);
+    row_loss[r] = logf(sum) - (z[y[r]] - m);  // log-sum-exp form: −log(p_y) underflows at ±60
   }
 }
 __global__ void naive_mean(int B, const float* row_loss, float* loss) {
