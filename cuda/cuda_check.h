@@ -29,7 +29,11 @@ struct CudaError : std::runtime_error {
 
 // After a kernel launch: catches bad configurations at once (asynchronous faults surface at
 // the next synchronising call, which is checked too).
-#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaPeekAtLastError())
+#define CUDA_CHECK_LAUNCH(name)                                                        \
+  do {                                                                                 \
+    cudaError_t err_ = cudaPeekAtLastError();                                          \
+    if (err_ != cudaSuccess) throw_cuda(err_, (std::string("launch of ") + (name)).c_str(), __FILE__, __LINE__); \
+  } while (0)
 
 // Inside submission entry points: turn a failure into MLP_ERR_CUDA instead of throwing across
 // the C ABI.

@@ -9,6 +9,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "submission.h"
 
 namespace mlp {
@@ -21,44 +23,74 @@ enum class Epi {
   ReluMask,  // C = (A·B) ⊙ (mask[row, col] > 0)        (dH = dZ·W2ᵀ ⊙ (H > 0), fused)
 };
 
+// Split-K scratch in static device memory (no cudaMalloc: graph capture stays legal). A GEMM
+// whose output has too few tiles to fill the GPU splits K across blockIdx.z; each block writes
+// its partial tile here, and the LAST block to finish a tile (an atomic ticket) sums the
+// partials in split order 0..S−1 and applies the epilogue: deterministic, no float atomics.
+// One GEMM at a time per process uses it (all our GEMMs run in order on one stream).
+constexpr size_t kSplitKFloats = size_t(1) << 21;  // 8 MB
+constexpr int kSplitKTiles = 8192;
+static __device__ float g_splitk_partials[kSplitKFloats];
+static __device__ unsigned int g_splitk_tickets[kSplitKTiles];
+
 // C[M×N] = op(A)·op(B). A is M×K row-major, or when TA it is stored K×M (so we read Aᵀ).
 // B is K×N row-major, or when TB it is stored N×K (we read Bᵀ). Tiles: BM×BN outputs per block,
 // BK deep; each thread owns TM×TN outputs spread with a stride of BM/TM rows and BN/TN columns,
 // so shared-memory reads of B are consecutive across a warp (no bank conflicts) and the reads of
-// A are broadcasts. Out-of-range rows, columns and K-tails load as zero: any shape works.
+// A are broadcasts. The next K-tile is loaded into registers while the current one is multiplied
+// (one tile of latency hidden). Out-of-range rows, columns and K-tails load as zero: any shape
+// works. Block z of a split-K launch covers K range [z·k_chunk, (z+1)·k_chunk).
 template <int BM, int BN, int BK, int TM, int TN, bool TA, bool TB, Epi EPI>
-__device__ __forceinline__ void gemm_tile(int M, int N, int K, const float* __restrict__ A,
+__device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, const float* __restrict__ A,
                                           const float* __restrict__ B, float* __restrict__ C,
                                           const float* __restrict__ bias,
                                           const float* __restrict__ mask) {
   constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+  constexpr int LA = BM * BK / THREADS, LB = BN * BK / THREADS;  // loads per thread per K-tile
+  static_assert(LA * THREADS == BM * BK && LB * THREADS == BN * BK, "tile must divide evenly");
   __shared__ float As[BK][BM + 1];  // k-major so the inner loop reads a row of each
   __shared__ float Bs[BK][BN + 1];
   const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int k_begin = blockIdx.z * k_chunk, k_end = min(K, k_begin + k_chunk);
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    // Loads walk the contiguous dimension of each operand's storage across consecutive threads.
-    for (int e = tid; e < BM * BK; e += THREADS) {
+  // Loads walk the contiguous dimension of each operand's storage across consecutive threads.
+  float ra[LA], rb[LB];
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+      int e = tid + l * THREADS;
       int mm = TA ? e % BM : e / BK, kk = TA ? e / BM : e % BK;
       int gm = m0 + mm, gk = k0 + kk;
-      float v = 0.f;
-      if (gm < M && gk < K) v = TA ? A[(size_t)gk * M + gm] : A[(size_t)gm * K + gk];
-      As[kk][mm] = v;
+      ra[l] = (gm < M && gk < k_end) ? (TA ? A[(size_t)gk * M + gm] : A[(size_t)gm * K + gk]) : 0.f;
     }
-    for (int e = tid; e < BN * BK; e += THREADS) {
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+      int e = tid + l * THREADS;
       int nn = TB ? e / BK : e % BN, kk = TB ? e % BK : e / BN;
       int gn = n0 + nn, gk = k0 + kk;
-      float v = 0.f;
-      if (gn < N && gk < K) v = TB ? B[(size_t)gn * K + gk] : B[(size_t)gk * N + gn];
-      Bs[kk][nn] = v;
+      rb[l] = (gn < N && gk < k_end) ? (TB ? B[(size_t)gn * K + gk] : B[(size_t)gk * N + gn]) : 0.f;
+    }
+  };
+  if (k_begin < k_end) load(k_begin);
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+      int e = tid + l * THREADS;
+      As[TA ? e / BM : e % BK][TA ? e % BM : e / BK] = ra[l];
+    }
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+      int e = tid + l * THREADS;
+      Bs[TB ? e % BK : e / BN][TB ? e / BK : e % BN] = rb[l];
     }
     __syncthreads();
+    if (k0 + BK < k_end) load(k0 + BK);  // in flight while this tile is multiplied
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float a[TM], b[TN];
@@ -73,6 +105,34 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, const float* __re
     }
     __syncthreads();
   }
+
+  if (gridDim.z > 1) {
+    // Split-K: publish this block's partial tile, take a ticket; the last block reduces.
+    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.x * gridDim.y;
+    float* mine = g_splitk_partials + ((size_t)blockIdx.z * tiles + tile) * (BM * BN);
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) mine[(ty + i * TY) * BN + tx + j * TX] = acc[i][j];
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last;
+    if (tid == 0) last = atomicAdd(&g_splitk_tickets[tile], 1u) == gridDim.z - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        float v = 0.f;
+        for (unsigned z = 0; z < gridDim.z; ++z)
+          v += __ldcg(g_splitk_partials + ((size_t)z * tiles + tile) * (BM * BN) + (ty + i * TY) * BN + tx + j * TX);
+        acc[i][j] = v;
+      }
+    if (tid == 0) g_splitk_tickets[tile] = 0;  // ready for the next launch
+  }
+
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     int gm = m0 + ty + i * TY;
@@ -91,57 +151,70 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, const float* __re
 }
 
 // Tile shapes per operation (threads = (BM/TM)·(BN/TN) = 256 for each).
-struct TileRowsThin { static constexpr int BM = 16, BN = 32, BK = 16, TM = 1, TN = 2; };  // M = batch, N wide
-struct TileNarrowN  { static constexpr int BM = 32, BN = 16, BK = 16, TM = 2, TN = 1; };  // N = out (10)
-struct TileSquare   { static constexpr int BM = 32, BN = 32, BK = 16, TM = 2, TN = 2; };  // large M and N
+struct TileRowsThin { static constexpr int BM = 16, BN = 32, BK = 32, TM = 1, TN = 2; };  // K small, many tiles
+struct TileNarrowN  { static constexpr int BM = 32, BN = 16, BK = 32, TM = 2, TN = 1; };  // N = out (10)
+struct TileSquare   { static constexpr int BM = 32, BN = 32, BK = 32, TM = 2, TN = 2; };  // large M and N
 template <class T> constexpr int tile_threads() { return (T::BM / T::TM) * (T::BN / T::TN); }
-template <class T> inline dim3 tile_grid(int M, int N) {
-  return dim3((unsigned)((N + T::BN - 1) / T::BN), (unsigned)((M + T::BM - 1) / T::BM));
+
+// Grid and K-chunk of one GEMM: when the output has fewer tiles than two per SM, split K (at
+// most 8 ways, each chunk a whole number of K-tiles) within the scratch's capacity.
+struct GemmLaunch { dim3 grid; int k_chunk; };
+template <class T> inline GemmLaunch gemm_launch(int M, int N, int K, int sm_count) {
+  unsigned tn = (unsigned)((N + T::BN - 1) / T::BN), tm = (unsigned)((M + T::BM - 1) / T::BM);
+  int tiles = (int)(tn * tm), split = 1;
+  if (tiles < 2 * sm_count && tiles <= kSplitKTiles) {
+    split = std::min(8, std::max(1, 2 * sm_count / tiles));
+    int chunk = ((K + split - 1) / split + T::BK - 1) / T::BK * T::BK;
+    split = (K + chunk - 1) / chunk;
+    while (split > 1 && (size_t)split * tiles * T::BM * T::BN > kSplitKFloats) --split;
+  }
+  int chunk = ((K + split - 1) / split + T::BK - 1) / T::BK * T::BK;
+  return {dim3(tn, tm, (unsigned)split), split > 1 ? chunk : K};
 }
 
 #define MLP_GEMM(T, TA, TB, EPI) gemm_tile<T::BM, T::BN, T::BK, T::TM, T::TN, TA, TB, EPI>
 
 // ---- forward ---------------------------------------------------------------------------------
 // H[B×Hd] = ReLU(X[B×I]·W1[I×Hd] + b1)                     fused: bias and ReLU in the epilogue
-__global__ void k_fwd_hidden_bias_relu(int B, int I, int Hd, const float* X, const float* W1,
+__global__ void k_fwd_hidden_bias_relu(int kc, int B, int I, int Hd, const float* X, const float* W1,
                                        const float* b1, float* H) {
-  MLP_GEMM(TileRowsThin, false, false, Epi::BiasRelu)(B, Hd, I, X, W1, H, b1, nullptr);
+  MLP_GEMM(TileSquare, false, false, Epi::BiasRelu)(B, Hd, I, kc, X, W1, H, b1, nullptr);
 }
 // A1[B×Hd] = X·W1                                           unfused: bias and ReLU are passes
-__global__ void k_fwd_hidden_gemm(int B, int I, int Hd, const float* X, const float* W1, float* A1) {
-  MLP_GEMM(TileRowsThin, false, false, Epi::None)(B, Hd, I, X, W1, A1, nullptr, nullptr);
+__global__ void k_fwd_hidden_gemm(int kc, int B, int I, int Hd, const float* X, const float* W1, float* A1) {
+  MLP_GEMM(TileSquare, false, false, Epi::None)(B, Hd, I, kc, X, W1, A1, nullptr, nullptr);
 }
 // Z[B×O] = H[B×Hd]·W2[Hd×O] + b2                            fused: bias in the epilogue
-__global__ void k_fwd_logits_bias(int B, int Hd, int O, const float* H, const float* W2,
+__global__ void k_fwd_logits_bias(int kc, int B, int Hd, int O, const float* H, const float* W2,
                                   const float* b2, float* Z) {
-  MLP_GEMM(TileNarrowN, false, false, Epi::Bias)(B, O, Hd, H, W2, Z, b2, nullptr);
+  MLP_GEMM(TileNarrowN, false, false, Epi::Bias)(B, O, Hd, kc, H, W2, Z, b2, nullptr);
 }
 // Z[B×O] = H·W2                                             unfused
-__global__ void k_fwd_logits_gemm(int B, int Hd, int O, const float* H, const float* W2, float* Z) {
-  MLP_GEMM(TileNarrowN, false, false, Epi::None)(B, O, Hd, H, W2, Z, nullptr, nullptr);
+__global__ void k_fwd_logits_gemm(int kc, int B, int Hd, int O, const float* H, const float* W2, float* Z) {
+  MLP_GEMM(TileNarrowN, false, false, Epi::None)(B, O, Hd, kc, H, W2, Z, nullptr, nullptr);
 }
 
 // ---- backward --------------------------------------------------------------------------------
 // dW2[Hd×O] = Hᵀ·dZ   (H stored B×Hd, so A is transposed)
-__global__ void k_dW2(int B, int Hd, int O, const float* H, const float* dZ, float* dW2) {
-  MLP_GEMM(TileNarrowN, true, false, Epi::None)(Hd, O, B, H, dZ, dW2, nullptr, nullptr);
+__global__ void k_dW2(int kc, int B, int Hd, int O, const float* H, const float* dZ, float* dW2) {
+  MLP_GEMM(TileNarrowN, true, false, Epi::None)(Hd, O, B, kc, H, dZ, dW2, nullptr, nullptr);
 }
 // dH[B×Hd] = (dZ[B×O]·W2ᵀ) ⊙ (H > 0)   (W2 stored Hd×O, so B is transposed)   fused mask
-__global__ void k_dH_relu_mask(int B, int Hd, int O, const float* dZ, const float* W2,
+__global__ void k_dH_relu_mask(int kc, int B, int Hd, int O, const float* dZ, const float* W2,
                                const float* H, float* dH) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::ReluMask)(B, Hd, O, dZ, W2, dH, nullptr, H);
+  MLP_GEMM(TileRowsThin, false, true, Epi::ReluMask)(B, Hd, O, kc, dZ, W2, dH, nullptr, H);
 }
 // dH[B×Hd] = dZ·W2ᵀ                                          unfused: the mask is a pass
-__global__ void k_dH_gemm(int B, int Hd, int O, const float* dZ, const float* W2, float* dH) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, Hd, O, dZ, W2, dH, nullptr, nullptr);
+__global__ void k_dH_gemm(int kc, int B, int Hd, int O, const float* dZ, const float* W2, float* dH) {
+  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, Hd, O, kc, dZ, W2, dH, nullptr, nullptr);
 }
 // dW1[I×Hd] = Xᵀ·dH   (X stored B×I)
-__global__ void k_dW1(int B, int I, int Hd, const float* X, const float* dH, float* dW1) {
-  MLP_GEMM(TileSquare, true, false, Epi::None)(I, Hd, B, X, dH, dW1, nullptr, nullptr);
+__global__ void k_dW1(int kc, int B, int I, int Hd, const float* X, const float* dH, float* dW1) {
+  MLP_GEMM(TileSquare, true, false, Epi::None)(I, Hd, B, kc, X, dH, dW1, nullptr, nullptr);
 }
 // dX[B×I] = dH·W1ᵀ   (W1 stored I×Hd), only when a caller asks for it
-__global__ void k_dX(int B, int I, int Hd, const float* dH, const float* W1, float* dX) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, I, Hd, dH, W1, dX, nullptr, nullptr);
+__global__ void k_dX(int kc, int B, int I, int Hd, const float* dH, const float* W1, float* dX) {
+  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, I, Hd, kc, dH, W1, dX, nullptr, nullptr);
 }
 #undef MLP_GEMM
 

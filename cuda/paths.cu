@@ -38,6 +38,25 @@ const char* status_name(int status) {
 namespace {
 constexpr int kEw = 256;  // threads of the elementwise kernels
 
+// Multiprocessors of the current device, read once (split-K sizes its grids by it).
+int sm_count() {
+  static int n = 0;
+  if (!n) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  }
+  return n;
+}
+
+// Launches one GEMM kernel of tile T over an M×N output with inner dimension K.
+template <class T, class Kernel, class... Args>
+void gemm(Kernel kernel, const char* name, int M, int N, int K, cudaStream_t st, Args... args) {
+  GemmLaunch g = gemm_launch<T>(M, N, K, sm_count());
+  kernel<<<g.grid, tile_threads<T>(), 0, st>>>(g.k_chunk, args...);
+  CUDA_CHECK_LAUNCH(name);
+}
+
 void launch_gather(MlpShape s, const EpochArgs& a, int t, int nb, const Workspace& w) {
   size_t n = (size_t)nb * s.in;
   k_gather_batch<<<elementwise_blocks(n, kEw), kEw, 0, a.stream>>>(nb, s.in, a.X_all, a.labels_all,
@@ -49,12 +68,8 @@ void launch_gather(MlpShape s, const EpochArgs& a, int t, int nb, const Workspac
 void launch_forward_fused(MlpShape s, const float* params, const float* X, int batch, float* H,
                           float* Z, cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
-  k_fwd_hidden_bias_relu<<<tile_grid<TileRowsThin>(batch, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
-      batch, s.in, s.hidden, X, params + o.w1, params + o.b1, H);
-  CUDA_CHECK_LAUNCH("k_fwd_hidden_bias_relu");
-  k_fwd_logits_bias<<<tile_grid<TileNarrowN>(batch, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
-      batch, s.hidden, s.out, H, params + o.w2, params + o.b2, Z);
-  CUDA_CHECK_LAUNCH("k_fwd_logits_bias");
+  gemm<TileSquare>(k_fwd_hidden_bias_relu, "k_fwd_hidden_bias_relu", batch, s.hidden, s.in, st, batch, s.in, s.hidden, X, params + o.w1, params + o.b1, H);
+  gemm<TileNarrowN>(k_fwd_logits_bias, "k_fwd_logits_bias", batch, s.out, s.hidden, st, batch, s.hidden, s.out, H, params + o.w2, params + o.b2, Z);
 }
 
 void launch_loss(MlpShape s, const float* Z, const int* labels, int batch, float* dZ, float* loss,
@@ -67,23 +82,15 @@ void launch_backward_fused(MlpShape s, const float* params, const float* X, cons
                            const float* dZ, int batch, float* grads, float* dH, float* dX,
                            cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
-  k_dW2<<<tile_grid<TileNarrowN>(s.hidden, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
-      batch, s.hidden, s.out, H, dZ, grads + o.w2);
-  CUDA_CHECK_LAUNCH("k_dW2");
+  gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, batch, st, batch, s.hidden, s.out, H, dZ, grads + o.w2);
   k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(batch, s.out, dZ, grads + o.b2);
   CUDA_CHECK_LAUNCH("k_colsum<db2>");
-  k_dH_relu_mask<<<tile_grid<TileRowsThin>(batch, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
-      batch, s.hidden, s.out, dZ, params + o.w2, H, dH);
-  CUDA_CHECK_LAUNCH("k_dH_relu_mask");
-  k_dW1<<<tile_grid<TileSquare>(s.in, s.hidden), tile_threads<TileSquare>(), 0, st>>>(
-      batch, s.in, s.hidden, X, dH, grads + o.w1);
-  CUDA_CHECK_LAUNCH("k_dW1");
+  gemm<TileRowsThin>(k_dH_relu_mask, "k_dH_relu_mask", batch, s.hidden, s.out, st, batch, s.hidden, s.out, dZ, params + o.w2, H, dH);
+  gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, batch, st, batch, s.in, s.hidden, X, dH, grads + o.w1);
   k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
   CUDA_CHECK_LAUNCH("k_colsum<db1>");
   if (dX) {
-    k_dX<<<tile_grid<TileRowsThin>(batch, s.in), tile_threads<TileRowsThin>(), 0, st>>>(
-        batch, s.in, s.hidden, dH, params + o.w1, dX);
-    CUDA_CHECK_LAUNCH("k_dX");
+    gemm<TileRowsThin>(k_dX, "k_dX", batch, s.in, s.hidden, st, batch, s.in, s.hidden, dH, params + o.w1, dX);
   }
 }
 
@@ -145,32 +152,22 @@ void unfused_epoch(const EpochArgs& a) {
     int nb = std::min(a.batch, a.n - t * a.batch);
     size_t nh = (size_t)nb * s.hidden, nz = (size_t)nb * s.out;
     launch_gather(s, a, t, nb, w);
-    k_fwd_hidden_gemm<<<tile_grid<TileRowsThin>(nb, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
-        nb, s.in, s.hidden, w.Xb, a.params + o.w1, w.H);
-    CUDA_CHECK_LAUNCH("k_fwd_hidden_gemm");
+    gemm<TileSquare>(k_fwd_hidden_gemm, "k_fwd_hidden_gemm", nb, s.hidden, s.in, st, nb, s.in, s.hidden, w.Xb, a.params + o.w1, w.H);
     k_add_bias<Layer::hidden><<<elementwise_blocks(nh), kEw, 0, st>>>(nb, s.hidden, w.H, a.params + o.b1);
     CUDA_CHECK_LAUNCH("k_add_bias<hidden>");
     k_relu<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.H);
     CUDA_CHECK_LAUNCH("k_relu");
-    k_fwd_logits_gemm<<<tile_grid<TileNarrowN>(nb, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
-        nb, s.hidden, s.out, w.H, a.params + o.w2, w.Z);
-    CUDA_CHECK_LAUNCH("k_fwd_logits_gemm");
+    gemm<TileNarrowN>(k_fwd_logits_gemm, "k_fwd_logits_gemm", nb, s.out, s.hidden, st, nb, s.hidden, s.out, w.H, a.params + o.w2, w.Z);
     k_add_bias<Layer::logits><<<elementwise_blocks(nz), kEw, 0, st>>>(nb, s.out, w.Z, a.params + o.b2);
     CUDA_CHECK_LAUNCH("k_add_bias<logits>");
     launch_loss(s, w.Z, w.yb, nb, w.dZ, a.step_loss + t, st);
-    k_dW2<<<tile_grid<TileNarrowN>(s.hidden, s.out), tile_threads<TileNarrowN>(), 0, st>>>(
-        nb, s.hidden, s.out, w.H, w.dZ, w.grads + o.w2);
-    CUDA_CHECK_LAUNCH("k_dW2");
+    gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, nb, st, nb, s.hidden, s.out, w.H, w.dZ, w.grads + o.w2);
     k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(nb, s.out, w.dZ, w.grads + o.b2);
     CUDA_CHECK_LAUNCH("k_colsum<db2>");
-    k_dH_gemm<<<tile_grid<TileRowsThin>(nb, s.hidden), tile_threads<TileRowsThin>(), 0, st>>>(
-        nb, s.hidden, s.out, w.dZ, a.params + o.w2, w.dH);
-    CUDA_CHECK_LAUNCH("k_dH_gemm");
+    gemm<TileRowsThin>(k_dH_gemm, "k_dH_gemm", nb, s.hidden, s.out, st, nb, s.hidden, s.out, w.dZ, a.params + o.w2, w.dH);
     k_relu_mask<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.dH, w.H);
     CUDA_CHECK_LAUNCH("k_relu_mask");
-    k_dW1<<<tile_grid<TileSquare>(s.in, s.hidden), tile_threads<TileSquare>(), 0, st>>>(
-        nb, s.in, s.hidden, w.Xb, w.dH, w.grads + o.w1);
-    CUDA_CHECK_LAUNCH("k_dW1");
+    gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, nb, st, nb, s.in, s.hidden, w.Xb, w.dH, w.grads + o.w1);
     k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(nb, s.hidden, w.dH, w.grads + o.b1);
     CUDA_CHECK_LAUNCH("k_colsum<db1>");
     auto upd = [&](auto kernel, size_t off, size_t n) {

@@ -265,3 +265,15 @@ def test_graph_profile_is_quoted_in_the_analysis(inputs):
     graph = text.split("### Path `graph`", 1)[1]
     assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in graph
     assert "What fills the epoch: kernel" in graph
+
+
+def test_variant_errors_and_undeclared_launches(inputs):
+    text = render(inputs)
+    assert ("| PyTorch compiled-skipped-example | skipped: synthetic skipped variant for the tests "
+            "| 0 | — |") in text
+    assert "| graph | **FAILED**: training loss diverged" in text
+    run = run_json(inputs)
+    run["paths"]["fused"]["launches_per_step"] = -1  # as the submission path declares
+    save_run(inputs, run)
+    assert "10.00 measured (470 instances / 47 steps), — declared in run.json: " \
+           "match no declaration" in render(inputs)
