@@ -25,7 +25,7 @@ SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBM
 
 HOST_SRC   := common sha256 dataset npy recipe cpu_reference
 HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
-DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/gate.o
+DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/gate.o
 HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
 
 .PHONY: all clean
@@ -54,7 +54,7 @@ $(BUILD)/submission.o: $(SUBMISSION) $(HEADERS) $(BUILD)/config.stamp
 $(BUILD)/mlp_train: $(BUILD)/main.o $(BUILD)/submission.o $(DEV_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
-$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(HOST_OBJ)
+$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(BUILD)/persistent.o $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)

@@ -140,7 +140,7 @@ struct DeviceData {
 
 struct PathRun {
   std::string name;
-  int launches_per_step = 0;
+  double launches_per_step = 0;
   bool ok = true;             // trained every epoch without error or non-finite loss
   std::string error;
   std::vector<double> epoch_ms, loss_per_epoch, test_accuracy_per_epoch;
@@ -170,10 +170,10 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
                    const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd, const Dataset& data,
                    int epochs, bool progress) {
   PathRun run;
-  run.name = path.name();
-  run.launches_per_step = path.launches_per_step();
   const size_t total = mlp_offsets(s).total;
   const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
+  run.name = path.name();
+  run.launches_per_step = path.launches_per_step(steps);
   float *params, *velocity, *ws, *step_loss, *eval_scratch;
   int* order;
   const int chunk = 10000;
@@ -313,7 +313,7 @@ int run_main(int argc, char** argv) {
   if (!opt.paths.empty()) {
     for (const auto& p : opt.paths)
       if (std::find(names.begin(), names.end(), p) == names.end())
-        throw UserError("--paths: no path named '" + p + "' (have: unfused, fused, graph" +
+        throw UserError("--paths: no path named '" + p + "' (have: unfused, fused, graph, persistent" +
                         std::string(MLP_EXTERNAL_SUBMISSION ? ", submission" : "") + ")");
     names = opt.paths;
   }

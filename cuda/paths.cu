@@ -184,14 +184,14 @@ void unfused_epoch(const EpochArgs& a) {
 class FusedPath : public KernelPath {
  public:
   std::string name() const override { return "fused"; }
-  int launches_per_step() const override { return 10; }
+  double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override { fused_epoch(a); }
 };
 
 class UnfusedPath : public KernelPath {
  public:
   std::string name() const override { return "unfused"; }
-  int launches_per_step() const override { return 17; }
+  double launches_per_step(int) const override { return 17; }
   void epoch(const EpochArgs& a) override { unfused_epoch(a); }
 };
 
@@ -207,7 +207,7 @@ class GraphPath : public KernelPath {
     if (capture_stream_) cudaStreamDestroy(capture_stream_);
   }
   std::string name() const override { return "graph"; }
-  int launches_per_step() const override { return 10; }
+  double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override {
     if (!exec_ || !same_as_captured(a)) capture(a);
     CUDA_CHECK(cudaMemcpyAsync(order_, a.order, sizeof(int) * (size_t)a.n, cudaMemcpyDeviceToDevice, a.stream));
@@ -257,7 +257,7 @@ class GraphPath : public KernelPath {
 class SubmissionPath : public KernelPath {
  public:
   std::string name() const override { return "submission"; }
-  int launches_per_step() const override { return -1; }
+  double launches_per_step(int) const override { return -1; }
   void epoch(const EpochArgs& a) override {
     int st = mlp_train_epoch(a.s, a.params, a.velocity, a.X_all, a.labels_all, a.order, a.n, a.batch, a.lr,
                              a.momentum, a.workspace, a.step_loss, a.stream);
@@ -267,7 +267,7 @@ class SubmissionPath : public KernelPath {
 }  // namespace
 
 std::vector<std::string> path_names(bool external_submission) {
-  std::vector<std::string> names = {"unfused", "fused", "graph"};
+  std::vector<std::string> names = {"unfused", "fused", "graph", "persistent"};
   if (external_submission) names.insert(names.begin(), "submission");
   return names;
 }
@@ -276,6 +276,7 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "fused") return std::make_unique<FusedPath>();
   if (name == "unfused") return std::make_unique<UnfusedPath>();
   if (name == "graph") return std::make_unique<GraphPath>();
+  if (name == "persistent") return make_persistent_path();
   if (name == "submission") return std::make_unique<SubmissionPath>();
   return nullptr;
 }

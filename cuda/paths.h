@@ -3,6 +3,7 @@
 //   unfused     17 launches per step (bias, ReLU, mask and each tensor's update are passes)
 //   fused       10 launches per step (bias/ReLU/mask in GEMM epilogues, one flat update)
 //   graph       the fused epoch captured once into a CUDA graph, replayed with cudaGraphLaunch
+//   persistent  one cooperative launch per epoch, grid-wide barriers between phases
 //   submission  the linked submission's mlp_train_epoch (only when it is not ours)
 #pragma once
 #include <cuda_runtime.h>
@@ -63,8 +64,9 @@ class KernelPath {
  public:
   virtual ~KernelPath() = default;
   virtual std::string name() const = 0;
-  // Kernels per training step it launches (-1: unknown, an outside submission).
-  virtual int launches_per_step() const = 0;
+  // Kernel launches per training step for an epoch of `steps` steps (a whole-epoch kernel
+  // declares 1/steps; -1: unknown, an outside submission).
+  virtual double launches_per_step(int steps) const = 0;
   // Enqueues one epoch on a.stream. Throws CudaError (ours) or SubmissionError (a submission's
   // non-zero status).
   virtual void epoch(const EpochArgs& a) = 0;
@@ -81,6 +83,7 @@ const char* status_name(int status);
 // linked, so its epoch is a path of its own ("submission").
 std::vector<std::string> path_names(bool external_submission);
 std::unique_ptr<KernelPath> make_path(const std::string& name);
+std::unique_ptr<KernelPath> make_persistent_path();  // cuda/persistent.cu
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.

@@ -1,12 +1,15 @@
-"""analysis.nsys_csv readers and analysis.derive figures, on the synthetic fixtures and on
-variants derived from them in the shapes real nsys output takes (older column names, other time
-units, captured stdout with progress lines, quoted names with commas, domain-prefixed NVTX
-ranges, versioned API names)."""
+"""analysis.nsys_csv readers and analysis.derive figures, on the real H200 fixtures
+(tests/fixtures/nsys: `nsys stats --format csv` of nsys 2025.3.1, one profiled epoch of the fused
+and unfused paths) and on variants derived from them in the other shapes nsys output takes (older
+column names, other time units, captured stdout with progress lines, quotes inside quoted names,
+other NVTX domain prefixes, versioned API names, a Row# column and thousands separators, an empty
+file). The numbers quoted below are those of the fixture files."""
 from __future__ import annotations
 
 import csv
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -59,28 +62,49 @@ def derive_variant(base: Path, columns: dict[str, str], scale: dict[str, float] 
 
 # ----------------------------------------------------------------------------- base fixtures
 
+WIDEST_FUSED = ("mlp::k_fwd_hidden_bias_relu(int, int, int, const float *, const float *, "
+                "const float *, float *)")
+
+
 def test_base_kernel_fixture_reads_with_normalised_columns():
     kern = read_kern_sum(fixture("fused", "cuda_gpu_kern_sum"))
     assert list(kern.columns) == KERN_COLUMNS
     assert len(kern) == 10
     assert kern["instances"].sum() == 470
-    assert kern.loc[0, "name"] == "k_dW1(const float *, const float *, float *, int, int, int)"
-    assert kern.loc[0, "total_ns"] == 441800
-    assert kern.loc[0, "time_pct"] == pytest.approx(25.9)
-    templated = kern.loc[1, "name"]
-    assert templated.startswith("void k_fwd_hidden_bias_relu<(int)16>(const float *, ")
+    assert kern.loc[0, "name"] == WIDEST_FUSED  # quoted in the file: it holds commas
+    assert kern.loc[0, "total_ns"] == 2424038
+    assert kern.loc[0, "time_pct"] == pytest.approx(48.9)
+    assert kern.loc[0, "avg_ns"] == pytest.approx(51575.3)
+    assert kern.loc[0, "med_ns"] == 51584 and kern.loc[0, "stddev_ns"] == pytest.approx(65.6)
+    # Namespaced template instances: two rows of one template, told apart by the argument.
+    assert kern.loc[5, "name"] == "void mlp::k_colsum<(mlp::Col)0>(int, int, const float *, float *)"
+    assert kern.loc[6, "name"] == "void mlp::k_colsum<(mlp::Col)1>(int, int, const float *, float *)"
+    assert kern["name"].is_unique
     unfused = read_kern_sum(fixture("unfused", "cuda_gpu_kern_sum"))
+    assert len(unfused) == 17 and unfused["name"].is_unique
     assert unfused["instances"].sum() == 799
+    assert (unfused["instances"] == STEPS).all()
+    assert unfused.loc[0, "name"] == \
+        "mlp::k_fwd_hidden_gemm(int, int, int, const float *, const float *, float *)"
+    assert unfused["total_ns"].sum() == 5289505
 
 
 def test_base_api_and_nvtx_fixtures():
     api = read_api_sum(fixture("fused", "cuda_api_sum"))
     assert list(api.columns) == API_COLUMNS
-    assert api.loc[0, "name"] == "cudaLaunchKernel" and api.loc[0, "num_calls"] == 470
+    assert api["name"].tolist() == ["cudaLaunchKernel", "cudaStreamSynchronize", "cuKernelGetName"]
+    assert api["num_calls"].tolist() == [470, 1, 470]
+    assert api["total_ns"].tolist() == [2907885, 2089279, 80195]
+    assert api.loc[0, "avg_ns"] == pytest.approx(6187.0) and api.loc[0, "max_ns"] == 65875
+    unfused = read_api_sum(fixture("unfused", "cuda_api_sum"))
+    assert unfused["num_calls"].tolist() == [799, 1, 799]
+    assert unfused.loc[0, "total_ns"] == 3683986
     nvtx = read_nvtx_sum(fixture("fused", "nvtx_sum"))
     assert list(nvtx.columns) == NVTX_COLUMNS
     assert nvtx.loc[0, "name"] == "profile-epoch" and nvtx.loc[0, "style"] == "PushPop"
-    assert nvtx.loc[0, "total_ns"] == 1951300
+    assert nvtx.loc[0, "raw_name"] == ":profile-epoch"  # the default domain's empty prefix
+    assert nvtx.loc[0, "total_ns"] == 5529058 and nvtx.loc[0, "instances"] == 1
+    assert read_nvtx_sum(fixture("unfused", "nvtx_sum")).loc[0, "total_ns"] == 6277366
 
 
 # ----------------------------------------------------------------------------- derived formats
@@ -106,7 +130,8 @@ def test_old_api_names_calls_column():
             "Avg (ns)": "Average", "Min (ns)": "Minimum", "Max (ns)": "Maximum",
             "StdDev (ns)": "StdDev", "Name": "Name"}
     api = read_api_sum(derive_variant(fixture("fused", "cuda_api_sum"), cols))
-    assert api.loc[0, "num_calls"] == 470 and api.loc[0, "total_ns"] == 1767200
+    assert api.loc[0, "num_calls"] == 470 and api.loc[0, "total_ns"] == 2907885
+    assert api.loc[2, "name"] == "cuKernelGetName" and api.loc[2, "num_calls"] == 470
 
 
 def test_old_nvtx_names():
@@ -114,7 +139,8 @@ def test_old_nvtx_names():
             "Avg (ns)": "Average", "Min (ns)": "Minimum", "Max (ns)": "Maximum",
             "StdDev (ns)": "StdDev", "Range": "Range"}
     nvtx = read_nvtx_sum(derive_variant(fixture("fused", "nvtx_sum"), cols))
-    assert nvtx.loc[0, "name"] == "profile-epoch" and nvtx.loc[0, "total_ns"] == 1951300
+    assert nvtx.loc[0, "name"] == "profile-epoch" and nvtx.loc[0, "total_ns"] == 5529058
+    assert nvtx.loc[0, "raw_name"] == ":profile-epoch"
     assert nvtx.loc[0, "style"] == ""
 
 
@@ -162,26 +188,48 @@ def test_stdout_bundle_with_old_report_names():
                         ("nvtx_sum", "nvtxsum")):
         text += progress(old) + fixture("fused", report).read_text() + "\n"
     assert read_kern_sum(text)["instances"].sum() == 470
-    assert read_api_sum(text)["num_calls"].sum() == 474
+    assert read_api_sum(text)["num_calls"].sum() == 470 + 1 + 470
 
 
-def test_quoted_names_with_commas_and_quotes():
+def test_stdout_as_nsys_2025_3_printed_it_for_a_capture_without_kernels():
+    """The lines nsys 2025.3.1 printed on the H200 for the failed graph capture (its kernel
+    report PROCESSED (EMPTY RESULTS), then SKIPPED), around the fixture's other two tables."""
+    stem, reports = "/tmp/o/graph", "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/reports"
+    text = (f"Generating SQLite file {stem}.sqlite from {stem}.nsys-rep\n"
+            f"Processing [{stem}.sqlite] with [{reports}/cuda_gpu_kern_sum.py] to "
+            f"[{stem}_cuda_gpu_kern_sum.csv]... PROCESSED (EMPTY RESULTS)\n\n"
+            f"SKIPPED: {stem}.sqlite does not contain CUDA kernel data.\n\n")
+    for report in ("nvtx_sum", "cuda_api_sum"):
+        text += (f"Processing [{stem}.sqlite] with [{reports}/{report}.py] to "
+                 f"[{stem}_{report}.csv]... PROCESSED\n\n" + fixture("fused", report).read_text()
+                 + "\n")
+    assert read_nvtx_sum(text).loc[0, "total_ns"] == 5529058
+    assert read_api_sum(text)["num_calls"].tolist() == [470, 1, 470]
+    with pytest.raises(ValueError, match="^<text>: .*cuda_gpu_kern_sum"):
+        read_kern_sum(text)  # neither the API nor the NVTX table passes for a kernel table
+
+
+def test_quotes_inside_quoted_names():
     header, rows = rows_of(fixture("fused", "cuda_gpu_kern_sum"))
-    rows[0][-1] = 'void gemm<(Op)0, "x">(int, int, const float *)'
-    kern = read_kern_sum(write_csv(header, rows))
-    assert kern.loc[0, "name"] == 'void gemm<(Op)0, "x">(int, int, const float *)'
-    assert kern.loc[0, "total_ns"] == 441800
+    rows[0][-1] = 'void mlp::gemm<(Op)0, "x">(int, int, const float *)'
+    text = write_csv(header, rows)
+    assert '"void mlp::gemm<(Op)0, ""x"">(int, int, const float *)"' in text
+    kern = read_kern_sum(text)
+    assert kern.loc[0, "name"] == 'void mlp::gemm<(Op)0, "x">(int, int, const float *)'
+    assert kern.loc[0, "total_ns"] == 2424038
+    assert kern.loc[1:, "name"].tolist() == read_kern_sum(fixture("fused", "cuda_gpu_kern_sum")) \
+        .loc[1:, "name"].tolist()
 
 
-@pytest.mark.parametrize("raw", [":profile-epoch", "mlp:profile-epoch", "[mlp]:profile-epoch",
-                                 ":mlp:profile-epoch"])
+@pytest.mark.parametrize("raw", ["profile-epoch", ":profile-epoch", "mlp:profile-epoch",
+                                 "[mlp]:profile-epoch", ":mlp:profile-epoch"])
 def test_nvtx_domain_prefix_is_dropped_and_kept_raw(raw):
     header, rows = rows_of(fixture("fused", "nvtx_sum"))
     rows[0][-1] = raw
     nvtx = read_nvtx_sum(write_csv(header, rows))
     assert nvtx.loc[0, "name"] == "profile-epoch"
     assert nvtx.loc[0, "raw_name"] == raw
-    assert derive.epoch_range_ns(nvtx) == 1951300
+    assert derive.epoch_range_ns(nvtx) == 5529058
 
 
 def test_row_number_column_trailing_commas_and_thousands_separators():
@@ -191,7 +239,8 @@ def test_row_number_column_trailing_commas_and_thousands_separators():
                                             and float(c) >= 1000 else c for c in r) + ",\n"
                       for i, r in enumerate(rows)))
     nvtx = read_nvtx_sum(text)
-    assert nvtx.loc[0, "total_ns"] == 1951300 and nvtx.loc[0, "name"] == "profile-epoch"
+    assert '"5,529,058"' in text
+    assert nvtx.loc[0, "total_ns"] == 5529058 and nvtx.loc[0, "name"] == "profile-epoch"
 
 
 def test_header_only_gives_an_empty_frame():
@@ -216,12 +265,30 @@ def test_no_header_raises_value_error_naming_the_file(tmp_path):
         read_nvtx_sum("a,b\n1,2\n")
 
 
+@pytest.mark.parametrize("content", [b"", b"\n", b"\n\n"])
+def test_empty_kern_sum_file_raises_one_line_value_error_naming_it(tmp_path, content):
+    # What nsys 2025.3.1 left on the H200 when the graph capture held no kernels: a 0-byte
+    # graph_cuda_gpu_kern_sum.csv (its stdout said "PROCESSED (EMPTY RESULTS)" and "SKIPPED").
+    empty = tmp_path / "graph_cuda_gpu_kern_sum.csv"
+    empty.write_bytes(content)
+    for arg in (empty, str(empty)):
+        with pytest.raises(ValueError) as info:
+            read_kern_sum(arg)
+        msg = str(info.value)
+        assert msg.startswith(f"{empty}: ") and "\n" not in msg, msg
+        assert "cuda_gpu_kern_sum" in msg and "header" in msg, msg
+    with pytest.raises(ValueError, match=re.escape(str(empty))):
+        read_api_sum(empty)
+    with pytest.raises(ValueError, match=re.escape(str(empty))):
+        read_nvtx_sum(empty)
+
+
 def test_non_numeric_cell_raises_value_error(tmp_path):
     header, rows = rows_of(fixture("fused", "cuda_gpu_kern_sum"))
     rows[2][1] = "lots"
     bad = tmp_path / "k.csv"
     bad.write_text(write_csv(header, rows))
-    with pytest.raises(ValueError, match=str(bad)):
+    with pytest.raises(ValueError, match=re.escape(str(bad))):
         read_kern_sum(bad)
 
 
@@ -231,6 +298,14 @@ def test_kernel_base_name():
         "k_fwd_hidden_bias_relu"
     assert kernel_base_name("void ns::gemm<(Op)0, float>(int, int, const float *)") == "gemm"
     assert kernel_base_name("k_plain") == "k_plain"
+    # The fixtures' shapes: namespaced, and namespaced templates on scoped-enum values.
+    assert kernel_base_name("mlp::k_dW1(int, int, int, const float *, const float *, float *)") \
+        == "k_dW1"
+    assert kernel_base_name(WIDEST_FUSED) == "k_fwd_hidden_bias_relu"
+    assert kernel_base_name("void mlp::k_colsum<(mlp::Col)1>(int, int, const float *, float *)") \
+        == "k_colsum"
+    assert kernel_base_name("void mlp::k_momentum_tensor<(mlp::Tensor)3>(unsigned long, float, "
+                            "float, float *, float *, const float *)") == "k_momentum_tensor"
 
 
 # ----------------------------------------------------------------------------- derive
@@ -243,23 +318,30 @@ def frames(path: str):
 
 def test_derived_figures_of_the_fused_fixture():
     kern, api, nvtx = frames("fused")
-    assert derive.epoch_range_ns(nvtx) == 1951300
-    assert derive.summed_kernel_ns(kern) == 1706100
+    assert derive.epoch_range_ns(nvtx) == 5529058
+    assert derive.epoch_range(nvtx)["raw_name"] == ":profile-epoch"
+    assert derive.summed_kernel_ns(kern) == 4952652
     wk = derive.widest_kernel(kern)
-    assert wk["base"] == "k_dW1" and wk["total_ns"] == 441800
-    assert wk["share"] == pytest.approx(441800 / 1706100)
+    assert wk["name"] == WIDEST_FUSED
+    assert wk["base"] == "k_fwd_hidden_bias_relu" and wk["total_ns"] == 2424038
+    assert wk["share"] == pytest.approx(2424038 / 4952652)
+    assert wk["avg_ns"] == pytest.approx(51575.3) and wk["instances"] == 47
     la = derive.largest_api(api)
     assert la["name"] == "cudaLaunchKernel" and la["num_calls"] == 470
+    assert la["share"] == pytest.approx(2907885 / (2907885 + 2089279 + 80195))
     launch = derive.launch_calls(api)
-    assert launch["calls"] == 470 and launch["total_ns"] == 1767200
+    assert launch["calls"] == 470 and launch["total_ns"] == 2907885
+    assert list(launch["by_api"]) == ["cudaLaunchKernel"]  # not cuKernelGetName
+    assert derive.find_kernel_row(kern, "dW1")["total_ns"] == 602177
     lps = derive.launches_per_step(kern, STEPS, 10)
     assert lps == {"launches_per_step_measured": 10.0, "declared": 10, "matches": True,
                    "kernel_instances": 470, "steps_per_epoch": STEPS}
     assert derive.launches_per_step(kern, STEPS, 17)["matches"] is False
     assert derive.launches_per_step(kern, STEPS, None)["matches"] is None
-    assert derive.epoch_filler(kern, api)["filler"] == "launch"
+    assert derive.epoch_filler(kern, api) == {"filler": "kernel", "kernel_ns": 4952652,
+                                              "launch_ns": 2907885, "launch_calls": 470}
     prof = derive.path_profile(kern, api, nvtx, STEPS, 10)
-    assert prof["kernel_share_of_range"] == pytest.approx(1706100 / 1951300)
+    assert prof["kernel_share_of_range"] == pytest.approx(4952652 / 5529058)
 
 
 def test_unfused_fixture_matches_its_declared_17_launches():
@@ -267,6 +349,10 @@ def test_unfused_fixture_matches_its_declared_17_launches():
     lps = derive.launches_per_step(kern, STEPS, 17)
     assert lps["matches"] is True and lps["launches_per_step_measured"] == 17.0
     assert derive.launch_calls(api)["calls"] == 799
+    assert derive.epoch_range_ns(nvtx) == 6277366
+    assert derive.summed_kernel_ns(kern) == 5289505
+    assert derive.widest_kernel(kern)["base"] == "k_fwd_hidden_gemm"
+    assert derive.epoch_filler(kern, api)["filler"] == "kernel"
 
 
 def test_versioned_launch_api_names_match_by_prefix():
@@ -284,17 +370,20 @@ def test_versioned_launch_api_names_match_by_prefix():
     assert launch["by_api"]["cudaLaunchKernel"]["rows"] == ["cudaLaunchKernel_v7000"]
     assert launch["by_api"]["cudaGraphLaunch"]["calls"] == 2
     assert launch["by_api"]["cudaLaunchCooperativeKernel"]["calls"] == 1
-    assert launch["calls"] == 473 and launch["total_ns"] == 1767200 + 3000 + 2500
+    assert launch["calls"] == 473 and launch["total_ns"] == 2907885 + 3000 + 2500
     assert derive.api_base_name("cudaLaunchKernel_v7000") == "cudaLaunchKernel"
 
 
-def test_kernel_bound_epoch_is_reported_as_kernel():
+def test_launch_bound_epoch_is_reported_as_launch():
+    # The real fused epoch is kernel-bound (4.95 ms of kernels, 2.91 ms of cudaLaunchKernel);
+    # kernels a quarter as long, launches unchanged, make it launch-bound.
     header, rows = rows_of(fixture("fused", "cuda_gpu_kern_sum"))
-    rows = [[r[0], str(int(r[1]) * 4)] + r[2:] for r in rows]
+    rows = [[r[0], str(int(r[1]) // 4)] + r[2:] for r in rows]
     kern = read_kern_sum(write_csv(header, rows))
     api = read_api_sum(fixture("fused", "cuda_api_sum"))
     fill = derive.epoch_filler(kern, api)
-    assert fill["filler"] == "kernel" and fill["kernel_ns"] == 4 * 1706100
+    assert fill["filler"] == "launch" and fill["launch_ns"] == 2907885
+    assert fill["kernel_ns"] == sum(int(r[1]) for r in rows) < 2907885
 
 
 def test_missing_epoch_range_gives_none():
