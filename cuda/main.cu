@@ -131,6 +131,11 @@ cudaDeviceProp select_device() {
   return prop;
 }
 
+// One epoch of any path from the initial state must land within this distance of the fused
+// path's parameters, relative to the size of the epoch's update: float32 sums in another order
+// differ by a few ulps per step, far below it; a wrong gradient or update lands far above it.
+constexpr double kParityLimit = 1e-3;
+
 struct DeviceData {
   float* train_x = nullptr;
   int* train_y = nullptr;
@@ -140,6 +145,8 @@ struct DeviceData {
 
 struct PathRun {
   std::string name;
+  double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
+  bool deterministic = false;    // two one-epoch runs from the same state: bitwise equal
   double launches_per_step = 0;
   bool ok = true;             // trained every epoch without error or non-finite loss
   std::string error;
@@ -236,6 +243,36 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order); cudaFree(eval_scratch);
   summarise(run);
   return run;
+}
+
+// Parameters after ONE epoch (order 0) of `path` from the initial state: for the parity check
+// against the fused path and the bitwise determinism check.
+std::vector<float> one_epoch_params(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
+                                    const std::vector<int32_t>& order0, const DeviceData& dd) {
+  const size_t total = mlp_offsets(s).total;
+  const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
+  float *params, *velocity, *ws, *step_loss;
+  int* order;
+  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&order, (size_t)n * sizeof(int)));
+  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(order, order0.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+  mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order, n, R.batch, (float)R.lr, (float)R.momentum,
+                   ws, step_loss, nullptr};
+  std::vector<float> out(total);
+  try {
+    path.epoch(a);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(out.data(), params, total * sizeof(float), cudaMemcpyDeviceToHost));
+  } catch (const mlp::SubmissionError&) {
+    out.clear();
+  }
+  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order);
+  return out;
 }
 
 std::string utc_now() {
@@ -361,13 +398,31 @@ int run_main(int argc, char** argv) {
   const std::string gated = MLP_EXTERNAL_SUBMISSION ? "submission" : "fused";
   const int epochs = opt.quick ? 1 : R.epochs;
   std::vector<PathRun> runs;
+  std::vector<float> fused_one;
+  {
+    std::unique_ptr<mlp::KernelPath> fused = mlp::make_path("fused");
+    fused_one = one_epoch_params(*fused, R, s, init, orders[0], dd);
+  }
+  double update_norm = 0;
+  for (size_t i = 0; i < total; ++i) update_norm += ((double)fused_one[i] - init[i]) * ((double)fused_one[i] - init[i]);
+  update_norm = std::sqrt(update_norm);
   for (const auto& name : names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
+    std::vector<float> p1 = one_epoch_params(*path, R, s, init, orders[0], dd);
+    std::vector<float> p2 = one_epoch_params(*path, R, s, init, orders[0], dd);
+    double diff = 0;
+    for (size_t i = 0; i < p1.size(); ++i) diff += ((double)p1[i] - fused_one[i]) * ((double)p1[i] - fused_one[i]);
+    const double parity = p1.empty() ? NAN : std::sqrt(diff) / update_norm;
+    const bool deterministic = !p1.empty() && p1 == p2;
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e); rerun bitwise %s\n",
+                 name.c_str(), parity, kParityLimit, deterministic ? "identical" : "DIFFERENT");
     CaseResult of = case_overfit32(g, *path);
     std::fprintf(stderr, "path %s: overfit-32 loss %.5f (%s); training %d epochs\n", name.c_str(), of.value,
                  of.passed ? "PASS" : "FAIL", epochs);
     PathRun run = train_path(*path, R, s, init, orders, dd, data, epochs, true);
     run.overfit = of;
+    run.parity_vs_fused = parity;
+    run.deterministic = deterministic;
     if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
     runs.push_back(run);
   }
@@ -456,7 +511,10 @@ int run_main(int argc, char** argv) {
     CaseResult acc = accuracy_case(&r);
     Json o = Json::object();
     o.set("launches_per_step", Json::num(r.launches_per_step))
-        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed))
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= kParityLimit))
+        .set("parity_vs_fused", Json::num(r.parity_vs_fused))
+        .set("parity_limit", Json::num(kParityLimit))
+        .set("deterministic", Json::boolean(r.deterministic))
         .set("error", Json::str(r.error))
         .set("overfit_loss", Json::num(r.overfit.value))
         .set("accuracy_gap_pp", Json::num(acc.value))

@@ -1,7 +1,12 @@
-"""analysis.report.render on the synthetic fixtures (tests/fixtures/results, tests/fixtures/nsys)
-and the repository's predictions.toml and GAPS.toml."""
+"""analysis.report.render on the fixtures and the repository's predictions.toml and GAPS.toml.
+
+tests/fixtures/nsys holds real H200 CSVs (one profiled epoch each of the fused and unfused paths);
+tests/fixtures/results holds SYNTHETIC run.json and pytorch.json (invented timings and cases), so
+the epoch times quoted below are placeholders while the profile numbers are measured ones."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import shutil
@@ -31,6 +36,22 @@ def render(inputs, predictions=PREDICTIONS, gaps=GAPS) -> str:
     results, profile, out = inputs
     report.render(results, profile, predictions, gaps, out)
     return out.read_text(encoding="utf-8")
+
+
+def scale_kernel_times(kern_csv: Path, divisor: int) -> list[list[str]]:
+    """Rewrite a cuda_gpu_kern_sum CSV with every "(ns)" column divided by `divisor` (integer
+    cells stay integers, rounded down); returns the data rows written."""
+    with open(kern_csv, newline="") as fh:
+        header, *rows = list(csv.reader(fh))
+    timed = [i for i, h in enumerate(header) if h.endswith("(ns)")]
+    for row in rows:
+        for i in timed:
+            row[i] = (str(int(row[i]) // divisor) if row[i].isdigit()
+                      else f"{float(row[i]) / divisor:.1f}")
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([header] + rows)
+    kern_csv.write_text(buf.getvalue())
+    return rows
 
 
 def run_json(inputs) -> dict:
@@ -102,61 +123,105 @@ def test_tier_unit():
 
 def test_profile_tables_quote_the_csvs(inputs):
     text = render(inputs)
-    assert "| 25.9 | 441,800 | 47 | 9,400 | 9,118 | 7,707 | 17,860 | 1,034 | " \
-           "`k_dW1(const float *, const float *, float *, int, int, int)` |" in text
-    assert "| 94.3 | 1,767,200 | 470 | 3,760 |" in text
-    assert "| PushPop | `profile-epoch` |" in text
-    assert "Summed kernel time: 1.706 ms" in text
+    assert ("| 48.9 | 2,424,038 | 47 | 51,575.3 | 51,584 | 51,392 | 51,712 | 65.6 | "
+            "`mlp::k_fwd_hidden_bias_relu(int, int, int, const float *, const float *, "
+            "const float *, float *)` |") in text
+    assert ("| 2.6 | 128,993 | 47 | 2,744.5 | 2,752 | 2,496 | 2,784 | 39 | "
+            "`void mlp::k_colsum<(mlp::Col)0>(int, int, const float *, float *)` |") in text
+    assert "| 57.3 | 2,907,885 | 470 | 6,187 | 5,755 | 4,447 | 65,875 | 3,172 | " \
+           "`cudaLaunchKernel` |" in text
+    assert "| 1.6 | 80,195 | 470 | 170.6 | 140 | 108 | 10,757 | 491.9 | `cuKernelGetName` |" in text
+    assert "| 100 | 5,529,058 | 1 | 5,529,058 | 5,529,058 | 5,529,058 | PushPop | " \
+           "`:profile-epoch` |" in text
+    assert "Captured range: `:profile-epoch`, 5.529 ms." in text
+    assert "Summed kernel time: 4.953 ms (89.6% of the range), over 470 kernel instances." in text
+    assert "Summed kernel time: 5.290 ms (84.3% of the range), over 799 kernel instances." in text
+    assert "Launch API calls: 470 calls, 2.908 ms; cudaLaunchKernel: 470 calls, 2.908 ms " \
+           "(`cudaLaunchKernel`)." in text
+    assert "What fills the epoch: kernel" in text
     assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in text
     assert "17.00 measured (799 instances / 47 steps), 17 declared in run.json: match yes" in text
     assert "Paths without profile CSVs: `graph`." in text
 
 
-def test_predictions_match_on_the_fixtures(inputs):
-    text = render(inputs)
+def prediction_sections(text: str) -> dict[str, str]:
+    """The Predictions section split per question, keyed by the question's first words."""
     section = text.split("## Predictions", 1)[1].split("## Analysis", 1)[0]
-    assert section.count("verdict: **match**") == 3
-    assert "run.json paths.fused.median_ms = 1.962 ms" in section
+    parts = section.split("\n### ")[1:]
+    return {part.split("\n", 1)[0]: part for part in parts}
 
 
-def test_prediction_mismatch_names_the_deciding_row(inputs, tmp_path):
+def test_predictions_against_the_real_profile(inputs):
+    # predictions.toml predicted a launch-bound fused epoch whose widest row is dW1; the H200
+    # capture is kernel-bound and its widest row is the forward GEMM. The epoch-time prediction
+    # is set against the synthetic run.json.
+    sections = prediction_sections(render(inputs))
+    faster = sections["Which path has the lower epoch time, fused or unfused?"]
+    assert "Measured: **fused**, verdict: **match**" in faster
+    assert "run.json paths.fused.median_ms = 1.962 ms" in faster
+    filler = sections["Does kernel time or launch work fill the fused path's epoch?"]
+    assert "Measured: **kernel**, verdict: **mismatch**" in filler
+    assert ("Deciding row: fused_cuda_api_sum rows cudaLaunchKernel: 2.908 ms over 470 calls, "
+            "against the summed kernel time of fused_cuda_gpu_kern_sum: 4.953 ms") in filler
+    widest = sections["Which kernel row owns the most GPU time in the fused path's epoch?"]
+    assert "Measured: **k_fwd_hidden_bias_relu**, verdict: **mismatch**" in widest
+    assert ("Deciding row: fused_cuda_gpu_kern_sum row `k_fwd_hidden_bias_relu`: 2.424 ms, 48.9% "
+            "of kernel time; the predicted row `k_dW1`: 0.602 ms, 12.2%") in widest
+
+
+def test_prediction_verdicts_follow_the_predicted_values(inputs, tmp_path):
     preds = PREDICTIONS.read_text()
-    preds = preds.replace('predicted = "dW1"', 'predicted = "fwd_hidden"')
-    preds = preds.replace('predicted = "launch"', 'predicted = "kernel"')
-    preds = preds.replace('predicted = "fused"', 'predicted = "unfused"')
+    for old, new in (('predicted = "dW1"', 'predicted = "fwd_hidden"'),
+                     ('predicted = "launch"', 'predicted = "kernel"'),
+                     ('predicted = "fused"', 'predicted = "unfused"')):
+        assert preds.count(old) == 1, old
+        preds = preds.replace(old, new)
     alt = tmp_path / "predictions.toml"
     alt.write_text(preds)
-    text = render(inputs, predictions=alt)
-    section = text.split("## Predictions", 1)[1].split("## Analysis", 1)[0]
-    assert section.count("verdict: **mismatch**") == 3
-    assert ("Deciding row: fused_cuda_gpu_kern_sum row `k_dW1`: 0.442 ms, 25.9% of kernel time; "
-            "the predicted row `k_fwd_hidden_bias_relu`: 0.338 ms, 19.8%") in section
-    assert "Deciding row: fused_cuda_api_sum rows cudaLaunchKernel: 1.767 ms over 470 calls" \
-        in section
-    assert "Deciding row: run.json paths.fused.median_ms = 1.962 ms" in section
+    sections = prediction_sections(render(inputs, predictions=alt))
+    assert "verdict: **mismatch**" in sections["Which path has the lower epoch time, fused or unfused?"]
+    assert "Deciding row: run.json paths.fused.median_ms = 1.962 ms" in \
+        sections["Which path has the lower epoch time, fused or unfused?"]
+    assert "verdict: **match**" in \
+        sections["Does kernel time or launch work fill the fused path's epoch?"]
+    widest = sections["Which kernel row owns the most GPU time in the fused path's epoch?"]
+    assert "verdict: **match**" in widest
+    assert ("Measured from: fused_cuda_gpu_kern_sum row `k_fwd_hidden_bias_relu`: 2.424 ms, "
+            "48.9% of kernel time.") in widest
+
+
+def analysis_of(text: str) -> str:
+    return text.split("## Analysis: what limits the epoch", 1)[1].split("## Plots", 1)[0]
 
 
 def test_analysis_is_computed_from_the_numbers(inputs):
-    text = render(inputs)
-    analysis = text.split("## Analysis: what limits the epoch", 1)[1].split("## Plots", 1)[0]
-    assert "Launch work fills the `fused` epoch" in analysis
-    assert "`cudaLaunchKernel` totals 1.767 ms over 470 calls" in analysis
-    assert "1.951 ms `profile-epoch` range" in analysis
-    assert "`k_dW1`" in analysis
-    assert "Next change:" in analysis and "Metric:" in analysis and "down from 470" in analysis
+    analysis = analysis_of(render(inputs))  # the real fused epoch: kernel-bound
+    assert ("Kernel time fills the `fused` epoch: the GPU spent 4.953 ms in kernels inside the "
+            "5.529 ms `:profile-epoch` range of nvtx_sum, 89.6% of it, against 2.908 ms of launch "
+            "calls (470 calls in cuda_api_sum).") in analysis
+    assert ("The widest kernel row, `k_fwd_hidden_bias_relu`, owns 2.424 ms (48.9% of kernel "
+            "time, 47 instances, 51.58 µs each).") in analysis
+    assert "Next change: make `k_fwd_hidden_bias_relu` faster" in analysis
+    assert "Metric: that row's total time in cuda_gpu_kern_sum, down from 2.424 ms" in analysis
+    assert "above the 2.908 ms of launch calls" in analysis
 
 
-def test_kernel_bound_analysis(inputs):
-    kern = inputs[1] / "fused_cuda_gpu_kern_sum.csv"
-    lines = kern.read_text().splitlines()
-    scaled = [lines[0]]
-    for line in lines[1:]:
-        first, total, rest = line.split(",", 2)
-        scaled.append(f"{first},{int(total) * 4},{rest}")
-    kern.write_text("\n".join(scaled) + "\n")
-    text = render(inputs)
-    assert "Kernel time fills the `fused` epoch" in text
-    assert "Next change: make `k_dW1` faster" in text
+def test_launch_bound_analysis(inputs):
+    # Kernels a quarter as long as measured (launches unchanged) make the fused epoch
+    # launch-bound: 1.238 ms of kernels against 2.908 ms of cudaLaunchKernel.
+    rows = scale_kernel_times(inputs[1] / "fused_cuda_gpu_kern_sum.csv", 4)
+    assert sum(int(r[1]) for r in rows) == 1238161
+    analysis = analysis_of(render(inputs))
+    assert ("Launch work fills the `fused` epoch: the cuda_api_sum row `cudaLaunchKernel` totals "
+            "2.908 ms over 470 calls (6.19 µs a call) inside the 5.529 ms `:profile-epoch` range "
+            "of nvtx_sum, 52.6% of it, while the GPU spent 1.238 ms in kernels, 22.4% of it.") \
+        in analysis
+    assert ("A kernel averages 2.63 µs (470 instances), against 6.19 µs of host time to launch "
+            "one; 1 of 10 kernel rows average longer than a launch, the widest, "
+            "`k_fwd_hidden_bias_relu`, 12.89 µs over 47 instances (0.606 ms).") in analysis
+    assert "Next change: replay the epoch as one CUDA graph" in analysis
+    assert "`cudaLaunchKernel` calls in the captured epoch, down from 470 toward 0" in analysis
+    assert "down from 5.529 ms toward the summed kernel time of 1.238 ms." in analysis
 
 
 def test_open_gaps_are_listed(inputs):
@@ -248,10 +313,15 @@ def test_main_renders(inputs, capsys):
 
 
 def test_graph_profile_is_quoted_in_the_analysis(inputs):
+    # A made-up successful graph capture: the fused kernels, one cudaGraphLaunch. The graph
+    # sentence belongs to the launch-bound analysis, so the fused kernels are shortened first
+    # (as in test_launch_bound_analysis); the graph path keeps the measured ones.
     profile = inputs[1]
     shutil.copy(profile / "fused_cuda_gpu_kern_sum.csv", profile / "graph_cuda_gpu_kern_sum.csv")
-    (profile / "graph_nvtx_sum.csv").write_text(
-        (profile / "fused_nvtx_sum.csv").read_text().replace("1951300", "1712000"))
+    scale_kernel_times(profile / "fused_cuda_gpu_kern_sum.csv", 4)
+    nvtx = (profile / "fused_nvtx_sum.csv").read_text()
+    assert nvtx.count("5529058") == 5  # total, avg, med, min, max
+    (profile / "graph_nvtx_sum.csv").write_text(nvtx.replace("5529058", "5012000"))
     (profile / "graph_cuda_api_sum.csv").write_text(
         "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
         "88.0,1690000,1,1690000.0,1690000.0,1690000,1690000,0.0,cudaStreamSynchronize_v3020\n"
@@ -261,7 +331,7 @@ def test_graph_profile_is_quoted_in_the_analysis(inputs):
     assert "### Path `graph`" in text
     assert "Paths without profile CSVs" not in text
     assert ("The `graph` path (gate: FAILED) was captured too: launch calls cudaGraphLaunch 1; "
-            "range 1.712 ms; summed kernel time 1.706 ms.") in text
+            "range 5.012 ms; summed kernel time 4.953 ms.") in text
     graph = text.split("### Path `graph`", 1)[1]
     assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in graph
     assert "What fills the epoch: kernel" in graph
@@ -277,3 +347,16 @@ def test_variant_errors_and_undeclared_launches(inputs):
     save_run(inputs, run)
     assert "10.00 measured (470 instances / 47 steps), — declared in run.json: " \
            "match no declaration" in render(inputs)
+
+
+def test_empty_kernel_csv_of_a_failed_capture_exits_naming_it(inputs):
+    # As the H200's graph capture left it: api and nvtx tables, a 0-byte kernel summary.
+    results, profile, out = inputs
+    (profile / "graph_cuda_gpu_kern_sum.csv").write_bytes(b"")
+    shutil.copy(profile / "fused_cuda_api_sum.csv", profile / "graph_cuda_api_sum.csv")
+    shutil.copy(profile / "fused_nvtx_sum.csv", profile / "graph_nvtx_sum.csv")
+    with pytest.raises(SystemExit) as info:
+        render(inputs)
+    msg = one_line_exit(info, str(profile / "graph_cuda_gpu_kern_sum.csv"))
+    assert msg.startswith("error: ") and "cuda_gpu_kern_sum" in msg
+    assert not out.exists()
