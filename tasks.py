@@ -78,3 +78,13 @@ def test(c, gpu=False, k=None):
 @task(pre=[build, run, profile, report])
 def all(c):  # noqa: A001 - the task's name on the command line
     """build, run, profile and report in one go."""
+
+
+@task(help={"paths": "comma-separated kernel paths (default: all four)",
+            "tools": "comma-separated compute-sanitizer tools (default: memcheck,racecheck,initcheck,synccheck)"})
+def sanitize(c, paths=None, tools=None):
+    """compute-sanitizer on a short run of every kernel path and on the entry points; results/sanitize.json."""
+    from harness.sanitize import TOOLS, sanitize as run_sanitize
+    rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
+    if rc:
+        sys.exit("sanitize: errors found (results/sanitize.json)")
