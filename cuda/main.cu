@@ -454,16 +454,29 @@ int run_main(int argc, char** argv) {
                                                 e + 1, loss, 100 * acc, secs);
                                  });
   const double ref_acc = ref.test_accuracy_per_epoch.back();
+  // Case 7 compares the mean test accuracy of the last five epochs, not the last epoch alone: at
+  // lr 0.1 and momentum 0.9 the float32 and float64 runs follow one trajectory for the first
+  // epochs and then drift apart chaotically, and a single epoch's test accuracy swings by up to
+  // 4 pp from one epoch to the next (measured on the H200 with PyTorch and with our paths), so a
+  // last-epoch comparison would pass or fail correct code by chance. Both are printed.
+  auto tail_mean = [&](const std::vector<double>& acc) {
+    size_t k = std::min<size_t>(5, acc.size());
+    double s = 0;
+    for (size_t i = acc.size() - k; i < acc.size(); ++i) s += acc[i];
+    return s / (double)k;
+  };
+  const double ref_tail = tail_mean(ref.test_accuracy_per_epoch);
   auto accuracy_case = [&](const PathRun* r) {
     CaseResult c;
     c.id = 7; c.name = "train"; c.limit = 1.0; c.value = NAN;
     if (!r) { c.detail = "path " + gated + " not run (--paths)"; return c; }
     if (!r->ok) { c.detail = "path " + r->name + ": " + r->error; return c; }
-    double acc = r->test_accuracy_per_epoch.back();
-    c.value = 100.0 * std::fabs(acc - ref_acc);
-    char b[200];
-    std::snprintf(b, sizeof b, "|test acc %s %.2f%% - fp64 %.2f%%| in percentage points after %d epochs",
-                  r->name.c_str(), 100 * acc, 100 * ref_acc, R.epochs);
+    double acc = r->test_accuracy_per_epoch.back(), tail = tail_mean(r->test_accuracy_per_epoch);
+    c.value = 100.0 * std::fabs(tail - ref_tail);
+    char b[320];
+    std::snprintf(b, sizeof b,
+                  "|mean test acc of the last 5 epochs: %s %.2f%% - fp64 %.2f%%| in pp (last epoch: %.2f%% vs %.2f%%)",
+                  r->name.c_str(), 100 * tail, 100 * ref_tail, 100 * acc, 100 * ref_acc);
     c.detail = b;
     c.passed = c.value <= c.limit;
     return c;
@@ -518,6 +531,7 @@ int run_main(int argc, char** argv) {
         .set("error", Json::str(r.error))
         .set("overfit_loss", Json::num(r.overfit.value))
         .set("accuracy_gap_pp", Json::num(acc.value))
+        .set("test_accuracy_last5_mean", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : tail_mean(r.test_accuracy_per_epoch)))
         .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())
                                                            : std::vector<double>{}))
         .set("warmup_epoch_ms", Json::num(r.epoch_ms.empty() ? NAN : r.epoch_ms[0]))
@@ -529,7 +543,7 @@ int run_main(int argc, char** argv) {
     pj.set(r.name, o.done());
   }
   Json refj = Json::object();
-  refj.set("test_accuracy", Json::num(ref_acc)).set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
+  refj.set("test_accuracy", Json::num(ref_acc)).set("test_accuracy_last5_mean", Json::num(ref_tail)).set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
       .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
   std::string cmd;
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
