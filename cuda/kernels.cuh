@@ -218,16 +218,29 @@ __global__ void k_dX(int kc, int B, int I, int Hd, const float* dH, const float*
 }
 #undef MLP_GEMM
 
-// Column sums over the batch: out[c] = Σ_r M[r, c]. One thread per column, rows summed in
-// order: deterministic, no atomics. Tagged so db1 and db2 get their own profiler rows.
+// Column sums over the batch: out[c] = Σ_r M[r, c]. A block of 256 threads covers 32 columns:
+// 8 row slices each sum their rows in order, then the 8 partials are added in slice order —
+// deterministic, no atomics. Tagged so db1 and db2 get their own profiler rows.
 enum class Col { db1, db2 };
+constexpr int kColsumCols = 32, kColsumSlices = 8;
 template <Col TAG>
-__global__ void k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ out) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
+__global__ void __launch_bounds__(kColsumCols * kColsumSlices)
+k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ out) {
+  __shared__ float part[kColsumSlices][kColsumCols];
+  const int cl = threadIdx.x % kColsumCols, slice = threadIdx.x / kColsumCols;
+  const int c = blockIdx.x * kColsumCols + cl;
+  const int per = (rows + kColsumSlices - 1) / kColsumSlices, r0 = slice * per, r1 = min(rows, r0 + per);
   float acc = 0.f;
-  for (int r = 0; r < rows; ++r) acc += M[(size_t)r * cols + c];
-  out[c] = acc;
+  if (c < cols)
+    for (int r = r0; r < r1; ++r) acc += M[(size_t)r * cols + c];
+  part[slice][cl] = acc;
+  __syncthreads();
+  if (slice == 0 && c < cols) {
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kColsumSlices; ++k) s += part[k][cl];
+    out[c] = s;
+  }
 }
 
 // Numerically stable softmax cross-entropy over B rows of O logits, one block:

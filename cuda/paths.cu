@@ -83,11 +83,11 @@ void launch_backward_fused(MlpShape s, const float* params, const float* X, cons
                            cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
   gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, batch, st, batch, s.hidden, s.out, H, dZ, grads + o.w2);
-  k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(batch, s.out, dZ, grads + o.b2);
+  k_colsum<Col::db2><<<(s.out + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(batch, s.out, dZ, grads + o.b2);
   CUDA_CHECK_LAUNCH("k_colsum<db2>");
   gemm<TileRowsThin>(k_dH_relu_mask, "k_dH_relu_mask", batch, s.hidden, s.out, st, batch, s.hidden, s.out, dZ, params + o.w2, H, dH);
   gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, batch, st, batch, s.in, s.hidden, X, dH, grads + o.w1);
-  k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
+  k_colsum<Col::db1><<<(s.hidden + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
   CUDA_CHECK_LAUNCH("k_colsum<db1>");
   if (dX) {
     gemm<TileRowsThin>(k_dX, "k_dX", batch, s.in, s.hidden, st, batch, s.in, s.hidden, dH, params + o.w1, dX);
@@ -162,13 +162,13 @@ void unfused_epoch(const EpochArgs& a) {
     CUDA_CHECK_LAUNCH("k_add_bias<logits>");
     launch_loss(s, w.Z, w.yb, nb, w.dZ, a.step_loss + t, st);
     gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, nb, st, nb, s.hidden, s.out, w.H, w.dZ, w.grads + o.w2);
-    k_colsum<Col::db2><<<(s.out + 127) / 128, 128, 0, st>>>(nb, s.out, w.dZ, w.grads + o.b2);
+    k_colsum<Col::db2><<<(s.out + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(nb, s.out, w.dZ, w.grads + o.b2);
     CUDA_CHECK_LAUNCH("k_colsum<db2>");
     gemm<TileRowsThin>(k_dH_gemm, "k_dH_gemm", nb, s.hidden, s.out, st, nb, s.hidden, s.out, w.dZ, a.params + o.w2, w.dH);
     k_relu_mask<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.dH, w.H);
     CUDA_CHECK_LAUNCH("k_relu_mask");
     gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, nb, st, nb, s.in, s.hidden, w.Xb, w.dH, w.grads + o.w1);
-    k_colsum<Col::db1><<<(s.hidden + 127) / 128, 128, 0, st>>>(nb, s.hidden, w.dH, w.grads + o.b1);
+    k_colsum<Col::db1><<<(s.hidden + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(nb, s.hidden, w.dH, w.grads + o.b1);
     CUDA_CHECK_LAUNCH("k_colsum<db1>");
     auto upd = [&](auto kernel, size_t off, size_t n) {
       kernel<<<elementwise_blocks(n), kEw, 0, st>>>(n, a.lr, a.momentum, a.params + off, a.velocity + off, w.grads + off);

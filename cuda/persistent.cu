@@ -33,9 +33,11 @@ namespace mlp {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kTileA = 16;    // H tile: 16 batch rows × 16 hidden units
 constexpr int kMaxKA = 1024;  // K (input features) staged per chunk in phase A
-constexpr int kTileC = 32;    // W1 tile: 32 inputs × 32 hidden units
+constexpr int kTileC = 32;    // W1 tile: 32 inputs × 64 hidden units (kTileCJ)
+constexpr int kTileCJ = 64;
 constexpr int kRowsC = 128;   // batch rows staged per chunk in phase C
-constexpr int kMaxOut = 32;   // classes a block's phase B holds in registers
+constexpr int kMaxOut = 16;   // classes: phase B holds them in registers and lanes, phase C
+                              // gives each thread at most 2 of the 32·out dW2 outputs
 
 struct Persist {
   int in, hidden, out, n, batch;
@@ -57,30 +59,53 @@ __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
 // ---- phase A: one 16×16 tile of H ------------------------------------------------------------
 // Xs[k][r] (transposed) and Ws[k][c] for a chunk of K; warp w multiplies its slice of K; lane
 // (g, q) holds rows 2g, 2g+1 and columns 4q..4q+3; warp partials are summed in warp order.
+// Staging uses 16-byte loads when the widths allow (784 and 256 do), scalar loads otherwise.
 __device__ void phase_a_tile(const Persist& P, float* smem, int base, int nb, int tr, int tc) {
   const int I = P.in, Hd = P.hidden;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   const int r0 = tr * kTileA, c0 = tc * kTileA;
   const float* W1 = P.params;
   const float* b1 = P.params + (size_t)I * Hd;
+  const bool vec = (I % 4 == 0) && (Hd % 4 == 0);
   float acc[2][4] = {};
   const int kc_max = min(I, kMaxKA);
-  float* Xs = smem;                       // [kc_max][16]
+  float* Xs = smem;                            // [kc_max][16]
   float* Ws = smem + (size_t)kc_max * kTileA;  // [kc_max][16]
   for (int k0 = 0; k0 < I; k0 += kc_max) {
     const int kc = min(kc_max, I - k0);
-    for (int e = tid; e < kTileA * kc; e += kThreads) {
-      int r = e / kc, k = e % kc;  // walk each X row contiguously
-      int row = r0 + r;
-      Xs[k * kTileA + r] = row < nb ? __ldg(P.X_all + (size_t)__ldg(P.order + base + row) * I + k0 + k) : 0.f;
-    }
-    for (int e = tid; e < kTileA * kc; e += kThreads) {
-      int k = e / kTileA, c = e % kTileA;
-      int col = c0 + c;
-      Ws[k * kTileA + c] = col < Hd ? ldcg(W1 + (size_t)(k0 + k) * Hd + col) : 0.f;
+    if (vec) {
+      // Lane l loads a float4 of row l % 16, so the transposed shared-memory stores of a warp
+      // land in consecutive words (global reads: 16 rows × 32 bytes, whole sectors).
+      const int kq = kc / 4;  // float4s per staged X row (kc is a multiple of 4 here)
+      for (int e = tid; e < kTileA * kq; e += kThreads) {
+        const int r = e % kTileA, v = e / kTileA, row = r0 + r;
+        float4 x = row < nb ? __ldg(reinterpret_cast<const float4*>(
+                                  P.X_all + (size_t)__ldg(P.order + base + row) * I + k0) + v)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+        Xs[(4 * v + 0) * kTileA + r] = x.x;
+        Xs[(4 * v + 1) * kTileA + r] = x.y;
+        Xs[(4 * v + 2) * kTileA + r] = x.z;
+        Xs[(4 * v + 3) * kTileA + r] = x.w;
+      }
+      for (int e = tid; e < kc * 4; e += kThreads) {  // 4 float4s per W1 row segment
+        const int k = e / 4, v = e % 4, col = c0 + 4 * v;
+        float4 w = col < Hd ? __ldcg(reinterpret_cast<const float4*>(W1 + (size_t)(k0 + k) * Hd + col))
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(Ws + k * kTileA + 4 * v) = w;
+      }
+    } else {
+      for (int r = 0; r < kTileA; ++r) {
+        const int row = r0 + r;
+        const float* src = row < nb ? P.X_all + (size_t)__ldg(P.order + base + row) * I + k0 : nullptr;
+        for (int k = tid; k < kc; k += kThreads) Xs[k * kTileA + r] = src ? __ldg(src + k) : 0.f;
+      }
+      for (int k = 0; k < kc; ++k)
+        for (int c = tid; c < kTileA; c += kThreads)
+          Ws[k * kTileA + c] = c0 + c < Hd ? ldcg(W1 + (size_t)(k0 + k) * Hd + c0 + c) : 0.f;
     }
     __syncthreads();
     const int per = (kc + kWarps - 1) / kWarps, kb = warp * per, ke = min(kc, kb + per);
+#pragma unroll 4
     for (int k = kb; k < ke; ++k) {
       float2 a = *reinterpret_cast<const float2*>(Xs + k * kTileA + 2 * g);
       float4 b = *reinterpret_cast<const float4*>(Ws + k * kTileA + 4 * q);
@@ -94,8 +119,8 @@ __device__ void phase_a_tile(const Persist& P, float* smem, int base, int nb, in
   float* red = smem;  // [8 warps][16][16], reuses the staging area
 #pragma unroll
   for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) red[warp * 256 + (2 * g + i) * kTileA + 4 * q + j] = acc[i][j];
+    *reinterpret_cast<float4*>(red + warp * 256 + (2 * g + i) * kTileA + 4 * q) =
+        make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
   __syncthreads();
   {
     const int r = tid / kTileA, c = tid % kTileA, row = r0 + r, col = c0 + c;
@@ -105,6 +130,12 @@ __device__ void phase_a_tile(const Persist& P, float* smem, int base, int nb, in
     if (row < nb && col < Hd) P.H[(size_t)row * Hd + col] = fmaxf(v + ldcg(b1 + col), 0.f);
   }
   __syncthreads();
+}
+
+// Fixed-order warp sum (a butterfly: every lane ends with the same, reproducible value).
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
 }
 
 // ---- phase B: one batch row --------------------------------------------------------------------
@@ -122,34 +153,33 @@ __device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int
     for (int k = 0; k < kMaxOut; ++k)
       if (k < O) part[k] = fmaf(h, ldcg(W2 + (size_t)j * O + k), part[k]);
   }
-  float* red = smem;             // [8 warps][kMaxOut]
-  float* zs = smem + kWarps * kMaxOut;  // [kMaxOut] logits, then dZ
+  float* red = smem;                    // [8 warps][kMaxOut]
+  float* zs = smem + kWarps * kMaxOut;  // [kMaxOut] dZ of this row
 #pragma unroll
   for (int k = 0; k < kMaxOut; ++k) {
     if (k >= O) break;
-    float v = part[k];
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    float v = warp_sum(part[k]);
     if (lane == 0) red[warp * kMaxOut + k] = v;
   }
   __syncthreads();
-  if (tid < O) {
-    float z = ldcg(b2 + tid);
-    for (int w = 0; w < kWarps; ++w) z += red[w * kMaxOut + tid];
-    zs[tid] = z;
-  }
-  __syncthreads();
-  if (tid == 0) {
+  if (warp == 0) {
+    // Lane k holds logit k: max, exp-sum and the label's logit by fixed butterflies.
     const int y = __ldg(P.labels_all + __ldg(P.order + base + r));
-    float m = zs[0];
-    for (int k = 1; k < O; ++k) m = fmaxf(m, zs[k]);
-    float sum = 0.f;
-    for (int k = 0; k < O; ++k) sum += expf(zs[k] - m);
-    P.row_loss[r] = logf(sum) - (zs[y] - m);
-    const float inv = 1.f / sum, invB = 1.f / (float)nb;
-    for (int k = 0; k < O; ++k) {
-      float d = (expf(zs[k] - m) * inv - (k == y ? 1.f : 0.f)) * invB;
-      zs[k] = d;
-      P.dZ[(size_t)r * O + k] = d;
+    float z = -INFINITY;
+    if (lane < O) {
+      z = ldcg(b2 + lane);
+      for (int w = 0; w < kWarps; ++w) z += red[w * kMaxOut + lane];
+    }
+    float m = z;
+    for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    const float e = lane < O ? expf(z - m) : 0.f;
+    const float sum = warp_sum(e);
+    const float zy = __shfl_sync(0xffffffffu, z, y);
+    if (lane == 0) P.row_loss[r] = logf(sum) - (zy - m);
+    if (lane < O) {
+      const float d = (e / sum - (lane == y ? 1.f : 0.f)) / (float)nb;
+      zs[lane] = d;
+      P.dZ[(size_t)r * O + lane] = d;
     }
   }
   __syncthreads();
@@ -167,76 +197,113 @@ __device__ __forceinline__ void momentum(const Persist& P, size_t idx, float g) 
   P.params[idx] = ldcg(P.params + idx) + v;
 }
 
-// ---- phase C: one 32×32 tile of W1 (gradient, then the update) -------------------------------
-// Xs[r][i] and Ds[r][j] for a chunk of batch rows; warp w takes 1/8 of the rows; lane (gi, gj)
-// holds inputs 4gi..4gi+3 and hidden units 8gj..8gj+7; warp partials summed in warp order.
+// ---- phase C: one 32×64 tile of W1 (gradient, then the update) -------------------------------
+// Xs[r][i] (32 inputs) and Ds[r][j] (64 hidden units) for a chunk of batch rows. Warps 0–3 take
+// hidden units 0–31 of the tile, warps 4–7 units 32–63; within a group each warp takes a quarter
+// of the rows; lane (gi, gj) holds inputs 4gi..4gi+3 and units 8gj..8gj+7. The four partials of
+// each output are summed in warp order. Tiles of input block 0 also reduce db1 for their units.
 __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb, int ti, int tj) {
   const int I = P.in, Hd = P.hidden;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gi = lane / 4, gj = lane % 4;
-  const int i0 = ti * kTileC, j0 = tj * kTileC;
+  const int half = warp / 4, quarter = warp % 4;
+  const int i0 = ti * kTileC, j0 = tj * kTileCJ;
   float acc[4][8] = {};
-  float colsum = 0.f;  // db1 for column j0 + tid (tiles with ti == 0, tid < 32)
+  float colsum = 0.f;  // db1 for unit j0 + tid (tiles with ti == 0, tid < 64)
   float* Xs = smem;                     // [kRowsC][32]
-  float* Ds = smem + kRowsC * kTileC;   // [kRowsC][32]
+  float* Ds = smem + kRowsC * kTileC;   // [kRowsC][64]
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
     for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
-      int r = e / kTileC, c = e % kTileC;
-      int i = i0 + c, j = j0 + c;
-      bool ok = r < rows;
-      Xs[e] = ok && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
-      Ds[e] = ok && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
+      const int r = e / kTileC, c = e % kTileC, i = i0 + c;
+      Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+    }
+    for (int e = tid; e < kRowsC * kTileCJ; e += kThreads) {
+      const int r = e / kTileCJ, c = e % kTileCJ, j = j0 + c;
+      Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
     }
     __syncthreads();
-    const int per = kRowsC / kWarps, rb = warp * per;
+    const int per = kRowsC / 4, rb = quarter * per;
+    const float* D = Ds + half * kTileC + 8 * gj;
+#pragma unroll 2
     for (int r = rb; r < rb + per; ++r) {
       float4 a = *reinterpret_cast<const float4*>(Xs + r * kTileC + 4 * gi);
-      float4 b0 = *reinterpret_cast<const float4*>(Ds + r * kTileC + 8 * gj);
-      float4 b1 = *reinterpret_cast<const float4*>(Ds + r * kTileC + 8 * gj + 4);
+      float4 b0 = *reinterpret_cast<const float4*>(D + r * kTileCJ);
+      float4 b1 = *reinterpret_cast<const float4*>(D + r * kTileCJ + 4);
       const float av[4] = {a.x, a.y, a.z, a.w}, bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
       for (int x = 0; x < 4; ++x)
 #pragma unroll
         for (int y = 0; y < 8; ++y) acc[x][y] = fmaf(av[x], bv[y], acc[x][y]);
     }
-    if (ti == 0 && tid < kTileC)
-      for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileC + tid];
+    if (ti == 0 && tid < kTileCJ)
+      for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];
     __syncthreads();
   }
   float* red = smem;  // [8 warps][32][32], reuses the staging area
 #pragma unroll
-  for (int x = 0; x < 4; ++x)
-#pragma unroll
-    for (int y = 0; y < 8; ++y) red[warp * 1024 + (4 * gi + x) * kTileC + 8 * gj + y] = acc[x][y];
+  for (int x = 0; x < 4; ++x) {
+    float* dst = red + warp * 1024 + (4 * gi + x) * kTileC + 8 * gj;
+    *reinterpret_cast<float4*>(dst) = make_float4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
+    *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
+  }
   __syncthreads();
-  for (int o = tid; o < kTileC * kTileC; o += kThreads) {
-    const int i = i0 + o / kTileC, j = j0 + o % kTileC;
+  for (int o = tid; o < kTileC * kTileCJ; o += kThreads) {
+    const int i = o / kTileCJ, jj = o % kTileCJ, h = jj / kTileC, j = jj % kTileC;
     float g = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) g += red[w * 1024 + o];
-    if (i < I && j < Hd) momentum(P, (size_t)i * Hd + j, g);
+    for (int w = 0; w < 4; ++w) g += red[(h * 4 + w) * 1024 + i * kTileC + j];
+    if (i0 + i < I && j0 + jj < Hd) momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, g);
   }
-  if (ti == 0 && tid < kTileC && j0 + tid < Hd) momentum(P, (size_t)I * Hd + j0 + tid, colsum);  // b1
+  if (ti == 0 && tid < kTileCJ && j0 + tid < Hd) momentum(P, (size_t)I * Hd + j0 + tid, colsum);  // b1
   __syncthreads();
 }
 
-// dW2 for 32 hidden units (all classes) and, for the first item, db2; the K loop runs over the
-// batch rows in order, one output per thread at a time.
-__device__ void phase_c_w2_item(const Persist& P, int nb, int item) {
-  const int I = P.in, Hd = P.hidden, O = P.out;
+// dW2 for 32 hidden units (all classes) and, for the first item, db2: H[:, units] and dZ staged
+// in shared memory, each output summed over the batch rows in order.
+__device__ void phase_c_w2_item(const Persist& P, float* smem, int nb, int item) {
+  const int I = P.in, Hd = P.hidden, O = P.out, tid = threadIdx.x;
   const size_t w2 = (size_t)I * Hd + Hd, b2 = w2 + (size_t)Hd * O;
-  for (int o = threadIdx.x; o < kTileC * O; o += kThreads) {
-    const int j = item * kTileC + o / O, k = o % O;
-    if (j >= Hd) continue;
-    float g = 0.f;
-    for (int r = 0; r < nb; ++r) g = fmaf(ldcg(P.H + (size_t)r * Hd + j), ldcg(P.dZ + (size_t)r * O + k), g);
-    momentum(P, w2 + (size_t)j * O + k, g);
+  const int j0 = item * kTileC;
+  float* Hs = smem;                        // [kRowsC][32]
+  float* Zs = smem + kRowsC * kTileC;      // [kRowsC][kMaxOut]
+  float g0 = 0.f, g1 = 0.f, gb = 0.f;      // outputs tid and tid + 256 (32 × O ≤ 512 for O ≤ 16)
+  const int outputs = kTileC * O;
+  for (int rc = 0; rc < nb; rc += kRowsC) {
+    const int rows = min(kRowsC, nb - rc);
+    for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
+      const int r = e / kTileC, j = j0 + e % kTileC;
+      Hs[e] = r < rows && j < Hd ? ldcg(P.H + (size_t)(rc + r) * Hd + j) : 0.f;
+    }
+    for (int e = tid; e < kRowsC * O; e += kThreads) {
+      const int r = e / O;
+      Zs[e] = r < rows ? ldcg(P.dZ + (size_t)(rc + r) * O + e % O) : 0.f;
+    }
+    __syncthreads();
+    for (int o = tid, slot = 0; o < outputs && slot < 2; o += kThreads, ++slot) {
+      const int j = o / O, k = o % O;
+      float g = 0.f;
+      for (int r = 0; r < kRowsC; ++r) g = fmaf(Hs[r * kTileC + j], Zs[r * O + k], g);
+      if (slot == 0) g0 += g; else g1 += g;
+    }
+    if (item == 0 && tid < O)
+      for (int r = 0; r < kRowsC; ++r) gb += Zs[r * O + tid];
+    __syncthreads();
   }
-  if (item == 0 && (int)threadIdx.x < O) {
-    float g = 0.f;
-    for (int r = 0; r < nb; ++r) g += ldcg(P.dZ + (size_t)r * O + threadIdx.x);
-    momentum(P, b2 + threadIdx.x, g);
+  for (int o = tid, slot = 0; o < outputs && slot < 2; o += kThreads, ++slot) {
+    const int j = j0 + o / O, k = o % O;
+    if (j < Hd) momentum(P, w2 + (size_t)j * O + k, slot == 0 ? g0 : g1);
   }
+  if (item == 0 && tid < O) momentum(P, b2 + tid, gb);
+}
+
+// The step's mean loss: one warp sums the row losses, each lane its rows in order, then a
+// fixed butterfly.
+__device__ void step_loss_sum(const Persist& P, int nb, int t) {
+  if (threadIdx.x >= 32) return;
+  float s = 0.f;
+  for (int r = threadIdx.x; r < nb; r += 32) s += ldcg(P.row_loss + r);
+  s = warp_sum(s);
+  if (threadIdx.x == 0) P.step_loss[t] = s / (float)nb;
 }
 
 __global__ void __launch_bounds__(kThreads, 1) k_persistent_epoch(Persist P) {
@@ -245,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_persistent_epoch(Persist P) {
   cg::grid_group grid = cg::this_grid();
   const int steps = (P.n + P.batch - 1) / P.batch;
   const int a_tiles_c = (P.hidden + kTileA - 1) / kTileA;
-  const int c_tiles_i = (P.in + kTileC - 1) / kTileC, c_tiles_j = (P.hidden + kTileC - 1) / kTileC;
+  const int c_tiles_i = (P.in + kTileC - 1) / kTileC, c_tiles_j = (P.hidden + kTileCJ - 1) / kTileCJ;
   const int w2_items = (P.hidden + kTileC - 1) / kTileC;
   for (int t = 0; t < steps; ++t) {
     const int base = t * P.batch, nb = min(P.batch, P.n - base);
@@ -260,13 +327,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_persistent_epoch(Persist P) {
       if (item < c_tiles_i * c_tiles_j)
         phase_c_w1_tile(P, smem, base, nb, item / c_tiles_j, item % c_tiles_j);
       else
-        phase_c_w2_item(P, nb, item - c_tiles_i * c_tiles_j);
+        phase_c_w2_item(P, smem, nb, item - c_tiles_i * c_tiles_j);
     }
-    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) {
-      float s = 0.f;
-      for (int r = 0; r < nb; ++r) s += ldcg(P.row_loss + r);
-      P.step_loss[t] = s / (float)nb;
-    }
+    if (blockIdx.x == gridDim.x - 1) step_loss_sum(P, nb, t);
     grid.sync();
   }
 }
@@ -276,7 +339,8 @@ size_t smem_bytes(int in) {
   size_t a = 2 * (size_t)std::min(in, kMaxKA) * kTileA * sizeof(float);
   a = std::max(a, (size_t)kWarps * 256 * sizeof(float));
   size_t b = (size_t)(kWarps + 1) * kMaxOut * sizeof(float);
-  size_t c = std::max((size_t)2 * kRowsC * kTileC, (size_t)kWarps * 1024) * sizeof(float);
+  size_t c = std::max((size_t)kRowsC * (kTileC + kTileCJ), (size_t)kWarps * 1024) * sizeof(float);
+  c = std::max(c, (size_t)kRowsC * (kTileC + kMaxOut) * sizeof(float));
   return std::max(a, std::max(b, c));
 }
 
