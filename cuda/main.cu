@@ -132,9 +132,14 @@ cudaDeviceProp select_device() {
 }
 
 // One epoch of any path from the initial state must land within this distance of the fused
-// path's parameters, relative to the size of the epoch's update: float32 sums in another order
-// differ by a few ulps per step, far below it; a wrong gradient or update lands far above it.
-constexpr double kParityLimit = 1e-3;
+// path's parameters, relative to the size of the epoch's update. Float32 summation order alone
+// moves it by ~3e-7, but a ReLU whose pre-activation sits within rounding of zero can flip in one
+// implementation and not the other, and the trajectories then part: measured on the H200 at seed
+// 20260829, the fused path flips unit 96 of sample 120 at step 28 (pre-activation -3.6e-7 on a
+// term scale of 4.4, i.e. 8e-8 relative) and ends the epoch 3.4e-3 from float64 while the
+// persistent path ends 3.8e-7 from it. Real defects land far above the limit: dropping one row
+// per step gives 9e-2, dropping one step's gradient 1.5e-2 (numpy experiments, PERFLOG.md).
+constexpr double kParityLimit = 1e-2;
 
 struct DeviceData {
   float* train_x = nullptr;
@@ -146,6 +151,7 @@ struct DeviceData {
 struct PathRun {
   std::string name;
   double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
+  double parity_vs_fp64 = NAN;   // the same against the float64 reference's epoch
   bool deterministic = false;    // two one-epoch runs from the same state: bitwise equal
   double launches_per_step = 0;
   bool ok = true;             // trained every epoch without error or non-finite loss
@@ -406,6 +412,21 @@ int run_main(int argc, char** argv) {
   double update_norm = 0;
   for (size_t i = 0; i < total; ++i) update_norm += ((double)fused_one[i] - init[i]) * ((double)fused_one[i] - init[i]);
   update_norm = std::sqrt(update_norm);
+  // The float64 reference's parameters after the same epoch: every path is also measured
+  // against them (float32 rounding alone lands near 1e-7 of the update).
+  std::vector<double> fp64_one(init.begin(), init.end());
+  {
+    std::vector<double> Xtr1(data.train_x.begin(), data.train_x.begin() + (long)R.train_size * s.in);
+    std::vector<double> Xte1(data.test_x.begin(), data.test_x.begin() + (long)s.in);  // evaluation unused
+    ref_train(s, fp64_one, Xtr1, data.train_y, R.train_size, Xte1, data.test_y, 1, {orders[0]}, R.batch, R.lr,
+              R.momentum, nullptr);
+  }
+  auto dist = [&](const std::vector<float>& p, auto const& q) {
+    double d = 0;
+    for (size_t i = 0; i < p.size(); ++i) d += ((double)p[i] - q[i]) * ((double)p[i] - q[i]);
+    return p.empty() ? NAN : std::sqrt(d) / update_norm;
+  };
+  std::fprintf(stderr, "fused: one epoch vs float64 ||dp||/||update|| = %.3g\n", dist(fused_one, fp64_one));
   for (const auto& name : names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
     std::vector<float> p1 = one_epoch_params(*path, R, s, init, orders[0], dd);
@@ -414,14 +435,35 @@ int run_main(int argc, char** argv) {
     for (size_t i = 0; i < p1.size(); ++i) diff += ((double)p1[i] - fused_one[i]) * ((double)p1[i] - fused_one[i]);
     const double parity = p1.empty() ? NAN : std::sqrt(diff) / update_norm;
     const bool deterministic = !p1.empty() && p1 == p2;
-    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e); rerun bitwise %s\n",
-                 name.c_str(), parity, kParityLimit, deterministic ? "identical" : "DIFFERENT");
+    const double vs64 = dist(p1, fp64_one);
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s\n",
+                 name.c_str(), parity, kParityLimit, vs64, deterministic ? "identical" : "DIFFERENT");
+    if (!(parity <= kParityLimit) && !p1.empty()) {
+      // Which tensor differs: the first thing to know when a path drifts from the fused one.
+      const MlpOffsets o = mlp_offsets(s);
+      const size_t b[5] = {o.w1, o.b1, o.w2, o.b2, o.total};
+      const char* tn[4] = {"W1", "b1", "W2", "b2"};
+      for (int t = 0; t < 4; ++t) {
+        double d = 0, u = 0;
+        size_t worst = b[t];
+        double wv = -1;
+        for (size_t i = b[t]; i < b[t + 1]; ++i) {
+          double e = std::fabs((double)p1[i] - fused_one[i]);
+          d += e * e;
+          u += ((double)fused_one[i] - init[i]) * ((double)fused_one[i] - init[i]);
+          if (e > wv) { wv = e; worst = i; }
+        }
+        std::fprintf(stderr, "    %s: ||dp||/||update|| = %.3g, worst index %zu (|dp| %.3g)\n", tn[t],
+                     std::sqrt(d / u), worst - b[t], wv);
+      }
+    }
     CaseResult of = case_overfit32(g, *path);
     std::fprintf(stderr, "path %s: overfit-32 loss %.5f (%s); training %d epochs\n", name.c_str(), of.value,
                  of.passed ? "PASS" : "FAIL", epochs);
     PathRun run = train_path(*path, R, s, init, orders, dd, data, epochs, true);
     run.overfit = of;
     run.parity_vs_fused = parity;
+    run.parity_vs_fp64 = vs64;
     run.deterministic = deterministic;
     if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
     runs.push_back(run);
@@ -528,6 +570,7 @@ int run_main(int argc, char** argv) {
     o.set("launches_per_step", Json::num(r.launches_per_step))
         .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= kParityLimit))
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
+        .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(kParityLimit))
         .set("deterministic", Json::boolean(r.deterministic))
         .set("error", Json::str(r.error))
