@@ -83,7 +83,9 @@ const char* status_name(int status);
 // linked, so its epoch is a path of its own ("submission").
 std::vector<std::string> path_names(bool external_submission);
 std::unique_ptr<KernelPath> make_path(const std::string& name);
-std::unique_ptr<KernelPath> make_persistent_path();  // cuda/persistent.cu
+// cuda/persistent.cu. `phases` (bits A=1, B=2, C=4) < 7 only for the phase-time breakdown:
+// such an epoch does not train correctly.
+std::unique_ptr<KernelPath> make_persistent_path(int phases = 7);
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.
