@@ -181,6 +181,38 @@ void summarise(PathRun& p) {
   p.cv = n > 1 ? 100.0 * std::sqrt(var / (n - 1)) / p.mean : 0.0;
 }
 
+// Device state of one training run: parameters from `init`, zero velocity, the workspace, the
+// per-step losses and the first `epochs` epoch orders. Freed on scope exit, also on a throw.
+struct TrainState {
+  MlpShape s;
+  int n, batch, steps;
+  float *params = nullptr, *velocity = nullptr, *ws = nullptr, *step_loss = nullptr;
+  int* order = nullptr;
+  TrainState(const Recipe& R, MlpShape shape, const std::vector<float>& init,
+             const std::vector<std::vector<int32_t>>& orders, int epochs)
+      : s(shape), n(R.train_size), batch(R.batch), steps((R.train_size + R.batch - 1) / R.batch) {
+    const size_t total = mlp_offsets(s).total;
+    CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, batch) * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&order, (size_t)epochs * n * sizeof(int)));
+    CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
+    for (int e = 0; e < epochs; ++e)
+      CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int),
+                            cudaMemcpyHostToDevice));
+  }
+  ~TrainState() { cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order); }
+  TrainState(const TrainState&) = delete;
+  TrainState& operator=(const TrainState&) = delete;
+  // Arguments of epoch e on `stream`.
+  mlp::EpochArgs epoch(const Recipe& R, const DeviceData& dd, int e, cudaStream_t stream) const {
+    return {s, params, velocity, dd.train_x, dd.train_y, order + (size_t)e * n, n, batch, (float)R.lr,
+            (float)R.momentum, ws, step_loss, stream};
+  }
+};
+
 // Trains `epochs` epochs of one path from the initial parameters; times each epoch with CUDA
 // events around its enqueued work; evaluates on the test set after each epoch (not timed).
 PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
@@ -191,19 +223,11 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
   run.name = path.name();
   run.launches_per_step = path.launches_per_step(steps);
-  float *params, *velocity, *ws, *step_loss, *eval_scratch;
-  int* order;
   const int chunk = 10000;
-  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&order, (size_t)epochs * n * sizeof(int)));
+  TrainState ts(R, s, init, orders, epochs);
+  float* step_loss = ts.step_loss;
+  float* eval_scratch;
   CUDA_CHECK(cudaMalloc(&eval_scratch, (size_t)chunk * (s.hidden + s.out) * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
-  for (int e = 0; e < epochs; ++e)
-    CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
   cudaStream_t st;
   CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaEvent_t t0, t1;
@@ -213,8 +237,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   try {
     for (int e = 0; e < epochs; ++e) {
       CUDA_CHECK(cudaMemsetAsync(step_loss, 0xFF, (size_t)steps * sizeof(float), st));  // NaN poison
-      mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order + (size_t)e * n, n, R.batch,
-                       (float)R.lr, (float)R.momentum, ws, step_loss, st};
+      mlp::EpochArgs a = ts.epoch(R, dd, e, st);
       CUDA_CHECK(cudaEventRecord(t0, st));
       path.epoch(a);
       CUDA_CHECK(cudaEventRecord(t1, st));
@@ -229,7 +252,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
                                    std::to_string(e) + " step " + std::to_string(t));
         loss += (double)losses[(size_t)t] * std::min(R.batch, n - t * R.batch);
       }
-      mlp::GpuEval ev = mlp::evaluate_on_device(s, params, dd.test_x, data.test_y.data(), data.n_test, eval_scratch,
+      mlp::GpuEval ev = mlp::evaluate_on_device(s, ts.params, dd.test_x, data.test_y.data(), data.n_test, eval_scratch,
                                                 chunk, st);
       run.epoch_ms.push_back(ms);
       run.loss_per_epoch.push_back(loss / n);
@@ -250,7 +273,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   cudaStreamDestroy(st);
-  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order); cudaFree(eval_scratch);
+  cudaFree(eval_scratch);
   summarise(run);
   return run;
 }
@@ -260,28 +283,15 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
 std::vector<float> one_epoch_params(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
                                     const std::vector<int32_t>& order0, const DeviceData& dd) {
   const size_t total = mlp_offsets(s).total;
-  const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
-  float *params, *velocity, *ws, *step_loss;
-  int* order;
-  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&order, (size_t)n * sizeof(int)));
-  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(order, order0.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
-  mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order, n, R.batch, (float)R.lr, (float)R.momentum,
-                   ws, step_loss, nullptr};
+  TrainState ts(R, s, init, {order0}, 1);
   std::vector<float> out(total);
   try {
-    path.epoch(a);
+    path.epoch(ts.epoch(R, dd, 0, nullptr));
     CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemcpy(out.data(), params, total * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(out.data(), ts.params, total * sizeof(float), cudaMemcpyDeviceToHost));
   } catch (const mlp::SubmissionError&) {
     out.clear();
   }
-  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order);
   return out;
 }
 
@@ -311,26 +321,10 @@ int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vect
   bool known = false;
   for (const auto& n : mlp::path_names(MLP_EXTERNAL_SUBMISSION)) known |= n == opt.profile;
   if (!path || !known) throw UserError("--profile: no path named '" + opt.profile + "'");
-  const size_t total = mlp_offsets(s).total;
-  const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
-  float *params, *velocity, *ws, *step_loss;
-  int* order;
-  CUDA_CHECK(cudaMalloc(&params, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&velocity, total * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&ws, mlp_workspace_floats(s, R.batch) * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&step_loss, (size_t)steps * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&order, (size_t)3 * n * sizeof(int)));
-  CUDA_CHECK(cudaMemcpy(params, init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(velocity, 0, total * sizeof(float)));
-  for (int e = 0; e < 3; ++e)
-    CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
+  TrainState ts(R, s, init, orders, 3);
   cudaStream_t st;
   CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  auto epoch = [&](int e) {
-    mlp::EpochArgs a{s, params, velocity, dd.train_x, dd.train_y, order + (size_t)e * n, n, R.batch, (float)R.lr,
-                     (float)R.momentum, ws, step_loss, st};
-    path->epoch(a);
-  };
+  auto epoch = [&](int e) { path->epoch(ts.epoch(R, dd, e, st)); };
   // Two warm-up epochs (module load, first launches, graph capture), then the profiled one.
   epoch(0);
   epoch(1);
@@ -339,12 +333,11 @@ int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vect
   epoch(2);
   CUDA_CHECK(cudaStreamSynchronize(st));
   nvtxRangePop();
-  std::vector<float> losses((size_t)steps);
-  CUDA_CHECK(cudaMemcpy(losses.data(), step_loss, losses.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  std::fprintf(stderr, "profiled one epoch of path %s (%d steps, last step loss %.4f)\n", opt.profile.c_str(), steps,
-               losses.back());
+  std::vector<float> losses((size_t)ts.steps);
+  CUDA_CHECK(cudaMemcpy(losses.data(), ts.step_loss, losses.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  std::fprintf(stderr, "profiled one epoch of path %s (%d steps, last step loss %.4f)\n", opt.profile.c_str(),
+               ts.steps, losses.back());
   cudaStreamDestroy(st);
-  cudaFree(params); cudaFree(velocity); cudaFree(ws); cudaFree(step_loss); cudaFree(order);
   return 0;
 }
 
