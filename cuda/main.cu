@@ -383,9 +383,8 @@ int run_main(int argc, char** argv) {
     names = opt.paths;
   }
 
-  cudaDeviceProp prop = select_device();
-  std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
-
+  // Every input is read and checked before the GPU is touched, so a bad file or flag gets its own
+  // one-line error on any machine.
   std::fprintf(stderr, "loading %s (SHA-256 checked)\n", opt.data.c_str());
   Dataset data = load_dataset(opt.data);
   if (data.dim != s.in) throw UserError(opt.data + ": images have " + std::to_string(data.dim) + " pixels, recipe input_dim is " + std::to_string(s.in));
@@ -395,6 +394,9 @@ int run_main(int argc, char** argv) {
   const int order_epochs = std::max(R.epochs, 3);
   std::vector<std::vector<int32_t>> orders;
   for (int e = 0; e < order_epochs; ++e) orders.push_back(epoch_order(R.train_size, R.seed, e));
+
+  cudaDeviceProp prop = select_device();
+  std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
 
   DeviceData dd;
   CUDA_CHECK(cudaMalloc(&dd.train_x, data.train_x.size() * sizeof(float)));

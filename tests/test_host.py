@@ -147,3 +147,72 @@ def test_build_for_architecture(arch, tmp_path):
         listing = subprocess.run(["cuobjdump", "--list-elf", str(build_dir / "mlp_train")], capture_output=True,
                                  text=True).stdout
         assert arch in listing
+
+
+def _error_line(res) -> str:
+    """The one error line of a failed run (progress lines may precede it on stderr)."""
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("mlp_train: ")]
+    assert len(errors) == 1, res.stderr
+    return errors[0]
+
+
+def _data_copy(tmp_path, mutate) -> Path:
+    """A copy of data/ with one file rewritten by `mutate(bytes) -> bytes` and SHA256SUMS
+    regenerated, so the loader's own checks (not the checksum) must catch the damage."""
+    import hashlib
+    d = tmp_path / "data"
+    shutil.copytree(DATA_DIR, d, ignore=shutil.ignore_patterns("full", "*.md"))
+    f = d / "t10k-images-idx3-ubyte"
+    f.write_bytes(mutate(f.read_bytes()))
+    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}"
+             for p in sorted(d.iterdir()) if p.name != "SHA256SUMS"]
+    (d / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    return d
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda b: b[:-1000], "truncated"),
+    (lambda b: b"\x00\x00\x08\x04" + b[4:], "bad IDX magic"),
+    (lambda b: b[:8] + (29).to_bytes(4, "big") + b[12:], "images are 29x28"),
+    (lambda b: b + b"\x00", "trailing bytes"),
+])
+def test_mlp_train_rejects_damaged_data_before_the_gpu(tmp_path, mutate, message):
+    if not TRAIN.exists():
+        pytest.skip("build/mlp_train not built (run invoke build)")
+    res = subprocess.run([str(TRAIN), "--data", str(_data_copy(tmp_path, mutate))], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert res.returncode == 2
+    line = _error_line(res)
+    assert "t10k-images-idx3-ubyte" in line and message in line
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot open"),
+    (np.ones(10, np.float32), "wrong shape (10,), want (203530,)"),
+    (np.ones(203530, np.int32), "dtype is not <f4"),
+    (b"not a numpy file", "not a .npy file"),
+])
+def test_mlp_train_rejects_bad_init_weights(tmp_path, content, message):
+    if not TRAIN.exists():
+        pytest.skip("build/mlp_train not built (run invoke build)")
+    path = tmp_path / "init.npy"
+    if isinstance(content, np.ndarray):
+        np.save(path, content)
+    elif content is not None:
+        path.write_bytes(content)
+    res = subprocess.run([str(TRAIN), "--init", str(path)], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2
+    line = _error_line(res)
+    assert str(path) in line and message in line
+
+
+def test_mlp_train_without_a_gpu_says_so_in_one_line():
+    if not TRAIN.exists():
+        pytest.skip("build/mlp_train not built (run invoke build)")
+    from tests.conftest import have_gpu
+    if have_gpu():
+        pytest.skip("a GPU is present: this checks the GPU-less message")
+    res = subprocess.run([str(TRAIN), "--out", "/nonexistent-results"], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2
+    assert "no CUDA device found" in _error_line(res)
+    assert not Path("/nonexistent-results").exists()  # nothing written before the failure
