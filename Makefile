@@ -23,7 +23,7 @@ NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
 EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
 SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
 
-HOST_SRC   := common sha256 dataset npy recipe cpu_reference
+HOST_SRC   := common sha256 dataset npy recipe cpu_reference shipped_reference
 HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
 DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/gate.o
 HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
@@ -62,6 +62,22 @@ $(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)
 
 clean:
 	rm -rf $(BUILD)
+
+# The host-only parts (data loader, float64 reference, argument parsing) under AddressSanitizer
+# and UBSan, for the CPU test suite (tests/test_sanitize_host.py). Not part of `all`.
+ASAN_CXXFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+                 -std=c++17 -fopenmp $(WARN) -Icuda -isystem $(CUDA_INC)
+ASAN_OBJ   := $(HOST_SRC:%=$(BUILD)/asan/%.o)
+
+.PHONY: asan
+asan: $(BUILD)/asan/mlp_host
+
+$(BUILD)/asan/%.o: cuda/%.cpp $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(ASAN_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/asan/mlp_host: cuda/host_tool.cpp $(ASAN_OBJ) $(HEADERS)
+	$(CXX) $(ASAN_CXXFLAGS) $< $(ASAN_OBJ) -o $@
 
 # The nvcc command line every CUDA object is compiled with (recorded in results/run.json).
 .PHONY: print-nvcc

@@ -88,3 +88,10 @@ def sanitize(c, paths=None, tools=None):
     rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
     if rc:
         sys.exit("sanitize: errors found (results/sanitize.json)")
+
+
+@task
+def reference(c):
+    """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
+    from harness.reference import main as reference_main
+    reference_main()

@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 
-from analysis.nsys_csv import kernel_base_name
+from analysis.nsys_csv import kernel_labels
 
 EPOCH_RANGE = "profile-epoch"
 
@@ -64,13 +64,20 @@ def total_kernel_instances(kern: pd.DataFrame) -> int:
     return int(round(float(kern["instances"].sum())))
 
 
+def kernel_label_map(kern: pd.DataFrame) -> dict[str, str]:
+    """{kernel name: its short label}, the labels unique within this table (nsys_csv.kernel_labels)."""
+    names = kern["name"].tolist()
+    return dict(zip(names, kernel_labels(names)))
+
+
 def widest_kernel(kern: pd.DataFrame) -> dict | None:
-    """The kernel row with the largest total time: name, base, total_ns, instances, share."""
+    """The kernel row with the largest total time: name, base (its unique short label), total_ns,
+    instances, share."""
     if kern.empty:
         return None
     row = kern.loc[kern["total_ns"].idxmax()]
     total = summed_kernel_ns(kern)
-    return {"name": row["name"], "base": kernel_base_name(row["name"]),
+    return {"name": row["name"], "base": kernel_label_map(kern)[row["name"]],
             "total_ns": _f(row["total_ns"]), "instances": _f(row["instances"]),
             "avg_ns": _f(row["avg_ns"]),
             "share": (float(row["total_ns"]) / total) if total > 0 else None}
@@ -110,16 +117,22 @@ def launch_calls(api: pd.DataFrame) -> dict:
             "total_ns": float(sum(e["total_ns"] for e in ordered.values()))}
 
 
-def launches_per_step(kern: pd.DataFrame, steps_per_epoch: int, declared: int | None) -> dict:
+def launches_per_step(kern: pd.DataFrame, steps_per_epoch: int,
+                      declared: int | float | None) -> dict:
     """Kernel instances in the captured epoch / steps, against the path's declared count.
 
-    `matches` is True when the instances are exactly declared × steps (None without a
-    declaration). A CUDA graph's kernels still appear as kernel instances, so this counts
-    kernels run, not launch calls.
+    `matches` is True when the instances are declared × steps (None without a declaration); the
+    declaration may be a fraction (the persistent path's one launch an epoch declares 1/47). A
+    CUDA graph's kernels still appear as kernel instances, so this counts kernels run, not
+    launch calls.
     """
     instances = total_kernel_instances(kern)
     measured = instances / steps_per_epoch if steps_per_epoch else math.nan
-    matches = None if declared is None else instances == int(declared) * int(steps_per_epoch)
+    if declared is None:
+        matches = None
+    else:
+        expected = float(declared) * int(steps_per_epoch)
+        matches = abs(instances - expected) <= 1e-6 * max(1.0, expected)
     return {"launches_per_step_measured": measured, "declared": declared, "matches": matches,
             "kernel_instances": instances, "steps_per_epoch": steps_per_epoch}
 
@@ -144,7 +157,7 @@ def find_kernel_row(kern: pd.DataFrame, needle: str) -> dict | None:
         return None
     row = rows.loc[rows["total_ns"].idxmax()]
     total = summed_kernel_ns(kern)
-    return {"name": row["name"], "base": kernel_base_name(row["name"]),
+    return {"name": row["name"], "base": kernel_label_map(kern)[row["name"]],
             "total_ns": _f(row["total_ns"]), "instances": _f(row["instances"]),
             "share": (float(row["total_ns"]) / total) if total > 0 else None}
 

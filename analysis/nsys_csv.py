@@ -279,23 +279,80 @@ def read_nvtx_sum(path_or_text, label: str | None = None) -> pd.DataFrame:
     return _frame(_Source(path_or_text, label), "nvtx")
 
 
-_TEMPLATE_ARGS_RE = re.compile(r"<[^<>]*>")
+# Longest template-argument text kept in a label; longer ones are cut with "...".
+LABEL_TEMPLATE_MAX = 40
+_QUALIFIER_RE = re.compile(r"\b[A-Za-z_]\w*::")
+
+
+def _split_signature(text: str) -> str:
+    """The name part of a demangled signature: the text before the first '(' outside '<...>'
+    (template arguments may hold parentheses: "k<(mlp::Col)0>(int)")."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif ch == "(" and depth == 0 and i > 0:
+            return text[:i]
+    return text
+
+
+def _last_component(text: str) -> str:
+    """'mlp::k_colsum<(mlp::Col)0>' -> 'k_colsum<(mlp::Col)0>': the last '::' part outside '<>'."""
+    depth, start = 0, 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0 and text.startswith("::", i):
+            start = i + 2
+            i += 1
+        i += 1
+    return text[start:]
 
 
 def kernel_base_name(name: str) -> str:
-    """'void k_dW1<(int)64>(const float *, int)' -> 'k_dW1' (for labels and matching)."""
+    """A short label for one kernel row: the function name without namespace, return type or
+    parameter list, with its template arguments kept (namespace qualifiers dropped inside them),
+    so two instances of one template stay apart:
+
+        'mlp::k_dW1(int, int, const float *, float *)'                 -> 'k_dW1'
+        'void mlp::k_colsum<(mlp::Col)1>(int, int, const float *, ...)' -> 'k_colsum<(Col)1>'
+
+    Template arguments longer than LABEL_TEMPLATE_MAX characters are cut with '...'."""
     text = name.strip()
     if text.startswith("void "):
         text = text[5:]
-    while True:  # template arguments first: they may hold parentheses, "<(int)16>"
-        stripped = _TEMPLATE_ARGS_RE.sub("", text)
-        if stripped == text:
-            break
-        text = stripped
-    paren = text.find("(")
-    if paren > 0:
-        text = text[:paren]
-    return text.strip().rsplit("::", 1)[-1] or name.strip()
+    text = _last_component(_split_signature(text).strip()).strip()
+    lt = text.find("<")
+    if lt > 0 and text.endswith(">"):
+        args = _QUALIFIER_RE.sub("", text[lt + 1:-1]).strip()
+        if len(args) > LABEL_TEMPLATE_MAX:
+            args = args[:LABEL_TEMPLATE_MAX - 3].rstrip() + "..."
+        text = f"{text[:lt]}<{args}>"
+    return text or name.strip()
+
+
+def kernel_labels(names: Iterable[str]) -> list[str]:
+    """kernel_base_name of each name, made unique: where two rows still share a label (overloads,
+    or template arguments cut to the same text), each gets ' #1', ' #2', ... in the given order."""
+    names = list(names)
+    labels = [kernel_base_name(n) for n in names]
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        if counts[label] > 1:
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} #{seen[label]}"
+        out.append(label)
+    return out
 
 
 def report_csv_names(path_name: str, reports: Iterable[str]) -> list[str]:

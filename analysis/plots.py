@@ -22,6 +22,9 @@ from matplotlib.ticker import MaxNLocator
 from harness.atomic import write_bytes
 
 DPI = 100
+LOG_SCALE_SPAN = 20.0  # epoch-time plot: log x axis when max / min of the rows exceeds this
+PLOT_FILES = {"loss": "loss_per_epoch.png", "epoch_time": "epoch_time.png",
+              "kernels": "fused_kernel_breakdown.png"}
 _STYLE = {
     "font.family": "DejaVu Sans",  # shipped with matplotlib: the same font everywhere
     "font.size": 9,
@@ -72,8 +75,15 @@ def epoch_time_plot(rows: list[dict]) -> bytes:
             ax.errorbar([med], [y], xerr=[[med - lo], [hi - med]], fmt="o", color=color,
                         capsize=3, markersize=4)
         ax.set_yticks(ys, [r["label"] + (" (failed)" if r.get("failed") else "") for r in rows])
-        ax.set_xlim(left=0.0)
-        ax.set_xlabel("epoch time, ms (median, whiskers min-max)")
+        lows = [r["min_ms"] for r in rows if r["min_ms"] > 0]
+        if lows and max(r["max_ms"] for r in rows) / min(lows) > LOG_SCALE_SPAN:
+            # Medians an order of magnitude or more apart: a log axis keeps the fast rows apart.
+            ax.set_xscale("log")
+            ax.set_xlabel("epoch time, ms, log scale (median, whiskers min-max)")
+        else:
+            ax.set_xlim(left=0.0)
+            ax.set_xlabel("epoch time, ms (median, whiskers min-max)")
+        ax.set_ylabel("path / variant")
         ax.set_title("Epoch time per path and PyTorch variant")
         return _png(fig)
 
@@ -87,21 +97,28 @@ def kernel_breakdown_plot(rows: list[tuple[str, float]], title: str) -> bytes:
         ax.barh(ys, [us for _, us in rows], color="tab:green")
         ax.set_yticks(ys, [label for label, _ in rows])
         ax.set_xlabel("total kernel time in the profiled epoch, µs")
+        ax.set_ylabel("kernel")
         ax.set_title(title)
         return _png(fig)
 
 
 def write_plots(plots_dir: Path, loss_series, epoch_rows, kernel_rows, kernel_title) -> dict:
-    """Draw and write the plots that have data; returns {key: file path}."""
+    """Draw and write the plots that have data; returns {key: file path}. A plot of PLOT_FILES
+    without data this time is removed, so no stale figure of an earlier render stays behind."""
     plots_dir = Path(plots_dir)
-    out = {}
+    drawn = {}
     if loss_series:
-        out["loss"] = plots_dir / "loss_per_epoch.png"
-        write_bytes(out["loss"], loss_plot(loss_series))
+        drawn["loss"] = loss_plot(loss_series)
     if epoch_rows:
-        out["epoch_time"] = plots_dir / "epoch_time.png"
-        write_bytes(out["epoch_time"], epoch_time_plot(epoch_rows))
+        drawn["epoch_time"] = epoch_time_plot(epoch_rows)
     if kernel_rows:
-        out["kernels"] = plots_dir / "fused_kernel_breakdown.png"
-        write_bytes(out["kernels"], kernel_breakdown_plot(kernel_rows, kernel_title))
+        drawn["kernels"] = kernel_breakdown_plot(kernel_rows, kernel_title)
+    out = {}
+    for key, name in PLOT_FILES.items():
+        path = plots_dir / name
+        if key in drawn:
+            write_bytes(path, drawn[key])
+            out[key] = path
+        elif path.is_file():
+            path.unlink()
     return out

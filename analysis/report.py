@@ -8,23 +8,31 @@ template holds none. The output is deterministic: the only dates and commits in 
 run.json, and the plots (results/plots/*.png) carry no timestamp, so rendering the same inputs
 again, here or on another machine with the same library versions, gives the same bytes.
 
-A missing required input (run.json, predictions.toml, GAPS.toml, one of the three CSVs of a path
-that has any) or a malformed JSON, TOML or CSV file raises SystemExit with one line naming the
-file. pytorch.json is optional: without it the report says PyTorch was not run.
+Required: run.json, predictions.toml, GAPS.toml. Optional, each shown only when present:
+pytorch.json (without it the report says PyTorch was not run), persistent_phases.json,
+sanitize.json, logs/nvidia-smi.csv, and the profile CSVs of any path (a path without them is
+reported as having no profile of this run; logs/profile.log, when present, is named as the log
+of the failed capture, and logs/sanitize.log likewise for the sanitizers).
+
+A missing required input, a path with some but not all three profile CSVs, or a malformed JSON,
+TOML or CSV file (a present but empty profile CSV included: that is a broken capture) raises
+SystemExit with one line naming the file, before anything is written.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
 import jinja2
 
 from analysis import derive, plots
-from analysis.nsys_csv import kernel_base_name, read_api_sum, read_kern_sum, read_nvtx_sum
+from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
 from harness.atomic import write_text
 from harness.config import PROFILE_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, load_toml
 
@@ -32,20 +40,49 @@ TEMPLATE_NAME = "RESULTS.md.j2"
 PROFILE_REPORTS = (("kern", "cuda_gpu_kern_sum", read_kern_sum),
                    ("api", "cuda_api_sum", read_api_sum),
                    ("nvtx", "nvtx_sum", read_nvtx_sum))
+# Which profile CSVs each prediction measure reads (kinds of PROFILE_REPORTS).
+MEASURE_REPORTS = {"lower_epoch_time": (), "epoch_filler": ("kern", "api"),
+                   "widest_kernel": ("kern",)}
+
+# Optional inputs, relative to the results folder.
+PHASES_FILE = "persistent_phases.json"
+SANITIZE_FILE = "sanitize.json"
+NVIDIA_SMI_FILE = "logs/nvidia-smi.csv"
+PROFILE_LOG = "logs/profile.log"
+SANITIZE_LOG = "logs/sanitize.log"
 
 # The fused path's tiers, a ladder: a tier counts only when every tier below it holds too.
+# Tiers are computed only over paths whose `passed` is true.
 HEADLINE_PATH = "fused"
 BASELINE_PATH = "unfused"
 EAGER_VARIANT = "eager"
+TORCH_GRAPH_VARIANT = "cuda-graph"
 SILVER_MAX_RATIO = 0.90   # fused median epoch / PyTorch eager median epoch
 GOLD_MAX_RATIO = 0.60
 GOLD_MAX_CV_PCT = 5.0     # epoch-time CV of the path, strictly below
+
+# The goals of issue 6, each set against the measured value.
+GOALS_SOURCE = "issue 6"
+GOAL_FASTEST_MAX_MS = 0.5          # fastest passing path's median epoch, ms
+GOAL_FASTEST_VS_EAGER = 0.01       # fastest median / PyTorch eager median
+GOAL_FASTEST_VS_TORCH_GRAPH = 0.10  # fastest median / PyTorch cuda-graph median
+GOAL_FUSED_VS_EAGER = 0.10         # fused median / PyTorch eager median (and below unfused)
+GOAL_MAX_CV_PCT = 5.0              # epoch-time CV of every CUDA path, strictly below
+
+# Loss-curve agreement with the float64 reference.
+LOSS_CURVE_EPOCHS = 5     # the first N epochs
+LOSS_CURVE_FLAG = 0.02    # |loss / float64 loss - 1| above this is flagged
+LAST_N_ACCURACY = 5       # test accuracy averaged over the last N epochs (as case 7 does)
 
 
 # ----------------------------------------------------------------------------- formatting
 
 def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def fmt_ms(x, digits: int = 3) -> str:
@@ -69,6 +106,11 @@ def fmt_ratio(x) -> str:
     return "—" if _missing(x) else f"{float(x):.2f}×"
 
 
+def fmt_ratio3(x) -> str:
+    """Three significant digits, for ratios set against limits like 0.01×."""
+    return "—" if _missing(x) else f"{float(x):.3g}×"
+
+
 def fmt_g(x) -> str:
     return "—" if _missing(x) else f"{float(x):.3g}"
 
@@ -85,10 +127,39 @@ def fmt_int(x) -> str:
     return "—" if _missing(x) else f"{int(round(float(x))):,}"
 
 
+def fmt_rel_pct(rel) -> str:
+    """A relative difference (fraction) as a signed percentage, small ones in e-notation."""
+    if _missing(rel):
+        return "—"
+    pct = 100.0 * float(rel)
+    if pct == 0:
+        return "0%"
+    return f"{pct:+.2f}%" if abs(pct) >= 0.01 else f"{pct:+.2g}%"
+
+
+def fmt_launches(lps, steps: int) -> str:
+    """launches_per_step of run.json in words; a fraction below 1 as launches per epoch
+    (the persistent path's 1/47 -> '1 per epoch (1/47 per step)')."""
+    if _missing(lps):
+        return "—"
+    lps = float(lps)
+    if 0 < lps < 1 and steps:
+        per_epoch = lps * steps
+        k = round(per_epoch)
+        if k >= 1 and abs(per_epoch - k) <= 1e-6 * k:
+            return f"{k} per epoch ({k}/{steps} per step)"
+        return f"{lps:.4g} per step"
+    return f"{int(lps)} per step" if lps.is_integer() else f"{lps:.4g} per step"
+
+
 def md_code(text: str) -> str:
     """Inline code for a table cell (kernel names hold '*', '<', '|')."""
     text = str(text).replace("|", "\\|").replace("`", "'")
     return f"`{text}`"
+
+
+def md_cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def cuda_version(v) -> str:
@@ -112,6 +183,8 @@ def load_json(path: Path, required: bool = True) -> dict | None:
         if required:
             raise _fail(path, "file not found") from None
         return None
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"malformed JSON: not UTF-8 ({exc.reason})") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -139,7 +212,10 @@ def validate_run(run: dict, path) -> None:
     for name, p in run["paths"].items():
         if not isinstance(p, dict) or "passed" not in p:
             raise _fail(path, f"path {name!r} has no 'passed'")
-        if isinstance(p.get("launches_per_step"), int) and p["launches_per_step"] < 0:
+        lps = p.get("launches_per_step")
+        if lps is not None and not _is_number(lps):
+            raise _fail(path, f"path {name!r}: launches_per_step is not a number")
+        if _is_number(lps) and lps < 0:
             p["launches_per_step"] = None  # the submission path declares none (-1)
     _need(run["recipe"], "steps_per_epoch", path, int)
 
@@ -153,6 +229,75 @@ def validate_pytorch(torch: dict, path) -> None:
             raise _fail(path, f"variant {name!r} is not an object")
         if "passed" not in v:
             v["passed"] = not v.get("error")
+
+
+def validate_phases(phases: dict, path) -> None:
+    """persistent_phases.json: {"variants": [{"phases": str, "mask": int, "median_ms": number,
+    "cv_pct": number (optional)}, ...]} with distinct masks."""
+    variants = _need(phases, "variants", path, list)
+    if not variants:
+        raise _fail(path, "'variants' is empty")
+    masks = set()
+    for i, v in enumerate(variants):
+        if not isinstance(v, dict):
+            raise _fail(path, f"variant {i} is not an object")
+        if not isinstance(v.get("phases"), str):
+            raise _fail(path, f"variant {i}: missing string key 'phases'")
+        mask = v.get("mask")
+        if not isinstance(mask, int) or isinstance(mask, bool) or mask < 0:
+            raise _fail(path, f"variant {i}: 'mask' is not a non-negative integer")
+        if mask in masks:
+            raise _fail(path, f"variant {i}: mask {mask} appears twice")
+        masks.add(mask)
+        if not _is_number(v.get("median_ms")) or not v["median_ms"] > 0:
+            raise _fail(path, f"variant {i}: 'median_ms' is not a positive number")
+        if "cv_pct" in v and v["cv_pct"] is not None and not _is_number(v["cv_pct"]):
+            raise _fail(path, f"variant {i}: 'cv_pct' is not a number")
+
+
+def validate_sanitize(san: dict, path) -> None:
+    """sanitize.json (harness/sanitize.py): {"clean": bool, "runs": [{"tool", "target",
+    "errors": int or null, "exit_code": int, "seconds": number}, ...]}."""
+    runs = _need(san, "runs", path, list)
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict):
+            raise _fail(path, f"run {i} is not an object")
+        for key in ("tool", "target"):
+            if not isinstance(r.get(key), str):
+                raise _fail(path, f"run {i}: missing string key {key!r}")
+        if "errors" not in r or not (r["errors"] is None or isinstance(r["errors"], int)):
+            raise _fail(path, f"run {i}: 'errors' is not an integer or null")
+        if not isinstance(r.get("exit_code"), int):
+            raise _fail(path, f"run {i}: 'exit_code' is not an integer")
+
+
+def load_nvidia_smi(path: Path) -> dict | None:
+    """The `nvidia-smi --query-gpu=... --format=csv` text: {"header": [...], "rows": [[...]]}."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise _fail(path, "malformed CSV: not UTF-8") from None
+    try:
+        table = [row for row in csv.reader(text.splitlines(), skipinitialspace=True) if row]
+    except csv.Error as exc:
+        raise _fail(path, f"malformed CSV: {exc}") from None
+    if len(table) < 2:
+        raise _fail(path, "malformed CSV: no header and data row")
+    header, rows = [c.strip() for c in table[0]], table[1:]
+    for row in rows:
+        if len(row) != len(header):
+            raise _fail(path, f"malformed CSV: a row has {len(row)} cells, the header {len(header)}")
+    return {"header": header, "rows": [[c.strip() for c in row] for row in rows]}
+
+
+def read_log(path: Path) -> str | None:
+    path = Path(path)
+    if not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def load_predictions(path: Path) -> list[dict]:
@@ -183,13 +328,18 @@ def load_gaps(path: Path) -> list[dict]:
     return entries
 
 
+def profile_files(name: str, profile_dir: Path) -> dict[str, Path]:
+    """{kind: path} of the three CSVs of one path."""
+    return {kind: Path(profile_dir) / f"{name}_{report}.csv" for kind, report, _ in PROFILE_REPORTS}
+
+
 def load_profiles(run: dict, profile_dir: Path) -> dict[str, dict]:
     """{path: {"kern", "api", "nvtx": DataFrame, "files": {kind: file name}}} for every path of
-    run.json with profile CSVs; a path with some but not all three is an error."""
-    profile_dir = Path(profile_dir)
+    run.json with profile CSVs; a path with some but not all three is an error, and so is a
+    present CSV without a table (an empty file included)."""
     out = {}
     for name in run["paths"]:
-        files = {kind: profile_dir / f"{name}_{report}.csv" for kind, report, _ in PROFILE_REPORTS}
+        files = profile_files(name, profile_dir)
         present = [f for f in files.values() if f.is_file()]
         if not present:
             continue
@@ -248,6 +398,9 @@ def tier_for(path_name: str, paths: dict, eager: dict | None) -> dict:
     if not rec.get("passed"):
         return {"path": path_name, "tier": "none", "excluded": "failed the gate", "criteria": []}
     median = _passed_median(rec)
+    if median is None:
+        return {"path": path_name, "tier": "none", "excluded": "no median epoch time",
+                "criteria": []}
     base = _passed_median(paths.get(BASELINE_PATH))
     eager_median = _passed_median(eager)
     cv = rec.get("cv_pct")
@@ -284,8 +437,290 @@ def tier_for(path_name: str, paths: dict, eager: dict | None) -> dict:
                           "evidence": e} for t, r, m, e in criteria]}
 
 
+def _all(conds: list) -> bool | None:
+    """False when any condition fails, else None when any is not evaluable, else True."""
+    return False if False in conds else (None if None in conds else True)
+
+
+def _verdict(met) -> str:
+    return {True: "MET", False: "MISSED"}.get(met, "not evaluable")
+
+
+def goals(paths: dict, variants: dict) -> list[dict]:
+    """The goals of GOALS_SOURCE, each with its measured value and MET / MISSED / not
+    evaluable. "Fastest" is the passing CUDA path with the lowest median epoch."""
+    passed = {n: m for n, r in paths.items() if (m := _passed_median(r)) is not None}
+    fastest = min(passed, key=lambda n: passed[n]) if passed else None
+    eager = _passed_median(variants.get(EAGER_VARIANT))
+    tgraph = _passed_median(variants.get(TORCH_GRAPH_VARIANT))
+    rows = []
+
+    def add(goal, measured, met):
+        rows.append({"goal": goal, "measured": measured, "verdict": _verdict(met)})
+
+    no_fastest = "no CUDA path passed the gate"
+    f_txt = None if fastest is None else f"`{fastest}` {fmt_ms(passed[fastest])} ms"
+    add(f"fastest path's median epoch ≤ {GOAL_FASTEST_MAX_MS:g} ms",
+        f_txt or no_fastest,
+        None if fastest is None else passed[fastest] <= GOAL_FASTEST_MAX_MS)
+    for limit, median, label in ((GOAL_FASTEST_VS_EAGER, eager, f"PyTorch {EAGER_VARIANT}"),
+                                 (GOAL_FASTEST_VS_TORCH_GRAPH, tgraph,
+                                  f"PyTorch {TORCH_GRAPH_VARIANT}")):
+        goal = f"fastest path ≤ {limit:g}× the {label} median epoch"
+        if fastest is None:
+            add(goal, no_fastest, None)
+        elif median is None:
+            add(goal, f"no passing {label} run", None)
+        else:
+            ratio = passed[fastest] / median
+            add(goal, f"{f_txt} / {fmt_ms(median)} ms = {fmt_ratio3(ratio)}", ratio <= limit)
+    goal = (f"`{HEADLINE_PATH}` ≤ {GOAL_FUSED_VS_EAGER:g}× the PyTorch {EAGER_VARIANT} median "
+            f"epoch and below the `{BASELINE_PATH}` median")
+    fused, base = _passed_median(paths.get(HEADLINE_PATH)), _passed_median(paths.get(BASELINE_PATH))
+    if fused is None:
+        add(goal, f"no passing `{HEADLINE_PATH}` path", None)
+    else:
+        parts, conds = [], []
+        if eager is None:
+            parts.append(f"no passing PyTorch {EAGER_VARIANT} run")
+            conds.append(None)
+        else:
+            ratio = fused / eager
+            parts.append(f"{fmt_ms(fused)} ms / {fmt_ms(eager)} ms = {fmt_ratio3(ratio)}")
+            conds.append(ratio <= GOAL_FUSED_VS_EAGER)
+        if base is None:
+            parts.append(f"no passing `{BASELINE_PATH}` path")
+            conds.append(None)
+        else:
+            parts.append(f"`{BASELINE_PATH}` {fmt_ms(base)} ms ({fmt_ratio(fused / base)})")
+            conds.append(fused < base)
+        add(goal, "; ".join(parts), _all(conds))
+    goal = f"epoch-time CV < {GOAL_MAX_CV_PCT:g}% on every CUDA path"
+    cvs = {n: r.get("cv_pct") for n, r in paths.items()}
+    lacking = [n for n, cv in cvs.items() if _missing(cv)]
+    have = {n: float(cv) for n, cv in cvs.items() if not _missing(cv)}
+    if not have:
+        add(goal, "no path has an epoch-time CV", None)
+    else:
+        worst = max(have, key=lambda n: have[n])
+        measured = f"largest `{worst}` {have[worst]:.2f}% (of {len(have)} paths)"
+        conds = [v < GOAL_MAX_CV_PCT for v in have.values()] + [None] * len(lacking)
+        if lacking:
+            measured += "; no CV: " + ", ".join(f"`{n}`" for n in lacking)
+        add(goal, measured, _all(conds))
+    return rows
+
+
+def path_checks(run: dict) -> list[dict] | None:
+    """One row per CUDA path of run.json's per-path checks; None when run.json has none of them."""
+    keys = ("parity_vs_fused", "parity_limit", "parity_vs_fp64", "deterministic",
+            "accuracy_gap_pp", "test_accuracy_last5_mean", "warmup_epoch_ms")
+    paths = run["paths"]
+    if not any(k in rec for rec in paths.values() for k in keys):
+        return None
+    steps = run["recipe"]["steps_per_epoch"]
+    rows = []
+    for name, rec in paths.items():
+        parity, limit = rec.get("parity_vs_fused"), rec.get("parity_limit")
+        if _missing(parity):
+            parity_txt = "—"
+        else:
+            parity_txt = fmt_g(parity)
+            if not _missing(limit):
+                parity_txt += f" (limit {fmt_g(limit)})"
+                if float(parity) > float(limit):
+                    parity_txt += " **over the limit**"
+        det = rec.get("deterministic")
+        gap = rec.get("accuracy_gap_pp")
+        rows.append({"path": name, "status": status_text(rec),
+                     "launches": fmt_launches(rec.get("launches_per_step"), steps),
+                     "parity_fused": parity_txt, "parity_ref": fmt_g(rec.get("parity_vs_fp64")),
+                     "deterministic": {True: "yes", False: "**no**"}.get(det, "—"),
+                     "last_mean": fmt_pct(rec.get("test_accuracy_last5_mean"), 2),
+                     "gap": "—" if _missing(gap) else f"{float(gap):.2f} pp",
+                     "warmup": fmt_ms(rec.get("warmup_epoch_ms"))})
+    return rows
+
+
+def _last_n_mean(rec: dict):
+    v = rec.get("test_accuracy_last5_mean") if LAST_N_ACCURACY == 5 else None
+    if not _missing(v):
+        return float(v)
+    per = rec.get("test_accuracy_per_epoch") or []
+    if len(per) >= LAST_N_ACCURACY and all(_is_number(a) for a in per[-LAST_N_ACCURACY:]):
+        return sum(per[-LAST_N_ACCURACY:]) / LAST_N_ACCURACY
+    return None
+
+
+def accuracy_rows(paths: dict, ref: dict, variants: dict) -> list[dict]:
+    ref_acc, ref_last = ref.get("test_accuracy"), _last_n_mean(ref)
+    rows = []
+    for label, rec in ([(f"CUDA {n}", r) for n, r in paths.items()]
+                       + [("float64 reference", ref)]
+                       + [(f"PyTorch {n}", r) for n, r in variants.items()]):
+        a, last = rec.get("test_accuracy"), _last_n_mean(rec)
+        diff = None if _missing(a) or _missing(ref_acc) else 100.0 * (float(a) - float(ref_acc))
+        ldiff = None if last is None or ref_last is None else 100.0 * (last - ref_last)
+        rows.append({"label": label, "accuracy": fmt_pct(a, 2),
+                     "status": status_text(rec | {"passed": rec.get("passed", True)}),
+                     "vs_ref": "—" if diff is None else f"{diff:+.2f} pp",
+                     "last": fmt_pct(last, 2),
+                     "last_vs_ref": "—" if ldiff is None else f"{ldiff:+.2f} pp"})
+    return rows
+
+
+def loss_curve(paths: dict, ref: dict, variants: dict) -> dict | None:
+    """Loss per epoch over the first LOSS_CURVE_EPOCHS epochs of each CUDA path and PyTorch eager
+    against the float64 reference, with the relative difference; |diff| > LOSS_CURVE_FLAG is
+    flagged. None without a float64 loss curve."""
+    ref_loss = ref.get("loss_per_epoch") or []
+    if not ref_loss:
+        return None
+    series = [(f"CUDA {n}", r.get("loss_per_epoch") or []) for n, r in paths.items()]
+    eager = variants.get(EAGER_VARIANT)
+    if eager is not None:
+        series.append((f"PyTorch {EAGER_VARIANT}", eager.get("loss_per_epoch") or []))
+    n = min(LOSS_CURVE_EPOCHS, len(ref_loss))
+    rows, flagged = [], []
+    for e in range(n):
+        r = float(ref_loss[e])
+        cells = []
+        for label, losses in series:
+            if e >= len(losses) or _missing(losses[e]):
+                cells.append("—")
+                continue
+            x = float(losses[e])
+            rel = (x - r) / r if r else math.nan
+            cell = f"{x:.5f} ({fmt_rel_pct(rel)})"
+            if not math.isnan(rel) and abs(rel) > LOSS_CURVE_FLAG:
+                cell = f"**{cell}**"
+                flagged.append((label, e + 1, rel))
+            cells.append(cell)
+        rows.append({"epoch": e + 1, "ref": f"{r:.5f}", "cells": cells})
+    by_label: dict[str, list[str]] = {}
+    for label, epoch, rel in flagged:
+        by_label.setdefault(label, []).append(f"{epoch} ({fmt_rel_pct(rel)})")
+    flag_text = "; ".join(f"{label}, epoch{'s' if len(v) > 1 else ''} {', '.join(v)}"
+                          for label, v in by_label.items())
+    return {"epochs": n, "labels": [label for label, _ in series], "rows": rows,
+            "flag_pct": f"{100 * LOSS_CURVE_FLAG:g}%", "flagged": flag_text or None}
+
+
+def phase_breakdown(phases: dict, run: dict) -> dict:
+    """The persistent epoch's phases: a row per variant (median ms, µs a step, CV, cost above the
+    barrier-only variant) and one sentence: each single phase's cost above the barriers, their
+    sum, and the sum against the variant that runs them all."""
+    steps = run["recipe"]["steps_per_epoch"]
+    variants = phases["variants"]
+    us = {v["mask"]: float(v["median_ms"]) * 1000.0 / steps for v in variants}
+    label = {v["mask"]: v["phases"] for v in variants}
+    base = us.get(0)
+    rows = [{"phases": v["phases"], "median": fmt_ms(v["median_ms"], 4),
+             "us_step": f"{us[v['mask']]:.2f}",
+             "cv": "—" if _missing(v.get("cv_pct")) else f"{float(v['cv_pct']):.1f}%",
+             "above": "—" if base is None or v["mask"] == 0 else f"{us[v['mask']] - base:+.2f}"}
+            for v in variants]
+    singles = [m for m in us if m > 0 and m & (m - 1) == 0]
+    full_mask = 0
+    for m in singles:
+        full_mask |= m
+    if base is None:
+        sentence = ("No barrier-only variant (mask 0) was timed, so no phase's cost above the "
+                    "barriers can be given.")
+    elif not singles:
+        sentence = "No single-phase variant was timed, so no phase's cost can be given."
+    else:
+        costs = [(label[m], us[m] - base) for m in sorted(singles)]
+        total = sum(c for _, c in costs)
+        sentence = (f"Above the barrier-only epoch ({base:.2f} µs a step), "
+                    + ", ".join(f"{name} costs {c:.2f} µs a step" for name, c in costs)
+                    + f"; the phases sum to {total:.2f} µs a step, and with the barriers to "
+                      f"{base + total:.2f} µs a step.")
+        if len(singles) > 1 and full_mask in us:
+            full = us[full_mask]
+            diff = full - (base + total)
+            sentence += (f" The full epoch, {label[full_mask]}, measured "
+                         f"{full:.2f} µs a step: {abs(diff):.2f} µs a step "
+                         f"({fmt_pct(abs(diff) / (base + total))}) "
+                         f"{'less' if diff < 0 else 'more'} than that sum"
+                         + (", so the phases overlap a little or share fixed costs counted once "
+                            "per variant." if diff < 0 else "."))
+        else:
+            sentence += " No variant runs all the single phases together, so no full-epoch comparison."
+    persistent = run["paths"].get("persistent") or {}
+    run_median = persistent.get("median_ms")
+    if not _missing(run_median) and full_mask in us and len(singles) > 1:
+        sentence += (f" (The training run's `persistent` path: median {fmt_ms(run_median)} ms an "
+                     f"epoch, {float(run_median) * 1000.0 / steps:.2f} µs a step.)")
+    return {"rows": rows, "sentence": sentence, "steps": steps}
+
+
+_SAN_START = re.compile(r"^sanitize:\s+(\S+)\s+(.*\S)\s*$")
+_SAN_RESULT = re.compile(r"^\s*->\s*(\S+)\s+errors?,\s*exit\s+(-?\d+)")
+
+
+def sanitize_log_runs(text: str) -> tuple[list[dict], dict | None]:
+    """(finished runs, the run the log ends inside or None) from the lines harness/sanitize.py
+    prints: 'sanitize: TOOL TARGET' then '-> N errors, exit E'."""
+    done, current = [], None
+    for line in text.splitlines():
+        m = _SAN_START.match(line)
+        if m and not line.startswith("sanitize: zero") and not line.startswith("sanitize: ERRORS"):
+            current = {"tool": m.group(1), "target": m.group(2)}
+            continue
+        m = _SAN_RESULT.match(line)
+        if m and current is not None:
+            current |= {"errors": m.group(1), "exit_code": m.group(2)}
+            done.append(current)
+            current = None
+    return done, current
+
+
+def sanitize_section(san: dict | None, log_text: str | None, log_rel: str) -> dict:
+    if san is not None:
+        rows = [{"tool": r["tool"], "target": r["target"],
+                 "errors": "— (no summary)" if r["errors"] is None else str(r["errors"]),
+                 "exit": str(r["exit_code"]),
+                 "seconds": "—" if _missing(r.get("seconds")) else f"{float(r['seconds']):.1f}"}
+                for r in san["runs"]]
+        total = sum(r["errors"] or 0 for r in san["runs"])
+        unknown = sum(1 for r in san["runs"] if r["errors"] is None)
+        nonzero_exit = sum(1 for r in san["runs"] if r["exit_code"] != 0)
+        clean = total == 0 and unknown == 0 and nonzero_exit == 0
+        summary = (f"{len(rows)} runs: {total} errors in all"
+                   + (f", {unknown} without an error summary" if unknown else "")
+                   + (f", {nonzero_exit} with a non-zero exit" if nonzero_exit else "")
+                   + (": clean." if clean else ": **not clean**."))
+        return {"present": True, "rows": rows, "summary": summary}
+    out = {"present": False, "log": log_rel if log_text is not None else None,
+           "log_rows": [], "unfinished": None}
+    if log_text is not None:
+        done, current = sanitize_log_runs(log_text)
+        out["log_rows"] = [{"tool": r["tool"], "target": r["target"], "errors": r["errors"],
+                            "exit": r["exit_code"]} for r in done]
+        if current is not None:
+            out["unfinished"] = f"{current['tool']} {current['target']}"
+    return out
+
+
+_PROFILE_ERROR = re.compile(r"^(error: .*?\(exit status -?\d+\))")
+
+
+def profile_log_error(text: str | None) -> str | None:
+    """The last 'error: ...' line of the profiling log, cut after '(exit status N)'."""
+    if not text:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith("error:")]
+    if not lines:
+        return None
+    m = _PROFILE_ERROR.match(lines[-1])
+    line = m.group(1) if m else lines[-1]
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
 def _kernel_rows(df) -> list[dict]:
-    return [{"name": md_code(r["name"]), "base": kernel_base_name(r["name"]),
+    labels = derive.kernel_label_map(df)
+    return [{"name": md_code(r["name"]), "base": md_code(labels[r["name"]]),
              "time_pct": fmt_g(r["time_pct"]), "total": fmt_num(r["total_ns"]),
              "count": fmt_num(r["instances"]), "avg": fmt_num(r["avg_ns"]),
              "med": fmt_num(r["med_ns"]), "min": fmt_num(r["min_ns"]),
@@ -302,10 +737,15 @@ def _api_rows(df) -> list[dict]:
 
 
 def _nvtx_rows(df) -> list[dict]:
-    return [{"name": md_code(r["raw_name"]), "style": r["style"] or "—",
+    return [{"name": md_code(r["name"] or r["raw_name"]), "style": r["style"] or "—",
              "time_pct": fmt_g(r["time_pct"]), "total": fmt_num(r["total_ns"]),
              "count": fmt_num(r["instances"]), "avg": fmt_num(r["avg_ns"]),
              "min": fmt_num(r["min_ns"]), "max": fmt_num(r["max_ns"])} for _, r in df.iterrows()]
+
+
+def _range_label(rng: dict | None) -> str | None:
+    """The NVTX range as the binary named it (the domain prefix nsys adds, ':' included, dropped)."""
+    return None if rng is None else (rng["name"] or rng["raw_name"])
 
 
 def profile_section(name: str, prof: dict, run: dict) -> dict:
@@ -322,10 +762,10 @@ def profile_section(name: str, prof: dict, run: dict) -> dict:
         "kernel_rows": _kernel_rows(prof["kern"]), "api_rows": _api_rows(prof["api"]),
         "nvtx_rows": _nvtx_rows(prof["nvtx"]),
         "kernel_ms": fmt_ns_as_ms(d["kernel_ns"]),
-        "range_name": md_code(d["range"]["raw_name"]) if d["range"] else None,
+        "range_name": md_code(_range_label(d["range"])) if d["range"] else None,
         "range_ms": fmt_ns_as_ms(d["range_ns"]),
         "kernel_share_of_range": fmt_pct(d["kernel_share_of_range"]),
-        "widest": None if wk is None else {"name": md_code(wk["name"]), "base": wk["base"],
+        "widest": None if wk is None else {"name": md_code(wk["name"]), "base": md_code(wk["base"]),
                                            "total_ms": fmt_ns_as_ms(wk["total_ns"]),
                                            "share": fmt_pct(wk["share"])},
         "largest_api": None if la is None else {"name": md_code(la["name"]),
@@ -337,7 +777,7 @@ def profile_section(name: str, prof: dict, run: dict) -> dict:
         "launch_ms": fmt_ns_as_ms(d["launch"]["total_ns"]),
         "lps_measured": "—" if _missing(lps["launches_per_step_measured"])
         else f"{lps['launches_per_step_measured']:.2f}",
-        "lps_declared": "—" if lps["declared"] is None else str(lps["declared"]),
+        "lps_declared": "—" if lps["declared"] is None else fmt_launches(lps["declared"], steps),
         "lps_matches": {True: "yes", False: "NO", None: "no declaration"}[lps["matches"]],
         "kernel_instances": fmt_int(lps["kernel_instances"]),
         "steps": steps,
@@ -365,8 +805,6 @@ def _measure_lower_epoch_time(pred, run, profiles):
 
 def _measure_epoch_filler(pred, run, profiles):
     path = pred.get("path", HEADLINE_PATH)
-    if path not in profiles:
-        return None, f"no profile CSVs for path {path!r}"
     prof = profiles[path]
     fill = derive.epoch_filler(prof["kern"], prof["api"])
     launch = derive.launch_calls(prof["api"])
@@ -379,8 +817,6 @@ def _measure_epoch_filler(pred, run, profiles):
 
 def _measure_widest_kernel(pred, run, profiles):
     path = pred.get("path", HEADLINE_PATH)
-    if path not in profiles:
-        return None, f"no profile CSVs for path {path!r}"
     kern = profiles[path]["kern"]
     wk = derive.widest_kernel(kern)
     if wk is None:
@@ -401,48 +837,69 @@ MEASURES = {"lower_epoch_time": _measure_lower_epoch_time,
             "widest_kernel": _measure_widest_kernel}
 
 
-def evaluate_prediction(pred: dict, run: dict, profiles: dict) -> dict:
+def evaluate_prediction(pred: dict, run: dict, profiles: dict,
+                        missing_files: dict[str, list[str]] | None = None) -> dict:
+    """The prediction against what the inputs hold. Where the profile CSVs that decide it are
+    missing, the verdict is "not measured in this run" and the deciding row names the files.
+    missing_files: {path: [display names of its missing CSVs, by kind order]}."""
+    needs = MEASURE_REPORTS[pred["measure"]]
+    path = pred.get("path", HEADLINE_PATH)
+    base = {"id": pred["id"], "question": pred["question"], "predicted": pred["predicted"],
+            "reason": " ".join(pred["reason"].split())}
+    if needs and path not in profiles:
+        kinds = [k for k, _, _ in PROFILE_REPORTS]
+        names = (missing_files or {}).get(path) or [f"{path}_{r}.csv" for _, r, _ in
+                                                     PROFILE_REPORTS]
+        wanted = [names[kinds.index(k)] for k in needs]
+        files = " and ".join(f"`{f}`" for f in wanted)
+        return base | {"measured": "—", "verdict": "not measured in this run",
+                       "deciding_row": f"no profile of this run: {files} "
+                                       f"{'is' if len(wanted) == 1 else 'are'} missing"}
     measured, row = MEASURES[pred["measure"]](pred, run, profiles)
     if measured is None:
-        verdict = "not measured"
+        verdict = "not measured in this run"
     elif pred["measure"] == "widest_kernel":
         verdict = "match" if pred["predicted"] in measured or pred["predicted"] in \
-            derive.widest_kernel(profiles[pred.get("path", HEADLINE_PATH)]["kern"])["name"] \
-            else "mismatch"
+            derive.widest_kernel(profiles[path]["kern"])["name"] else "mismatch"
     else:
         verdict = "match" if measured == pred["predicted"] else "mismatch"
-    return {"id": pred["id"], "question": pred["question"], "predicted": pred["predicted"],
-            "reason": " ".join(pred["reason"].split()), "measured": measured or "—",
-            "verdict": verdict, "deciding_row": row}
+    return base | {"measured": measured or "—", "verdict": verdict, "deciding_row": row}
 
 
 # ----------------------------------------------------------------------------- analysis text
 
-def _graph_evidence(name: str, profiles: dict, run: dict) -> str:
-    """What the graph path's own capture measured, when there is one (else "")."""
-    if name == "graph" or "graph" not in profiles:
-        return ""
-    g = profiles["graph"]
-    launch = derive.launch_calls(g["api"])
-    rng = derive.epoch_range_ns(g["nvtx"])
-    calls = ", ".join(f"{api} {fmt_int(e['calls'])}" for api, e in launch["by_api"].items()) \
-        or "no launch calls"
-    passed = "passed" if run["paths"].get("graph", {}).get("passed") else "FAILED"
-    return (f" The `graph` path (gate: {passed}) was captured too: launch calls {calls}; range "
-            f"{fmt_ns_as_ms(rng)} ms; summed kernel time "
+def graph_evidence(profiles: dict, run: dict) -> str | None:
+    """Launch calls of the fused capture against the graph capture's, whenever both exist."""
+    if "graph" not in profiles or HEADLINE_PATH not in profiles:
+        return None
+
+    def launches(name):
+        by_api = derive.launch_calls(profiles[name]["api"])["by_api"]
+        return ", ".join(f"{api} {fmt_int(e['calls'])} calls ({fmt_ns_as_ms(e['total_ns'])} ms)"
+                         for api, e in by_api.items()) or "no launch calls"
+
+    def gate(name):
+        return "passed" if run["paths"].get(name, {}).get("passed") else "FAILED"
+
+    f, g = profiles[HEADLINE_PATH], profiles["graph"]
+    return (f"Graph evidence, from `{HEADLINE_PATH}_cuda_api_sum.csv` and `graph_cuda_api_sum.csv`: "
+            f"in its captured epoch the `{HEADLINE_PATH}` path (gate: {gate(HEADLINE_PATH)}) made "
+            f"{launches(HEADLINE_PATH)}; the `graph` path (gate: {gate('graph')}) made "
+            f"{launches('graph')}. Captured range: {fmt_ns_as_ms(derive.epoch_range_ns(f['nvtx']))} ms "
+            f"against {fmt_ns_as_ms(derive.epoch_range_ns(g['nvtx']))} ms; summed kernel time: "
+            f"{fmt_ns_as_ms(derive.summed_kernel_ns(f['kern']))} ms against "
             f"{fmt_ns_as_ms(derive.summed_kernel_ns(g['kern']))} ms.")
 
 
 def limit_analysis(name: str, prof: dict, run: dict, profiles: dict | None = None) -> dict:
     """One measured limit of a profiled path, in words built from its numbers, and the next
     change to try with the metric it should move and the direction."""
-    profiles = profiles or {name: prof}
     steps = run["recipe"]["steps_per_epoch"]
     d = derive.path_profile(prof["kern"], prof["api"], prof["nvtx"], steps,
                             run["paths"][name].get("launches_per_step"))
     wk, fill, launch = d["widest_kernel"], d["filler"], d["launch"]
     range_ns = d["range_ns"]
-    range_txt = (f"the {fmt_ns_as_ms(range_ns)} ms `{d['range']['raw_name']}` range of nvtx_sum"
+    range_txt = (f"the {fmt_ns_as_ms(range_ns)} ms `{_range_label(d['range'])}` range of nvtx_sum"
                  if range_ns else "the captured epoch (nvtx_sum has no profile-epoch range)")
     of_range = (lambda ns: f", {fmt_pct(ns / range_ns)} of it,") if range_ns else (lambda ns: "")
     main_launch = max(launch["by_api"].items(), key=lambda kv: kv[1]["total_ns"], default=None)
@@ -472,7 +929,6 @@ def limit_analysis(name: str, prof: dict, run: dict, profiles: dict | None = Non
                   f"toward 0, and the `profile-epoch` range time, down from "
                   f"{fmt_ns_as_ms(range_ns)} ms toward the summed kernel time of "
                   f"{fmt_ns_as_ms(fill['kernel_ns'])} ms.")
-        change += _graph_evidence(name, profiles, run)
     elif wk is not None:
         limit = (f"Kernel time fills the `{name}` epoch: the GPU spent "
                  f"{fmt_ns_as_ms(fill['kernel_ns'])} ms in kernels inside {range_txt}"
@@ -495,37 +951,48 @@ def limit_analysis(name: str, prof: dict, run: dict, profiles: dict | None = Non
 # ----------------------------------------------------------------------------- render
 
 def build_context(run: dict, torch: dict | None, profiles: dict, predictions: list,
-                  gaps: list, plot_links: dict) -> dict:
+                  gaps: list, plot_links: dict, extras: dict | None = None) -> dict:
+    """extras (all optional): phases, sanitize, sanitize_log, nvidia_smi, profile_log (texts or
+    parsed inputs), rel (a function: input path -> the name RESULTS.md shows), results_dir,
+    profile_dir."""
+    extras = extras or {}
+    rel = extras.get("rel") or (lambda p: Path(p).as_posix())
+    results_dir = Path(extras.get("results_dir", RESULTS_DIR))
+    profile_dir = Path(extras.get("profile_dir", PROFILE_DIR))
     paths = run["paths"]
     variants = (torch or {}).get("variants", {})
     eager = variants.get(EAGER_VARIANT)
     eager_median = _passed_median(eager)
+    steps = run["recipe"]["steps_per_epoch"]
     timing = [timing_row(name, "CUDA path", rec, eager_median) for name, rec in paths.items()]
     timing += [timing_row(f"PyTorch {name}", "PyTorch", rec, eager_median)
                for name, rec in variants.items()]
-    tiers = [tier_for(name, paths, eager) for name in paths if name != BASELINE_PATH]
-    headline = next((t for t in tiers if t["path"] == HEADLINE_PATH), None)
+    tiers = [tier_for(name, paths, eager) for name, rec in paths.items()
+             if name != BASELINE_PATH and rec.get("passed")]
+    headline = tier_for(HEADLINE_PATH, paths, eager) if HEADLINE_PATH in paths else None
     ref = run.get("reference_fp64") or {}
-    ref_acc = ref.get("test_accuracy")
-    acc_rows = []
-    for label, rec in ([(f"CUDA {n}", r) for n, r in paths.items()]
-                       + [("float64 reference", ref)]
-                       + [(f"PyTorch {n}", r) for n, r in variants.items()]):
-        a = rec.get("test_accuracy")
-        diff = (None if _missing(a) or _missing(ref_acc) else 100.0 * (float(a) - float(ref_acc)))
-        acc_rows.append({"label": label, "accuracy": fmt_pct(a, 2),
-                         "status": status_text(rec | {"passed": rec.get("passed", True)}),
-                         "vs_ref": "—" if diff is None else f"{diff:+.2f} pp"})
     cases = [{"id": c["id"], "name": c["name"], "value": fmt_g(c["value"]),
-              "limit": fmt_g(c["limit"]), "detail": c.get("detail", ""),
+              "limit": fmt_g(c["limit"]), "detail": md_cell(c.get("detail", "")),
               "verdict": {True: "pass", False: "FAIL"}.get(c["passed"], "not run")}
              for c in run["cases"]]
     sections = [profile_section(n, p, run) for n, p in profiles.items()]
+    missing_files = {n: [rel(f) for f in profile_files(n, profile_dir).values()]
+                     for n in paths if n not in profiles}
+    unprofiled = [{"name": n, "missing": ", ".join(f"`{f}`" for f in files)}
+                  for n, files in missing_files.items()]
+    profile_log = extras.get("profile_log")
+    capture = None
+    if unprofiled:
+        capture = {"log": rel(results_dir / PROFILE_LOG) if profile_log is not None else None,
+                   "error": profile_log_error(profile_log),
+                   "expected": rel(results_dir / PROFILE_LOG)}
     analysis_path = HEADLINE_PATH if HEADLINE_PATH in profiles else next(iter(profiles), None)
     gpu = run["gpu"]
     recipe = run["recipe"]
     shape = "-".join(str(recipe[k]) for k in ("input_dim", "hidden_dim", "output_dim")
                      if k in recipe) or "—"
+    smi = extras.get("nvidia_smi")
+    phases = extras.get("phases")
     return {
         "run": run, "shape": shape,
         "gpu": {"name": gpu.get("name", "—"), "cc": gpu.get("compute_capability", "—"),
@@ -535,6 +1002,10 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
                 "driver_cuda": cuda_version(gpu.get("driver_api_version")),
                 "runtime": cuda_version(gpu.get("runtime_version")),
                 "toolkit": cuda_version(gpu.get("toolkit_version", gpu.get("runtime_version")))},
+        "nvidia_smi": None if smi is None else {
+            "file": rel(results_dir / NVIDIA_SMI_FILE),
+            "header": [md_cell(h) for h in smi["header"]],
+            "rows": [[md_cell(c) for c in row] for row in smi["rows"]]},
         "submission": run.get("submission") or run.get("build", {}).get("submission", "—"),
         "gated_path": run.get("gated_path"),
         "build": run.get("build", {}),
@@ -545,6 +1016,7 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "cases": cases,
         "cases_passed": sum(1 for c in run["cases"] if c["passed"] is True),
         "failed_paths": [n for n, r in paths.items() if not r.get("passed")],
+        "path_checks": path_checks(run),
         "torch": None if torch is None else {"version": torch.get("torch_version", "—"),
                                              "cuda": torch.get("cuda_version", "—"),
                                              "gpu": torch.get("gpu", "—")},
@@ -553,12 +1025,21 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "tiers": tiers, "headline": headline,
         "tier_rules": {"silver": f"{SILVER_MAX_RATIO:.2f}", "gold": f"{GOLD_MAX_RATIO:.2f}",
                        "gold_cv": f"{GOLD_MAX_CV_PCT:g}"},
-        "accuracy": acc_rows,
+        "goals": goals(paths, variants), "goals_source": GOALS_SOURCE,
+        "phases": None if phases is None else phase_breakdown(phases, run)
+        | {"file": rel(results_dir / PHASES_FILE)},
+        "accuracy": accuracy_rows(paths, ref, variants), "last_n": LAST_N_ACCURACY,
+        "loss_curve": loss_curve(paths, ref, variants),
+        "sanitize": sanitize_section(extras.get("sanitize"), extras.get("sanitize_log"),
+                                     rel(results_dir / SANITIZE_LOG))
+        | {"file": rel(results_dir / SANITIZE_FILE)},
         "profiles": sections,
-        "unprofiled": [n for n in paths if n not in profiles],
-        "predictions": [evaluate_prediction(p, run, profiles) for p in predictions],
+        "unprofiled": unprofiled, "capture": capture,
+        "predictions": [evaluate_prediction(p, run, profiles, missing_files) for p in predictions],
         "analysis": None if analysis_path is None else limit_analysis(
             analysis_path, profiles[analysis_path], run, profiles),
+        "graph_evidence": graph_evidence(profiles, run),
+        "steps": steps,
         "plots": plot_links,
         "open_gaps": [g | {"detail": " ".join(g["detail"].split())}
                       for g in gaps if g["status"] == "open"],
@@ -585,14 +1066,15 @@ def _plot_inputs(run, torch, profiles):
     kernel_rows = []
     if HEADLINE_PATH in profiles:
         kern = profiles[HEADLINE_PATH]["kern"]
-        kernel_rows = [(kernel_base_name(r["name"]), float(r["total_ns"]) / 1e3)
-                       for _, r in kern.iterrows()]
+        labels = derive.kernel_label_map(kern)
+        kernel_rows = [(labels[r["name"]], float(r["total_ns"]) / 1e3) for _, r in kern.iterrows()]
     return loss, epoch_rows, kernel_rows
 
 
 def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
            template_path: Path | None = None, plots_dir: Path | None = None) -> Path:
-    """Render RESULTS.md (and results/plots/*.png); returns out_path."""
+    """Render RESULTS.md (and results/plots/*.png); returns out_path. Every input is read and
+    checked before anything is written."""
     results_dir, profile_dir, out_path = Path(results_dir), Path(profile_dir), Path(out_path)
     run_path = results_dir / "run.json"
     run = load_json(run_path, required=True)
@@ -601,15 +1083,18 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     torch = load_json(torch_path, required=False)
     if torch is not None:
         validate_pytorch(torch, torch_path)
+    phases_path = results_dir / PHASES_FILE
+    phases = load_json(phases_path, required=False)
+    if phases is not None:
+        validate_phases(phases, phases_path)
+    sanitize_path = results_dir / SANITIZE_FILE
+    sanitize = load_json(sanitize_path, required=False)
+    if sanitize is not None:
+        validate_sanitize(sanitize, sanitize_path)
+    nvidia_smi = load_nvidia_smi(results_dir / NVIDIA_SMI_FILE)
     predictions = load_predictions(Path(predictions_path))
     gaps = load_gaps(Path(gaps_path))
     profiles = load_profiles(run, profile_dir)
-
-    plots_dir = Path(plots_dir) if plots_dir is not None else results_dir / "plots"
-    written = plots.write_plots(plots_dir, *_plot_inputs(run, torch, profiles),
-                                kernel_title=f"Kernel time per row, one profiled "
-                                             f"{HEADLINE_PATH} epoch")
-    links = {k: Path(os.path.relpath(p, out_path.parent)).as_posix() for k, p in written.items()}
 
     template_path = Path(template_path) if template_path else TEMPLATES_DIR / TEMPLATE_NAME
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
@@ -622,7 +1107,33 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     except jinja2.TemplateSyntaxError as exc:
         raise _fail(template_path, f"template syntax error at line {exc.lineno}: {exc.message}") \
             from None
-    text = template.render(**build_context(run, torch, profiles, predictions, gaps, links))
+
+    def link(p) -> str:
+        """A link from RESULTS.md: relative to its folder."""
+        return Path(os.path.relpath(p, out_path.parent)).as_posix()
+
+    def rel(p) -> str:
+        """An input's name as RESULTS.md shows it: relative to the repository root when inside
+        it (results/logs/profile.log), else relative to RESULTS.md's folder."""
+        absolute = Path(os.path.abspath(p))
+        try:
+            return absolute.relative_to(Path(os.path.abspath(ROOT))).as_posix()
+        except ValueError:
+            return link(p)
+
+    extras = {"phases": phases, "sanitize": sanitize, "nvidia_smi": nvidia_smi,
+              "sanitize_log": read_log(results_dir / SANITIZE_LOG),
+              "profile_log": read_log(results_dir / PROFILE_LOG),
+              "rel": rel, "results_dir": results_dir, "profile_dir": profile_dir}
+    plots_dir = Path(plots_dir) if plots_dir is not None else results_dir / "plots"
+    loss, epoch_rows, kernel_rows = _plot_inputs(run, torch, profiles)
+    # The context is built (and any error in it raised) before a plot is written.
+    context = build_context(run, torch, profiles, predictions, gaps, {}, extras)
+    written = plots.write_plots(plots_dir, loss, epoch_rows, kernel_rows,
+                                kernel_title=f"Kernel time per row, one profiled "
+                                             f"{HEADLINE_PATH} epoch")
+    context["plots"] = {k: link(p) for k, p in written.items()}
+    text = template.render(**context)
     write_text(out_path, text)
     return out_path
 

@@ -5,7 +5,8 @@
 //   mlp_host order    --recipe F --out O.npy [--epochs N]    per-epoch orders (int32)
 //   mlp_host dump     --data DIR --out DIR                   loaded arrays as .npy
 //   mlp_host grad     --recipe F --params P.npy --x X.npy --y Y.npy --out DIR   fp64 forward/loss/backward
-//   mlp_host train    --recipe F --data DIR --epochs N --train-size N --out R.json   fp64 training
+//   mlp_host train    --recipe F --data DIR --epochs N --train-size N --out DIR   fp64 training
+//   mlp_host reference --recipe F --data DIR --out DIR     the shipped reference (data/reference)
 #include <cstdio>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include "dataset.h"
 #include "npy.h"
 #include "recipe.h"
+#include "shipped_reference.h"
 
 namespace {
 std::map<std::string, std::string> flags(int argc, char** argv) {
@@ -75,6 +77,12 @@ int run(int argc, char** argv) {
     write_npy_f64(out + "/grads.npy", G, {total});
     write_npy_f64(out + "/dX.npy", dX, {(size_t)B, (size_t)s.in});
     write_npy_f64(out + "/loss.npy", {loss}, {1});
+  } else if (cmd == "reference") {
+    Dataset d = load_dataset(need(f, "data"));
+    write_reference(need(f, "out"), R, d, [&](int e, double loss, double acc, double secs) {
+      std::fprintf(stderr, "fp64 reference: epoch %2d/%d  loss %.4f  test acc %.2f%%  (%.1f s)\n", e + 1, R.epochs,
+                   loss, 100 * acc, secs);
+    });
   } else if (cmd == "train") {
     Dataset d = load_dataset(need(f, "data"));
     std::vector<float> init = init_params(s, R.seed);

@@ -84,3 +84,6 @@ std::vector<float> read_npy_f32(const std::string& path, const std::vector<size_
 std::vector<int32_t> read_npy_i32(const std::string& path, const std::vector<size_t>& shape) {
   return read_npy<int32_t>(path, "<i4", shape);
 }
+std::vector<double> read_npy_f64(const std::string& path, const std::vector<size_t>& shape) {
+  return read_npy<double>(path, "<f8", shape);
+}

@@ -14,3 +14,4 @@ void write_npy_i32(const std::string& path, const std::vector<int32_t>& v, const
 // UserError naming the file and what was found.
 std::vector<float> read_npy_f32(const std::string& path, const std::vector<size_t>& shape);
 std::vector<int32_t> read_npy_i32(const std::string& path, const std::vector<size_t>& shape);
+std::vector<double> read_npy_f64(const std::string& path, const std::vector<size_t>& shape);

@@ -17,6 +17,12 @@ EXPECTED = {  # mutant -> the case that must fail
     "mutant_no_max_shift": "loss-extreme",
     "mutant_db_wrong_axis": "grad-check",
 }
+HINT = {  # mutant -> words its failure output must carry
+    "mutant_no_relu_mask": "missing ReLU mask",
+    "mutant_flipped_update": "sign of the update",
+    "mutant_no_max_shift": "subtract each row's max",
+    "mutant_db_wrong_axis": "wrong axis",
+}
 ROW = re.compile(r"^(\d)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL)\s*(.*)$")
 
 
@@ -46,6 +52,7 @@ def test_mutant_fails_its_case(mutant):
     print(res.stdout)
     assert res.returncode == 1
     assert rows[EXPECTED[mutant]][0] == "FAIL", rows
+    assert HINT[mutant] in res.stdout, res.stdout
 
 
 def test_flipped_update_also_fails_overfit():
@@ -59,3 +66,4 @@ def test_starter_fails_every_case_gracefully():
     assert len(rows) == 6
     for name, (verdict, detail) in rows.items():
         assert verdict == "FAIL" and "not implemented" in detail, (name, detail)
+    assert "write mlp_forward (stage 1) next" in res.stdout
