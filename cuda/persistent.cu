@@ -69,6 +69,8 @@ __device__ void phase_a_tile(const Persist& P, float* smem, int base, int nb, in
   const float* W1 = P.params;
   const float* b1 = P.params + (size_t)I * Hd;
   const bool vec = (I % 4 == 0) && (Hd % 4 == 0);
+  const int out_col = c0 + tid % kTileA;
+  const float bias = out_col < Hd ? ldcg(b1 + out_col) : 0.f;  // loaded now, used after the reduction
   float acc[2][4] = {};
   const int kc_max = min(I, kMaxKA);
   float* Xs = smem;                            // [kc_max][16]
@@ -129,7 +131,7 @@ __device__ void phase_a_tile(const Persist& P, float* smem, int base, int nb, in
     float v = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) v += red[w * 256 + tid];
-    if (row < nb && col < Hd) P.H[(size_t)row * Hd + col] = fmaxf(v + ldcg(b1 + col), 0.f);
+    if (row < nb && col < Hd) P.H[(size_t)row * Hd + col] = fmaxf(v + bias, 0.f);
   }
   __syncthreads();
 }
@@ -146,14 +148,24 @@ __device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const float* W2 = P.params + (size_t)P.in * Hd + Hd;
   const float* b2 = W2 + (size_t)Hd * O;
-  float part[kMaxOut];
+  // b2 and the label are loaded first, off the critical path. When each thread owns one hidden
+  // unit (hidden <= 256), its W2 row and h stay in registers for the dH pass.
+  const float bias = (warp == 0 && lane < O) ? ldcg(b2 + lane) : 0.f;
+  const int y = warp == 0 ? __ldg(P.labels_all + __ldg(P.order + base + r)) : 0;
+  const bool one_unit = Hd <= kThreads;
+  float part[kMaxOut], w2r[kMaxOut];
+  float h_own = 0.f;
 #pragma unroll
-  for (int k = 0; k < kMaxOut; ++k) part[k] = 0.f;
+  for (int k = 0; k < kMaxOut; ++k) part[k] = w2r[k] = 0.f;
   for (int j = tid; j < Hd; j += kThreads) {
     float h = ldcg(P.H + (size_t)r * Hd + j);
+    h_own = h;
 #pragma unroll
     for (int k = 0; k < kMaxOut; ++k)
-      if (k < O) part[k] = fmaf(h, ldcg(W2 + (size_t)j * O + k), part[k]);
+      if (k < O) {
+        w2r[k] = ldcg(W2 + (size_t)j * O + k);
+        part[k] = fmaf(h, w2r[k], part[k]);
+      }
   }
   float* red = smem;                    // [8 warps][kMaxOut]
   float* zs = smem + kWarps * kMaxOut;  // [kMaxOut] dZ of this row
@@ -166,10 +178,9 @@ __device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int
   __syncthreads();
   if (warp == 0) {
     // Lane k holds logit k: max, exp-sum and the label's logit by fixed butterflies.
-    const int y = __ldg(P.labels_all + __ldg(P.order + base + r));
     float z = -INFINITY;
     if (lane < O) {
-      z = ldcg(b2 + lane);
+      z = bias;
       for (int w = 0; w < kWarps; ++w) z += red[w * kMaxOut + lane];
     }
     float m = z;
@@ -185,18 +196,35 @@ __device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int
     }
   }
   __syncthreads();
-  for (int j = tid; j < Hd; j += kThreads) {
-    float acc = 0.f;
-    for (int k = 0; k < O; ++k) acc = fmaf(zs[k], ldcg(W2 + (size_t)j * O + k), acc);
-    P.dH[(size_t)r * Hd + j] = ldcg(P.H + (size_t)r * Hd + j) > 0.f ? acc : 0.f;
+  if (one_unit) {
+    if (tid < Hd) {
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kMaxOut; ++k)
+        if (k < O) acc = fmaf(zs[k], w2r[k], acc);
+      P.dH[(size_t)r * Hd + tid] = h_own > 0.f ? acc : 0.f;
+    }
+  } else {
+    for (int j = tid; j < Hd; j += kThreads) {
+      float acc = 0.f;
+      for (int k = 0; k < O; ++k) acc = fmaf(zs[k], ldcg(W2 + (size_t)j * O + k), acc);
+      P.dH[(size_t)r * Hd + j] = ldcg(P.H + (size_t)r * Hd + j) > 0.f ? acc : 0.f;
+    }
   }
   __syncthreads();
 }
 
-__device__ __forceinline__ void momentum(const Persist& P, size_t idx, float g) {
-  float v = P.mu * ldcg(P.velocity + idx) - P.lr * g;
+// The momentum update of one element whose velocity and parameter were loaded earlier: each
+// phase loads them at its start, so the L2 round trip overlaps the staging and the arithmetic
+// instead of following the reduction (a load after a store cannot be hoisted by the compiler).
+struct Owned {
+  float v = 0.f, p = 0.f;
+};
+__device__ __forceinline__ Owned prefetch(const Persist& P, size_t idx) { return {ldcg(P.velocity + idx), ldcg(P.params + idx)}; }
+__device__ __forceinline__ void momentum(const Persist& P, size_t idx, Owned o, float g) {
+  const float v = P.mu * o.v - P.lr * g;
   P.velocity[idx] = v;
-  P.params[idx] = ldcg(P.params + idx) + v;
+  P.params[idx] = o.p + v;
 }
 
 // ---- phase C: one 32×64 tile of W1 (gradient, then the update) -------------------------------
@@ -209,6 +237,15 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gi = lane / 4, gj = lane % 4;
   const int half = warp / 4, quarter = warp % 4;
   const int i0 = ti * kTileC, j0 = tj * kTileCJ;
+  constexpr int kOwn = kTileC * kTileCJ / kThreads;  // W1 elements this thread updates
+  Owned own[kOwn];
+#pragma unroll
+  for (int q = 0; q < kOwn; ++q) {
+    const int o = tid + q * kThreads, i = i0 + o / kTileCJ, j = j0 + o % kTileCJ;
+    if (i < I && j < Hd) own[q] = prefetch(P, (size_t)i * Hd + j);
+  }
+  const bool does_b1 = ti == 0 && tid < kTileCJ && j0 + tid < Hd;
+  const Owned own_b1 = does_b1 ? prefetch(P, (size_t)I * Hd + j0 + tid) : Owned{};
   float acc[4][8] = {};
   float colsum = 0.f;  // db1 for unit j0 + tid (tiles with ti == 0, tid < 64)
   float* Xs = smem;                     // [kRowsC][32]
@@ -249,14 +286,16 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
     *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[x][4], acc[x][5], acc[x][6], acc[x][7]);
   }
   __syncthreads();
-  for (int o = tid; o < kTileC * kTileCJ; o += kThreads) {
+#pragma unroll
+  for (int q = 0; q < kOwn; ++q) {
+    const int o = tid + q * kThreads;
     const int i = o / kTileCJ, jj = o % kTileCJ, h = jj / kTileC, j = jj % kTileC;
     float g = 0.f;
 #pragma unroll
     for (int w = 0; w < 4; ++w) g += red[(h * 4 + w) * 1024 + i * kTileC + j];
-    if (i0 + i < I && j0 + jj < Hd) momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, g);
+    if (i0 + i < I && j0 + jj < Hd) momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, own[q], g);
   }
-  if (ti == 0 && tid < kTileCJ && j0 + tid < Hd) momentum(P, (size_t)I * Hd + j0 + tid, colsum);  // b1
+  if (does_b1) momentum(P, (size_t)I * Hd + j0 + tid, own_b1, colsum);  // b1
   __syncthreads();
 }
 
@@ -270,6 +309,10 @@ __device__ void phase_c_w2_item(const Persist& P, float* smem, int nb, int item)
   float* Zs = smem + kRowsC * kTileC;      // [kRowsC][kMaxOut]
   float g0 = 0.f, g1 = 0.f, gb = 0.f;      // outputs tid and tid + 256 (32 × O ≤ 512 for O ≤ 16)
   const int outputs = kTileC * O;
+  Owned own[2];
+  for (int o = tid, slot = 0; o < outputs && slot < 2; o += kThreads, ++slot)
+    if (j0 + o / O < Hd) own[slot] = prefetch(P, w2 + (size_t)(j0 + o / O) * O + o % O);
+  const Owned own_b2 = (item == 0 && tid < O) ? prefetch(P, b2 + tid) : Owned{};
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
     for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
@@ -293,9 +336,9 @@ __device__ void phase_c_w2_item(const Persist& P, float* smem, int nb, int item)
   }
   for (int o = tid, slot = 0; o < outputs && slot < 2; o += kThreads, ++slot) {
     const int j = j0 + o / O, k = o % O;
-    if (j < Hd) momentum(P, w2 + (size_t)j * O + k, slot == 0 ? g0 : g1);
+    if (j < Hd) momentum(P, w2 + (size_t)j * O + k, own[slot], slot == 0 ? g0 : g1);
   }
-  if (item == 0 && tid < O) momentum(P, b2 + tid, gb);
+  if (item == 0 && tid < O) momentum(P, b2 + tid, own_b2, gb);
 }
 
 // The step's mean loss: one warp sums the row losses, each lane its rows in order, then a
