@@ -81,3 +81,10 @@ def test_train_epoch_matches_numpy(sub, batch):
     print("tolerance: step losses relative 1e-4, parameters relative norm 1e-4")
     np.testing.assert_allclose(losses, ref, rtol=1e-4)
     assert rel(P, p64) < 1e-4 and rel(V, v64) < 1e-3
+
+
+# General shapes (issue 8): no size is hard-coded in the kernels; tails are handled.
+@pytest.mark.parametrize("shape, batch", [((784, 64, 10), 128), ((784, 1000, 10), 128), ((784, 4096, 10), 128),
+                                          ((784, 256, 10), 1), ((784, 256, 10), 2048)])
+def test_general_shapes(sub, shape, batch):
+    test_forward_loss_backward(sub, shape, batch)
