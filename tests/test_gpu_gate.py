@@ -67,3 +67,25 @@ def test_starter_fails_every_case_gracefully():
     for name, (verdict, detail) in rows.items():
         assert verdict == "FAIL" and "not implemented" in detail, (name, detail)
     assert "write mlp_forward (stage 1) next" in res.stdout
+
+
+def test_silent_submission_is_caught_by_poisoned_outputs():
+    res, rows = build_and_gate("tests/submissions/mutant_silent_forward.cu", "--paths", "submission")
+    assert res.returncode == 1
+    assert rows["onebatch-forward"][0] == "FAIL" and rows["batch-forward"][0] == "FAIL"
+    assert rows["onebatch-forward"][1] and "inf" in res.stdout.split("onebatch-forward", 1)[1].split("\n", 1)[0]
+
+
+def test_nan_loss_names_epoch_and_step():
+    res, rows = build_and_gate("tests/submissions/mutant_nan_epoch.cu", "--paths", "submission")
+    assert res.returncode == 1
+    assert "non-finite loss nan at epoch 0 step 3" in res.stderr, res.stderr
+
+
+def test_every_path_reruns_bitwise():
+    """Two one-epoch runs of every path from the same state give bitwise-identical parameters."""
+    res = subprocess.run([str(ROOT / "build" / "mlp_train"), "--data", "data", "--quick"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=600)
+    lines = [ln for ln in res.stderr.splitlines() if "rerun bitwise" in ln]
+    assert len(lines) == 4, res.stderr
+    assert all("rerun bitwise identical" in ln for ln in lines), lines

@@ -6,6 +6,8 @@
 //   MUTANT_FLIPPED_UPDATE   p = p − v instead of p + v               -> case 5 (step), case 6
 //   MUTANT_NO_MAX_SHIFT     exp(z) without subtracting the row max     -> case 3 (loss-extreme)
 //   MUTANT_DB_WRONG_AXIS    db = row sums instead of column sums     -> case 4 (grad-check)
+//   MUTANT_SILENT_FORWARD   mlp_forward returns MLP_OK, writes nothing -> cases 1, 2 (poisoned NaN)
+//   MUTANT_NAN_EPOCH        mlp_train_epoch's losses turn NaN on step 3 -> the run names epoch and step
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -76,6 +78,8 @@ __global__ void naive_mean(int B, const float* row_loss, float* loss) {
   *loss = acc / B;
 }
 
+__global__ void naive_poison(float* x) { *x = __int_as_float(0x7fc00000); }  // a quiet NaN
+
 __global__ void naive_momentum(size_t n, float lr, float mu, float* p, float* v, const float* g) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -108,6 +112,9 @@ float* row_loss_scratch(int batch) {  // grows as needed; freed at exit by the d
 
 extern "C" int mlp_forward(MlpShape s, const float* params, const float* X, int batch, float* H, float* Z,
                            cudaStream_t st) {
+#ifdef MUTANT_SILENT_FORWARD
+  return MLP_OK;
+#endif
   MlpOffsets o = mlp_offsets(s);
   int e = gemm(batch, s.hidden, s.in, X, false, params + o.w1, false, H, params + o.b1, true, nullptr, st);
   return e ? e : gemm(batch, s.out, s.hidden, H, false, params + o.w2, false, Z, params + o.b2, false, nullptr, st);
@@ -158,6 +165,9 @@ extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const
                                                                                    order + (size_t)t * batch, Xb, yb);
     int e = mlp_forward(s, params, Xb, nb, H, Z, st);
     e = e ? e : mlp_loss(s, Z, yb, nb, dZ, step_loss + t, st);
+#ifdef MUTANT_NAN_EPOCH
+    if (t == 3) naive_poison<<<1, 1, 0, st>>>(step_loss + t);
+#endif
     e = e ? e : mlp_backward(s, params, Xb, H, dZ, nb, g, dH, nullptr, st);
     e = e ? e : mlp_step(params, velocity, g, total, lr, momentum, st);
     if (e) return e;
