@@ -69,7 +69,7 @@ void load_pair(const std::string& dir, const std::string& stem, std::vector<floa
   if (img.dims.size() != 3) throw UserError(ip + ": not an image file (want 3 dimensions)");
   if (lab.dims.size() != 1) throw UserError(lp + ": not a label file (want 1 dimension)");
   if (img.dims[0] != lab.dims[0])
-    throw UserError(lp + ": " + std::to_string(lab.dims[0]) + " labels for " + std::to_string(img.dims[0]) + " images");
+    throw UserError(lp + ": " + std::to_string(lab.dims[0]) + " labels for " + std::to_string(img.dims[0]) + " images in " + ip);
   n = img.dims[0];
   dim = img.dims[1] * img.dims[2];
   x.resize(img.data.size());

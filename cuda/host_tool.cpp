@@ -50,6 +50,10 @@ int run(int argc, char** argv) {
   if (f.count("epochs")) R.epochs = std::stoi(f["epochs"]);
   if (f.count("train-size")) R.train_size = std::stoi(f["train-size"]);
   validate_recipe(R);
+  // --train-size bypasses read_recipe's range check: a value <= 0 reached epoch_order and the
+  // slicing in `train` as a negative size.
+  if (R.train_size < 1 || R.train_size > (1 << 24))
+    throw UserError("train size must be an integer in [1, 16777216], got " + std::to_string(R.train_size));
   MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
   size_t total = mlp_offsets(s).total;
   if (cmd == "init") {
@@ -66,6 +70,11 @@ int run(int argc, char** argv) {
     std::vector<float> pf = read_npy_f32(need(f, "params"), {total});
     std::vector<float> xf = read_npy_f32(need(f, "x"), {(size_t)B, (size_t)s.in});
     std::vector<int32_t> y = read_npy_i32(need(f, "y"), {(size_t)B});
+    // A label outside 0..out-1 made ref_loss read past the row of logits (heap overflow).
+    for (size_t i = 0; i < y.size(); ++i)
+      if (y[i] < 0 || y[i] >= s.out)
+        throw UserError(need(f, "y") + ": label " + std::to_string(y[i]) + " at index " + std::to_string(i) +
+                        ": expected 0.." + std::to_string(s.out - 1));
     std::vector<double> P(pf.begin(), pf.end()), X(xf.begin(), xf.end());
     std::vector<double> H((size_t)B * s.hidden), Z((size_t)B * s.out), dZ(Z.size()), G(total), dX((size_t)B * s.in);
     std::vector<int> yi(y.begin(), y.end());
@@ -85,6 +94,18 @@ int run(int argc, char** argv) {
     });
   } else if (cmd == "train") {
     Dataset d = load_dataset(need(f, "data"));
+    // The checks mlp_train makes (cuda/main.cu) before slicing the data; without them a train size
+    // above the data, or a recipe whose input_dim/output_dim does not fit the data, read past the
+    // arrays (heap overflows in the slicing below, ref_forward and ref_loss).
+    const std::string& dir = f["data"];
+    if (d.dim != s.in)
+      throw UserError(dir + ": images have " + std::to_string(d.dim) + " pixels, recipe input_dim is " + std::to_string(s.in));
+    if (d.n_train < R.train_size)
+      throw UserError(dir + ": " + std::to_string(d.n_train) + " training images, train size is " + std::to_string(R.train_size));
+    for (const std::vector<int>* ys : {&d.train_y, &d.test_y})
+      for (int label : *ys)
+        if (label >= s.out)
+          throw UserError(dir + ": label " + std::to_string(label) + " does not fit recipe output_dim " + std::to_string(s.out));
     std::vector<float> init = init_params(s, R.seed);
     std::vector<double> P(init.begin(), init.end());
     std::vector<double> Xtr(d.train_x.begin(), d.train_x.begin() + (long)R.train_size * s.in);

@@ -435,6 +435,10 @@ int run_main(int argc, char** argv) {
   std::fprintf(stderr, "loading %s (SHA-256 checked)\n", opt.data.c_str());
   Dataset data = load_dataset(opt.data);
   if (data.dim != s.in) throw UserError(opt.data + ": images have " + std::to_string(data.dim) + " pixels, recipe input_dim is " + std::to_string(s.in));
+  for (int y : data.train_y)
+    if (y >= s.out) throw UserError(opt.data + ": label " + std::to_string(y) + " out of range for output_dim " + std::to_string(s.out));
+  for (int y : data.test_y)
+    if (y >= s.out) throw UserError(opt.data + ": test label " + std::to_string(y) + " out of range for output_dim " + std::to_string(s.out));
   if (data.n_train < R.train_size) throw UserError(opt.data + ": " + std::to_string(data.n_train) + " training images, recipe train_size is " + std::to_string(R.train_size));
 
   std::vector<float> init = opt.init.empty() ? init_params(s, R.seed) : read_npy_f32(opt.init, {total});

@@ -68,7 +68,7 @@ def test_cpp_loader_agrees_with_python_on_every_pixel(host_tool, tmp_path, data)
 
 def test_cpp_loader_names_a_corrupted_file(host_tool, tmp_path):
     bad = tmp_path / "data"
-    shutil.copytree(DATA_DIR, bad, ignore=shutil.ignore_patterns("full"))
+    shutil.copytree(DATA_DIR, bad, ignore=shutil.ignore_patterns("full", "reference"))
     f = bad / "t10k-labels-idx1-ubyte"
     raw = bytearray(f.read_bytes())
     raw[100] ^= 1
@@ -161,11 +161,11 @@ def _data_copy(tmp_path, mutate) -> Path:
     regenerated, so the loader's own checks (not the checksum) must catch the damage."""
     import hashlib
     d = tmp_path / "data"
-    shutil.copytree(DATA_DIR, d, ignore=shutil.ignore_patterns("full", "*.md"))
+    shutil.copytree(DATA_DIR, d, ignore=shutil.ignore_patterns("full", "reference", "*.md"))
     f = d / "t10k-images-idx3-ubyte"
     f.write_bytes(mutate(f.read_bytes()))
     lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}"
-             for p in sorted(d.iterdir()) if p.name != "SHA256SUMS"]
+             for p in sorted(d.iterdir()) if p.is_file() and p.name != "SHA256SUMS"]
     (d / "SHA256SUMS").write_text("\n".join(lines) + "\n")
     return d
 
