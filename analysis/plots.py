@@ -51,10 +51,13 @@ def loss_plot(series: list[tuple[str, list[float]]]) -> bytes:
     with matplotlib.rc_context(_STYLE):
         fig = _figure(10.0, 4.5)
         ax = fig.add_subplot()
+        # More series than tab10 has colours: tab20, so no two lines share a colour.
+        cmap = matplotlib.colormaps["tab10" if len(series) <= 10 else "tab20"]
         for i, (label, losses) in enumerate(series):
             epochs = list(range(1, len(losses) + 1))
             style = "--" if label.startswith("float64") else ("-" if i < 10 else ":")
-            ax.plot(epochs, losses, style, marker="o", markersize=2.5, linewidth=1.2, label=label)
+            ax.plot(epochs, losses, style, marker="o", markersize=2.5, linewidth=1.2, label=label,
+                    color=cmap(i % cmap.N))
         ax.set_xlabel("epoch")
         ax.set_ylabel("mean training loss")
         ax.set_title("Training loss per epoch")

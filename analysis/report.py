@@ -642,9 +642,7 @@ def phase_breakdown(phases: dict, run: dict) -> dict:
             sentence += (f" The full epoch, {label[full_mask]}, measured "
                          f"{full:.2f} µs a step: {abs(diff):.2f} µs a step "
                          f"({fmt_pct(abs(diff) / (base + total))}) "
-                         f"{'less' if diff < 0 else 'more'} than that sum"
-                         + (", so the phases overlap a little or share fixed costs counted once "
-                            "per variant." if diff < 0 else "."))
+                         f"{'less' if diff < 0 else 'more'} than that sum.")
         else:
             sentence += " No variant runs all the single phases together, so no full-epoch comparison."
     persistent = run["paths"].get("persistent") or {}
@@ -875,7 +873,8 @@ def graph_evidence(profiles: dict, run: dict) -> str | None:
 
     def launches(name):
         by_api = derive.launch_calls(profiles[name]["api"])["by_api"]
-        return ", ".join(f"{api} {fmt_int(e['calls'])} calls ({fmt_ns_as_ms(e['total_ns'])} ms)"
+        return ", ".join(f"{api} {fmt_int(e['calls'])} call{'' if e['calls'] == 1 else 's'} "
+                         f"({fmt_ns_as_ms(e['total_ns'])} ms)"
                          for api, e in by_api.items()) or "no launch calls"
 
     def gate(name):

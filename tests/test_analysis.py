@@ -16,7 +16,7 @@ import pytest
 
 from analysis import derive
 from analysis.nsys_csv import (API_COLUMNS, KERN_COLUMNS, NVTX_COLUMNS, kernel_base_name,
-                               read_api_sum, read_kern_sum, read_nvtx_sum)
+                               kernel_labels, read_api_sum, read_kern_sum, read_nvtx_sum)
 
 NSYS = Path(__file__).resolve().parent / "fixtures" / "nsys"
 STEPS = 47
@@ -294,18 +294,44 @@ def test_non_numeric_cell_raises_value_error(tmp_path):
 
 def test_kernel_base_name():
     assert kernel_base_name("k_dW1(const float *, int)") == "k_dW1"
-    assert kernel_base_name("void k_fwd_hidden_bias_relu<(int)16>(const float *, int)") == \
-        "k_fwd_hidden_bias_relu"
-    assert kernel_base_name("void ns::gemm<(Op)0, float>(int, int, const float *)") == "gemm"
     assert kernel_base_name("k_plain") == "k_plain"
+    # Template arguments are kept (namespace qualifiers dropped inside them), so two instances
+    # of one template get distinct labels.
+    assert kernel_base_name("void k_fwd_hidden_bias_relu<(int)16>(const float *, int)") == \
+        "k_fwd_hidden_bias_relu<(int)16>"
+    assert kernel_base_name("void ns::gemm<(Op)0, float>(int, int, const float *)") == \
+        "gemm<(Op)0, float>"
     # The fixtures' shapes: namespaced, and namespaced templates on scoped-enum values.
     assert kernel_base_name("mlp::k_dW1(int, int, int, const float *, const float *, float *)") \
         == "k_dW1"
     assert kernel_base_name(WIDEST_FUSED) == "k_fwd_hidden_bias_relu"
+    assert kernel_base_name("void mlp::k_colsum<(mlp::Col)0>(int, int, const float *, float *)") \
+        == "k_colsum<(Col)0>"
     assert kernel_base_name("void mlp::k_colsum<(mlp::Col)1>(int, int, const float *, float *)") \
-        == "k_colsum"
+        == "k_colsum<(Col)1>"
     assert kernel_base_name("void mlp::k_momentum_tensor<(mlp::Tensor)3>(unsigned long, float, "
-                            "float, float *, float *, const float *)") == "k_momentum_tensor"
+                            "float, float *, float *, const float *)") == "k_momentum_tensor<(Tensor)3>"
+    # Nested template arguments; long ones are cut.
+    assert kernel_base_name("void a::k<a::b::V<int>, 2>(int)") == "k<V<int>, 2>"
+    long_name = ("void cub::DeviceReduceKernel<cub::DeviceReducePolicy<float, float, int>"
+                 "::Policy600, float *, float *, int>(float *, int)")
+    label = kernel_base_name(long_name)
+    assert label.startswith("DeviceReduceKernel<DeviceReducePolicy<") and label.endswith("...>")
+    assert len(label) <= len("DeviceReduceKernel<>") + 40
+
+
+def test_kernel_labels_are_unique_in_every_fixture():
+    for path in ("fused", "unfused"):
+        names = read_kern_sum(fixture(path, "cuda_gpu_kern_sum"))["name"].tolist()
+        labels = kernel_labels(names)
+        assert len(set(labels)) == len(names), labels
+    unfused = kernel_labels(read_kern_sum(fixture("unfused", "cuda_gpu_kern_sum"))["name"])
+    assert sorted(x for x in unfused if x.startswith("k_momentum_tensor")) == \
+        [f"k_momentum_tensor<(Tensor){i}>" for i in range(4)]
+    assert sorted(x for x in unfused if x.startswith("k_add_bias")) == \
+        ["k_add_bias<(Layer)0>", "k_add_bias<(Layer)1>"]
+    # Overloads that share a label are numbered in table order.
+    assert kernel_labels(["mlp::k(int)", "mlp::k(float)", "mlp::j(int)"]) == ["k #1", "k #2", "j"]
 
 
 # ----------------------------------------------------------------------------- derive
@@ -338,6 +364,13 @@ def test_derived_figures_of_the_fused_fixture():
                    "kernel_instances": 470, "steps_per_epoch": STEPS}
     assert derive.launches_per_step(kern, STEPS, 17)["matches"] is False
     assert derive.launches_per_step(kern, STEPS, None)["matches"] is None
+    assert derive.launches_per_step(kern, STEPS, 10.0)["matches"] is True
+    # A fractional declaration: the persistent path's one launch an epoch, 1/47 per step.
+    one = kern.iloc[:1].assign(instances=1.0)
+    assert derive.launches_per_step(one, STEPS, 1 / STEPS)["matches"] is True
+    assert derive.launches_per_step(one, STEPS, 2 / STEPS)["matches"] is False
+    assert derive.widest_kernel(kern)["base"] == "k_fwd_hidden_bias_relu"
+    assert derive.find_kernel_row(kern, "k_colsum")["base"] == "k_colsum<(Col)0>"
     assert derive.epoch_filler(kern, api) == {"filler": "kernel", "kernel_ns": 4952652,
                                               "launch_ns": 2907885, "launch_calls": 470}
     prof = derive.path_profile(kern, api, nvtx, STEPS, 10)

@@ -1,8 +1,10 @@
 """analysis.report.render on the fixtures and the repository's predictions.toml and GAPS.toml.
 
-tests/fixtures/nsys holds real H200 CSVs (one profiled epoch each of the fused and unfused paths);
-tests/fixtures/results holds SYNTHETIC run.json and pytorch.json (invented timings and cases), so
-the epoch times quoted below are placeholders while the profile numbers are measured ones."""
+tests/fixtures/nsys holds real H200 CSVs (one profiled epoch each of the fused and unfused paths,
+from an older build); tests/fixtures/results holds SYNTHETIC run.json, pytorch.json,
+persistent_phases.json, sanitize.json and logs/nvidia-smi.csv (invented timings, cases and
+counts), so the epoch times quoted below are placeholders while the profile numbers are measured
+ones. run.json has a fourth, synthetic `persistent` path (one launch an epoch, no profile CSVs)."""
 from __future__ import annotations
 
 import csv
@@ -85,10 +87,18 @@ def test_render_is_byte_identical_twice(inputs):
     assert len(pngs) == 3
 
 
+def tier_table(text: str) -> str:
+    return text.split("### Tier", 1)[1].split("### Goals", 1)[0]
+
+
 def test_tiers_failed_paths_and_ratios(inputs):
     text = render(inputs)
     assert "**The fused path's tier: gold**" in text
-    assert "| graph | excluded: failed the gate |" in text
+    tiers = tier_table(text)
+    # Tiers only over paths that passed: the failed graph path has no row.
+    assert "| graph |" not in tiers
+    assert "| fused | gold | yes: 1.962 ms vs 3.176 ms (0.62×) |" in tiers
+    assert "| persistent | gold | yes: 1.209 ms vs 3.176 ms (0.38×) |" in tiers
     assert "Failed paths, excluded from the tiers: `graph`." in text
     assert "| fused | passed | 19 | 1.961 | 1.962 | 1.921 | 1.999 | 1.44% | 0.19× |" in text
     assert "| PyTorch eager | passed | 19 |" in text
@@ -106,7 +116,9 @@ def test_tier_ladder_stops_where_a_rule_fails(inputs):
     assert "not evaluable: no passing unfused path to compare with" in text
     run["paths"]["fused"]["passed"] = False
     save_run(inputs, run)
-    assert "**The fused path's tier: none** (failed the gate)" in render(inputs)
+    text = render(inputs)
+    assert "**The fused path's tier: none** (failed the gate)" in text
+    assert "| fused |" not in tier_table(text)
 
 
 def test_tier_unit():
@@ -123,25 +135,36 @@ def test_tier_unit():
 
 def test_profile_tables_quote_the_csvs(inputs):
     text = render(inputs)
-    assert ("| 48.9 | 2,424,038 | 47 | 51,575.3 | 51,584 | 51,392 | 51,712 | 65.6 | "
-            "`mlp::k_fwd_hidden_bias_relu(int, int, int, const float *, const float *, "
-            "const float *, float *)` |") in text
-    assert ("| 2.6 | 128,993 | 47 | 2,744.5 | 2,752 | 2,496 | 2,784 | 39 | "
+    assert ("| `k_fwd_hidden_bias_relu` | 48.9 | 2,424,038 | 47 | 51,575.3 | 51,584 | 51,392 | "
+            "51,712 | 65.6 | `mlp::k_fwd_hidden_bias_relu(int, int, int, const float *, "
+            "const float *, const float *, float *)` |") in text
+    # Two instances of one template keep their template argument: distinct labels.
+    assert ("| `k_colsum<(Col)0>` | 2.6 | 128,993 | 47 | 2,744.5 | 2,752 | 2,496 | 2,784 | 39 | "
             "`void mlp::k_colsum<(mlp::Col)0>(int, int, const float *, float *)` |") in text
+    assert "| `k_colsum<(Col)1>` | 2.5 | 125,120 |" in text
+    for t in range(4):
+        assert f"| `k_momentum_tensor<(Tensor){t}>` |" in text
     assert "| 57.3 | 2,907,885 | 470 | 6,187 | 5,755 | 4,447 | 65,875 | 3,172 | " \
            "`cudaLaunchKernel` |" in text
     assert "| 1.6 | 80,195 | 470 | 170.6 | 140 | 108 | 10,757 | 491.9 | `cuKernelGetName` |" in text
     assert "| 100 | 5,529,058 | 1 | 5,529,058 | 5,529,058 | 5,529,058 | PushPop | " \
-           "`:profile-epoch` |" in text
-    assert "Captured range: `:profile-epoch`, 5.529 ms." in text
+           "`profile-epoch` |" in text
+    assert "Captured range: `profile-epoch`, 5.529 ms." in text
+    assert ":profile-epoch" not in text  # nsys's empty-domain prefix is not shown
     assert "Summed kernel time: 4.953 ms (89.6% of the range), over 470 kernel instances." in text
     assert "Summed kernel time: 5.290 ms (84.3% of the range), over 799 kernel instances." in text
     assert "Launch API calls: 470 calls, 2.908 ms; cudaLaunchKernel: 470 calls, 2.908 ms " \
            "(`cudaLaunchKernel`)." in text
     assert "What fills the epoch: kernel" in text
-    assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in text
-    assert "17.00 measured (799 instances / 47 steps), 17 declared in run.json: match yes" in text
-    assert "Paths without profile CSVs: `graph`." in text
+    assert "10.00 measured (470 instances / 47 steps), 10 per step declared in run.json: " \
+           "match yes" in text
+    assert "17.00 measured (799 instances / 47 steps), 17 per step declared in run.json: " \
+           "match yes" in text
+    assert "No profile of this run exists for these paths:" in text
+    assert ("- `graph`: no profile of this run (`profile/graph_cuda_gpu_kern_sum.csv`, "
+            "`profile/graph_cuda_api_sum.csv`, `profile/graph_nvtx_sum.csv` not found).") in text
+    assert "- `persistent`: no profile of this run" in text
+    assert "- `fused`: no profile" not in text
 
 
 def prediction_sections(text: str) -> dict[str, str]:
@@ -197,7 +220,7 @@ def analysis_of(text: str) -> str:
 def test_analysis_is_computed_from_the_numbers(inputs):
     analysis = analysis_of(render(inputs))  # the real fused epoch: kernel-bound
     assert ("Kernel time fills the `fused` epoch: the GPU spent 4.953 ms in kernels inside the "
-            "5.529 ms `:profile-epoch` range of nvtx_sum, 89.6% of it, against 2.908 ms of launch "
+            "5.529 ms `profile-epoch` range of nvtx_sum, 89.6% of it, against 2.908 ms of launch "
             "calls (470 calls in cuda_api_sum).") in analysis
     assert ("The widest kernel row, `k_fwd_hidden_bias_relu`, owns 2.424 ms (48.9% of kernel "
             "time, 47 instances, 51.58 µs each).") in analysis
@@ -213,7 +236,7 @@ def test_launch_bound_analysis(inputs):
     assert sum(int(r[1]) for r in rows) == 1238161
     analysis = analysis_of(render(inputs))
     assert ("Launch work fills the `fused` epoch: the cuda_api_sum row `cudaLaunchKernel` totals "
-            "2.908 ms over 470 calls (6.19 µs a call) inside the 5.529 ms `:profile-epoch` range "
+            "2.908 ms over 470 calls (6.19 µs a call) inside the 5.529 ms `profile-epoch` range "
             "of nvtx_sum, 52.6% of it, while the GPU spent 1.238 ms in kernels, 22.4% of it.") \
         in analysis
     assert ("A kernel averages 2.63 µs (470 instances), against 6.19 µs of host time to launch "
@@ -224,13 +247,17 @@ def test_launch_bound_analysis(inputs):
     assert "down from 5.529 ms toward the summed kernel time of 1.238 ms." in analysis
 
 
-def test_open_gaps_are_listed(inputs):
+def test_open_gaps_are_listed(inputs, tmp_path):
     text = render(inputs)
     gaps = text.split("## Open gaps", 1)[1]
-    for title in ("No external harness", "No shipped reference weights",
-                  "TF32 tensor cores not used", "Persistent path not yet written",
-                  "Sweeps not done"):
-        assert title in gaps
+    entries = report.load_gaps(GAPS)
+    for g in entries:
+        assert (f"**{g['title']}** (`{g['id']}`)" in gaps) == (g["status"] == "open"), g["id"]
+    alt = tmp_path / "gaps.toml"
+    alt.write_text('[[gap]]\nid = "a"\ntitle = "Open one"\nstatus = "open"\ndetail = "x"\n'
+                   '[[gap]]\nid = "b"\ntitle = "Closed one"\nstatus = "closed"\ndetail = "y"\n')
+    gaps = render(inputs, gaps=alt).split("## Open gaps", 1)[1]
+    assert "**Open one** (`a`): x" in gaps and "Closed one" not in gaps
 
 
 def test_without_pytorch_json_the_report_says_so(inputs):
@@ -243,12 +270,54 @@ def test_without_pytorch_json_the_report_says_so(inputs):
 
 
 def test_without_profiles_the_report_still_renders(inputs):
+    render(inputs)  # with profiles: the kernel plot is drawn
+    assert (inputs[0] / "plots" / "fused_kernel_breakdown.png").exists()
     for f in inputs[1].glob("*.csv"):
         f.unlink()
+    assert list(inputs[1].iterdir()) == []  # an empty profile/ folder, as the H200 run left it
     text = render(inputs)
-    assert "No profile CSVs were found" in text
-    assert "verdict: **not measured**" in text
+    profiles = text.split("## Profiles", 1)[1].split("## Predictions", 1)[0]
+    assert "No profile of this run exists for any path:" in profiles
+    for name in ("fused", "unfused", "graph", "persistent"):
+        assert (f"- `{name}`: no profile of this run (`profile/{name}_cuda_gpu_kern_sum.csv`, "
+                f"`profile/{name}_cuda_api_sum.csv`, `profile/{name}_nvtx_sum.csv` not found).") \
+            in profiles
+    assert "### Path `" not in text
+    assert ("The nsys capture of this run failed or was not run: there is no "
+            "`results/logs/profile.log`.") in profiles
+    sections = prediction_sections(text)
+    filler = sections["Does kernel time or launch work fill the fused path's epoch?"]
+    assert "Measured: **—**, verdict: **not measured in this run**." in filler
+    assert ("Deciding input: no profile of this run: `profile/fused_cuda_gpu_kern_sum.csv` and "
+            "`profile/fused_cuda_api_sum.csv` are missing.") in filler
+    widest = sections["Which kernel row owns the most GPU time in the fused path's epoch?"]
+    assert "verdict: **not measured in this run**" in widest
+    assert "`profile/fused_cuda_gpu_kern_sum.csv` is missing." in widest
+    # The run.json prediction is still measured.
+    assert "verdict: **match**" in sections["Which path has the lower epoch time, fused or unfused?"]
+    assert "No profile of this run exists, so no limit can be quoted" in analysis_of(text)
+    assert "Graph evidence" not in text
+    # The stale kernel plot of the earlier render is gone, and not linked.
     assert not (inputs[0] / "plots" / "fused_kernel_breakdown.png").exists()
+    assert "fused_kernel_breakdown.png" not in text
+    assert "No profile of the fused path in this run" in text
+
+
+def test_empty_profile_dir_with_the_failed_capture_log(inputs):
+    # As the H200 evidence run left it: profile/ empty, results/logs/profile.log ending on the
+    # nsys exit status 143 line.
+    results, profile, _ = inputs
+    for f in profile.glob("*.csv"):
+        f.unlink()
+    (results / "logs" / "profile.log").write_text(
+        "+ nsys profile --trace cuda,nvtx -o profile/.unfused-nsys-x/unfused build/mlp_train\n"
+        "Generated:\n\t/work/main/profile/.unfused-nsys-x/unfused.nsys-rep\n"
+        "error: nsys profile of path unfused failed (exit status 143): nsys profile --trace "
+        "cuda,nvtx -o profile/.unfused-nsys-x/unfused build/mlp_train --data data\n")
+    text = render(inputs)
+    assert ("The nsys capture of this run failed; its log is `results/logs/profile.log`, which "
+            "ends with `error: nsys profile of path unfused failed (exit status 143)`.") in text
+    assert "No profile of this run exists for any path:" in text
 
 
 def one_line_exit(excinfo, name: str) -> str:
@@ -312,13 +381,10 @@ def test_main_renders(inputs, capsys):
     assert out.is_file() and "wrote" in capsys.readouterr().out
 
 
-def test_graph_profile_is_quoted_in_the_analysis(inputs):
-    # A made-up successful graph capture: the fused kernels, one cudaGraphLaunch. The graph
-    # sentence belongs to the launch-bound analysis, so the fused kernels are shortened first
-    # (as in test_launch_bound_analysis); the graph path keeps the measured ones.
-    profile = inputs[1]
+def make_graph_capture(profile: Path) -> None:
+    """A made-up successful graph capture: the fused kernels, the fused NVTX table with a
+    5,012,000 ns range, one cudaGraphLaunch."""
     shutil.copy(profile / "fused_cuda_gpu_kern_sum.csv", profile / "graph_cuda_gpu_kern_sum.csv")
-    scale_kernel_times(profile / "fused_cuda_gpu_kern_sum.csv", 4)
     nvtx = (profile / "fused_nvtx_sum.csv").read_text()
     assert nvtx.count("5529058") == 5  # total, avg, med, min, max
     (profile / "graph_nvtx_sum.csv").write_text(nvtx.replace("5529058", "5012000"))
@@ -327,14 +393,35 @@ def test_graph_profile_is_quoted_in_the_analysis(inputs):
         "88.0,1690000,1,1690000.0,1690000.0,1690000,1690000,0.0,cudaStreamSynchronize_v3020\n"
         "12.0,9100,1,9100.0,9100.0,9100,9100,0.0,cudaGraphLaunch_v10000\n"
         "0.1,3100,1,3100.0,3100.0,3100,3100,0.0,cudaMemcpyAsync_v3020\n")
+
+
+def test_graph_evidence_whenever_both_captures_exist(inputs):
+    # The fused epoch of the fixtures is kernel-bound: the graph sentence still appears.
+    make_graph_capture(inputs[1])
     text = render(inputs)
     assert "### Path `graph`" in text
-    assert "Paths without profile CSVs" not in text
-    assert ("The `graph` path (gate: FAILED) was captured too: launch calls cudaGraphLaunch 1; "
-            "range 5.012 ms; summed kernel time 4.953 ms.") in text
+    assert "- `graph`: no profile" not in text
+    evidence = ("Graph evidence, from `fused_cuda_api_sum.csv` and `graph_cuda_api_sum.csv`: in "
+                "its captured epoch the `fused` path (gate: passed) made cudaLaunchKernel 470 "
+                "calls (2.908 ms); the `graph` path (gate: FAILED) made cudaGraphLaunch 1 call "
+                "(0.009 ms). Captured range: 5.529 ms against 5.012 ms; summed kernel time: "
+                "4.953 ms against 4.953 ms.")
+    analysis = analysis_of(text)
+    assert "Kernel time fills the `fused` epoch" in analysis and evidence in analysis
     graph = text.split("### Path `graph`", 1)[1]
-    assert "10.00 measured (470 instances / 47 steps), 10 declared in run.json: match yes" in graph
+    assert "10.00 measured (470 instances / 47 steps), 10 per step declared in run.json: " \
+           "match yes" in graph
     assert "What fills the epoch: kernel" in graph
+    # Launch-bound (fused kernels a quarter as long): the sentence is there too, with the
+    # fused kernel time it now has.
+    scale_kernel_times(inputs[1] / "fused_cuda_gpu_kern_sum.csv", 4)
+    analysis = analysis_of(render(inputs))
+    assert "Launch work fills the `fused` epoch" in analysis
+    assert "summed kernel time: 1.238 ms against 4.953 ms." in analysis
+    # Without the fused capture, no comparison.
+    for f in inputs[1].glob("fused_*.csv"):
+        f.unlink()
+    assert "Graph evidence" not in render(inputs)
 
 
 def test_variant_errors_and_undeclared_launches(inputs):
@@ -347,6 +434,13 @@ def test_variant_errors_and_undeclared_launches(inputs):
     save_run(inputs, run)
     assert "10.00 measured (470 instances / 47 steps), — declared in run.json: " \
            "match no declaration" in render(inputs)
+    # A fractional declaration (the persistent path's one launch an epoch) against a capture.
+    run["paths"]["fused"]["launches_per_step"] = 10.0
+    save_run(inputs, run)
+    assert "10 per step declared in run.json: match yes" in render(inputs)
+    run["paths"]["fused"]["launches_per_step"] = 1 / 47
+    save_run(inputs, run)
+    assert "1 per epoch (1/47 per step) declared in run.json: match NO" in render(inputs)
 
 
 def test_empty_kernel_csv_of_a_failed_capture_exits_naming_it(inputs):
@@ -360,3 +454,195 @@ def test_empty_kernel_csv_of_a_failed_capture_exits_naming_it(inputs):
     msg = one_line_exit(info, str(profile / "graph_cuda_gpu_kern_sum.csv"))
     assert msg.startswith("error: ") and "cuda_gpu_kern_sum" in msg
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- new inputs
+
+def section(text: str, heading: str) -> str:
+    """The text of one '## ' or '### ' section, up to the next heading of any level."""
+    body = text.split(heading + "\n", 1)[1]
+    return re.split(r"\n#{2,3} ", body, maxsplit=1)[0]
+
+
+def test_per_path_checks_table(inputs):
+    checks = section(render(inputs), "### Per-path checks (run.json)")
+    assert ("| fused | passed | 10 per step | 0 (limit 0.01) | 0.0021 | yes | 84.17% | 0.08 pp "
+            "| 41.700 |") in checks
+    assert ("| graph | **FAILED**: training loss diverged (synthetic failure for the tests) | "
+            "10 per step | 0.5 (limit 0.01) **over the limit** | 0.5 | **no** | 10.00% |") in checks
+    assert ("| persistent | passed | 1 per epoch (1/47 per step) | 0.0034 (limit 0.01) | 3.8e-07 "
+            "| yes | 84.01% | 0.05 pp | 1.190 |") in checks
+
+
+def test_per_path_checks_absent_without_their_fields(inputs):
+    run = run_json(inputs)
+    for rec in run["paths"].values():
+        for key in ("parity_vs_fused", "parity_limit", "parity_vs_fp64", "deterministic",
+                    "accuracy_gap_pp", "test_accuracy_last5_mean", "warmup_epoch_ms"):
+            rec.pop(key, None)
+    save_run(inputs, run)
+    assert "### Per-path checks" not in render(inputs)
+
+
+def test_fmt_launches():
+    assert report.fmt_launches(10, 47) == "10 per step"
+    assert report.fmt_launches(10.0, 47) == "10 per step"
+    assert report.fmt_launches(0.02127659574468085, 47) == "1 per epoch (1/47 per step)"
+    assert report.fmt_launches(2 / 47, 47) == "2 per epoch (2/47 per step)"
+    assert report.fmt_launches(0.03, 47) == "0.03 per step"
+    assert report.fmt_launches(None, 47) == "—"
+
+
+def goal_rows(text: str) -> list[str]:
+    return [line for line in section(text, "### Goals (issue 6)").splitlines()
+            if line.startswith("| ") and not line.startswith("| goal")]
+
+
+def test_goals_table(inputs):
+    rows = goal_rows(render(inputs))
+    assert rows == [
+        "| fastest path's median epoch ≤ 0.5 ms | `persistent` 1.209 ms | **MISSED** |",
+        "| fastest path ≤ 0.01× the PyTorch eager median epoch | `persistent` 1.209 ms / "
+        "10.354 ms = 0.117× | **MISSED** |",
+        "| fastest path ≤ 0.1× the PyTorch cuda-graph median epoch | `persistent` 1.209 ms / "
+        "1.617 ms = 0.747× | **MISSED** |",
+        "| `fused` ≤ 0.1× the PyTorch eager median epoch and below the `unfused` median | "
+        "1.962 ms / 10.354 ms = 0.19×; `unfused` 3.176 ms (0.62×) | **MISSED** |",
+        "| epoch-time CV < 5% on every CUDA path | largest `graph` 2.15% (of 4 paths) | **MET** |",
+    ]
+
+
+def test_goals_unit():
+    paths = {"fused": {"passed": True, "median_ms": 0.4, "cv_pct": 1.0},
+             "unfused": {"passed": True, "median_ms": 3.0, "cv_pct": 6.0},
+             "fast-but-failed": {"passed": False, "median_ms": 0.1, "cv_pct": 1.0}}
+    variants = {"eager": {"passed": True, "median_ms": 50.0},
+                "cuda-graph": {"passed": True, "median_ms": 5.0}}
+    verdicts = [g["verdict"] for g in report.goals(paths, variants)]
+    # The failed path is not the fastest: fused is, at 0.4 ms (0.008× eager, 0.08× graph).
+    assert verdicts == ["MET", "MET", "MET", "MET", "MISSED"]
+    assert "`fused` 0.400 ms" in report.goals(paths, variants)[0]["measured"]
+    verdicts = [g["verdict"] for g in report.goals(paths, {})]
+    assert verdicts == ["MET", "not evaluable", "not evaluable", "not evaluable", "MISSED"]
+    paths["fused"]["passed"] = False
+    paths["unfused"]["passed"] = False
+    goals = report.goals(paths, variants)
+    assert [g["verdict"] for g in goals][:4] == ["not evaluable"] * 4
+    assert goals[0]["measured"] == "no CUDA path passed the gate"
+
+
+def test_phases_table_and_sentence(inputs):
+    phases = section(render(inputs), "## Where the persistent epoch's time goes")
+    assert "From `results/persistent_phases.json`" in phases
+    assert "| barriers only | 0.2000 | 4.26 | 2.5% | — |" in phases
+    assert "| A (forward hidden) | 0.5000 | 10.64 | 1.0% | +6.38 |" in phases
+    assert "| A+B+C (training) | 1.1750 | 25.00 | 0.5% | +20.74 |" in phases
+    assert ("Above the barrier-only epoch (4.26 µs a step), A (forward hidden) costs 6.38 µs a "
+            "step, B (logits, softmax, dH) costs 8.51 µs a step, C (gradients and update) costs "
+            "10.64 µs a step; the phases sum to 25.53 µs a step, and with the barriers to "
+            "29.79 µs a step. The full epoch, A+B+C (training), measured 25.00 µs a step: "
+            "4.79 µs a step (16.1%) less than that sum.") in phases
+    assert "median 1.209 ms an epoch, 25.72 µs a step" in phases
+
+
+def test_sanitize_and_phases_sections_only_when_their_files_exist(inputs):
+    results = inputs[0]
+    text = render(inputs)
+    assert "## Where the persistent epoch's time goes" in text
+    san = section(text, "## Sanitizers (compute-sanitizer)")
+    assert ("From `results/sanitize.json`: 3 runs: 2 errors in all, 1 with a non-zero exit: "
+            "**not clean**.") in san
+    assert "| racecheck | path fused | 2 | 99 | 80.0 |" in san
+    assert "not run to completion" not in san
+
+    (results / "persistent_phases.json").unlink()
+    (results / "sanitize.json").unlink()
+    text = render(inputs)
+    assert "persistent epoch's time goes" not in text and "phase split" not in text
+    san = section(text, "## Sanitizers (compute-sanitizer)")
+    assert ("Sanitizers were not run to completion in this run (there is no "
+            "`results/sanitize.json`).") in san
+    assert "No sanitizer log exists either." in san
+
+    (results / "logs" / "sanitize.log").write_text(
+        "sanitize: memcheck  path fused\n          -> 0 errors, exit 0\n"
+        "sanitize: memcheck  entry points (binding)\n          -> 0 errors, exit 0\n"
+        "sanitize: racecheck path unfused\n")
+    san = section(render(inputs), "## Sanitizers (compute-sanitizer)")
+    assert ("The log of the attempt is `results/logs/sanitize.log`; the runs it records as "
+            "finished:") in san
+    assert "| memcheck | entry points (binding) | 0 | 0 |" in san
+    assert "The log ends during `racecheck path unfused`, which has no result." in san
+
+
+def test_loss_curve_against_float64(inputs):
+    loss = section(render(inputs), "## Loss curve against float64")
+    assert ("| epoch | float64 reference | CUDA fused | CUDA unfused | CUDA graph | "
+            "CUDA persistent | PyTorch eager |") in loss
+    assert ("| 4 | 0.54538 | 0.54538 (0%) | 0.54538 (+0.00018%) | **2.30259 (+322.20%)** | "
+            "**0.56174 (+3.00%)** | 0.54538 (+0.00037%) |") in loss
+    assert len([line for line in loss.splitlines() if re.match(r"\| \d+ \|", line)]) == 5
+    assert "CUDA persistent, epoch 4 (+3.00%)." in loss
+    run = run_json(inputs)
+    del run["paths"]["graph"]
+    run["paths"]["persistent"]["loss_per_epoch"] = run["reference_fp64"]["loss_per_epoch"]
+    save_run(inputs, run)
+    assert "No difference above 2%." in render(inputs)
+
+
+def test_nvidia_smi_and_commit(inputs):
+    text = render(inputs)
+    assert "Run of 2026-11-30T19:00:00Z, commit `abc1234`." in text
+    assert "GPU state at the start of the run, as `results/logs/nvidia-smi.csv` records it:" in text
+    assert ("| name | driver_version | clocks.current.sm [MHz] | clocks.current.memory [MHz] | "
+            "temperature.gpu |") in text
+    assert "| NVIDIA H200 | 580.159.04 | 1980 MHz | 3201 MHz | 41 |" in text
+    (inputs[0] / "logs" / "nvidia-smi.csv").unlink()
+    assert "GPU state at the start" not in render(inputs)
+
+
+@pytest.mark.parametrize("name,content", [
+    ("persistent_phases.json", "{not json"),
+    ("persistent_phases.json", '{"variants": []}'),
+    ("persistent_phases.json", '{"variants": [{"phases": "x", "mask": 0}]}'),
+    ("persistent_phases.json", '{"variants": [{"phases": "x", "mask": 0, "median_ms": 1},'
+                               ' {"phases": "y", "mask": 0, "median_ms": 2}]}'),
+    ("sanitize.json", '{"runs": [{"tool": "memcheck", "target": "t", "exit_code": 0}]}'),
+    ("sanitize.json", '{"clean": true}'),
+    ("logs/nvidia-smi.csv", "name, driver_version\n"),
+    ("logs/nvidia-smi.csv", "name, driver_version\nNVIDIA H200\n"),
+])
+def test_malformed_optional_inputs_exit_naming_the_file(inputs, name, content):
+    (inputs[0] / name).write_text(content)
+    with pytest.raises(SystemExit) as info:
+        render(inputs)
+    one_line_exit(info, name)
+    assert not inputs[2].exists()
+    assert not (inputs[0] / "plots").exists()
+
+
+def test_kernel_plot_labels_are_distinct(inputs):
+    run = run_json(inputs)
+    profiles = report.load_profiles(run, inputs[1])
+    _, _, kernel_rows = report._plot_inputs(run, None, profiles)
+    labels = [label for label, _ in kernel_rows]
+    assert len(labels) == 10 and len(set(labels)) == 10
+    assert "k_colsum<(Col)0>" in labels and "k_colsum<(Col)1>" in labels
+
+
+REAL_RESULTS = ROOT / "results"
+
+
+@pytest.mark.skipif(not (REAL_RESULTS / "run.json").is_file(), reason="no results/run.json")
+def test_real_results_render_with_an_empty_profile_dir(tmp_path):
+    # Whatever run is committed in results/: it renders without profile CSVs, twice the same.
+    results = tmp_path / "results"
+    shutil.copytree(REAL_RESULTS, results, ignore=shutil.ignore_patterns("plots", "*.npy"))
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    out = tmp_path / "RESULTS.md"
+    first = render((results, profile, out))
+    assert "No profile of this run exists for any path:" in first
+    assert "### Goals (issue 6)" in first
+    assert "verdict: **not measured in this run**" in first
+    assert first == render((results, profile, out))
