@@ -267,7 +267,7 @@ def validate_sanitize(san: dict, path) -> None:
                 raise _fail(path, f"run {i}: missing string key {key!r}")
         if "errors" not in r or not (r["errors"] is None or isinstance(r["errors"], int)):
             raise _fail(path, f"run {i}: 'errors' is not an integer or null")
-        if not isinstance(r.get("exit_code"), int):
+        if not (isinstance(r.get("exit_code"), int) or (r.get("exit_code") is None and r.get("timed_out"))):
             raise _fail(path, f"run {i}: 'exit_code' is not an integer")
 
 
@@ -678,14 +678,19 @@ def sanitize_section(san: dict | None, log_text: str | None, log_rel: str) -> di
     if san is not None:
         rows = [{"tool": r["tool"], "target": r["target"],
                  "errors": "— (no summary)" if r["errors"] is None else str(r["errors"]),
-                 "exit": str(r["exit_code"]),
+                 "exit": "timed out" if r.get("timed_out") else str(r["exit_code"]),
                  "seconds": "—" if _missing(r.get("seconds")) else f"{float(r['seconds']):.1f}"}
                 for r in san["runs"]]
         total = sum(r["errors"] or 0 for r in san["runs"])
         unknown = sum(1 for r in san["runs"] if r["errors"] is None)
         nonzero_exit = sum(1 for r in san["runs"] if r["exit_code"] != 0)
-        clean = total == 0 and unknown == 0 and nonzero_exit == 0
-        summary = (f"{len(rows)} runs: {total} errors in all"
+        complete = san.get("complete", True)
+        clean = total == 0 and unknown == 0 and nonzero_exit == 0 and complete
+        planned = san.get("planned_runs")
+        summary = (f"{len(rows)} runs"
+                   + (f" of {planned} planned (the sanitizer run was cut short)" if not complete and planned else
+                      " (the sanitizer run was cut short)" if not complete else "")
+                   + f": {total} errors in all"
                    + (f", {unknown} without an error summary" if unknown else "")
                    + (f", {nonzero_exit} with a non-zero exit" if nonzero_exit else "")
                    + (": clean." if clean else ": **not clean**."))
