@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One GPU session's evidence, stage by stage, each under its own time limit so a slow stage
+# cannot cost the others their results. Run from the repository root on the GPU machine:
+#
+#   MLP_COMMIT=<commit> bash harness/gpu_session.sh [STAGES]      (default: all, in this order)
+#
+# STAGES is a comma-separated subset of: build,run,phases,profile,pytest,sanitize. A full set
+# takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
+# compile alone is about 4 minutes), so split it: e.g. "build,run,phases,profile" then
+# "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git.
+# Each stage's output goes to results/logs/<stage>.log and its exit status to stages.txt.
+set -u
+cd "$(dirname "$0")/.."
+STAGES=${1:-build,run,phases,profile,pytest,sanitize}
+LOG=results/logs
+mkdir -p "$LOG"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$LOG/nvidia-smi.csv" 2>&1
+
+stage() {  # stage NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  case ",$STAGES," in *",$name,"*) ;; *) return 0 ;; esac
+  echo "== $name (limit ${limit} s)"
+  timeout "$limit" "$@" > "$LOG/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc$([ $rc = 124 ] && echo ' (time limit)')" | tee -a "$LOG/stages.txt"
+  tail -n 4 "$LOG/$name.log"
+}
+
+stage build 120 invoke build
+stage run 480 invoke run
+stage phases 90 ./build/mlp_train --data data --out results --persistent-phases
+stage profile 240 invoke profile
+stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/test_gpu_gate.py \
+  tests/test_host.py tests/test_reference.py
+stage sanitize 600 invoke sanitize
+rm -f profile/*.sqlite
