@@ -1,5 +1,6 @@
 #include "dataset.h"
 
+#include <fstream>
 #include <sstream>
 
 #include "common.h"
@@ -86,7 +87,10 @@ Dataset load_dataset(const std::string& dir, bool verify) {
   if (verify) verify_sha256sums(dir);
   Dataset d;
   int dim2 = 0;
-  load_pair(dir, "train6000", d.train_x, d.train_y, d.n_train, d.dim);
+  // data/ ships the 6,000-image subset (train6000-*); data/full/ (invoke data --full) holds the
+  // official 60,000-image split under its official name (train-*).
+  std::ifstream subset(dir + "/train6000-images-idx3-ubyte");
+  load_pair(dir, subset ? "train6000" : "train", d.train_x, d.train_y, d.n_train, d.dim);
   load_pair(dir, "t10k", d.test_x, d.test_y, d.n_test, dim2);
   return d;
 }

@@ -26,5 +26,6 @@ struct Dataset {
   std::vector<int> train_y, test_y;    // [n], each in 0..9
 };
 
-// Loads DIR/train6000-*-ubyte and DIR/t10k-*-ubyte (verify: check SHA256SUMS first).
+// Loads DIR/train6000-*-ubyte (or, where absent, the full split's DIR/train-*-ubyte) and
+// DIR/t10k-*-ubyte (verify: check SHA256SUMS first).
 Dataset load_dataset(const std::string& dir, bool verify = true);

@@ -37,12 +37,14 @@ namespace {
 const char* kUsage =
     "usage: mlp_train [--data DIR] [--recipe FILE] [--out DIR] [--paths a,b,...] [--epochs N]\n"
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
-    "                 [--profile PATH] [--quick] [--reference same-run|shipped] [--help]\n"
+    "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--perf-only]\n"
+    "                 [--reference same-run|shipped] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --profile PATH  warm up, then train one epoch of PATH inside the NVTX range profile-epoch\n"
     "  --quick         cases 1-6 and one training epoch per path (for sanitizers); no run.json\n"
     "  --reference shipped  case 7 compares with DATA/reference (the float64 result shipped for the\n"
     "                  recipe) instead of retraining float64 on the CPU (same-run, the default)\n"
+    "  --perf-only     time the paths (case 8) without the gate or the float64 reference (sweeps)\n"
     "  --persistent-phases  time the persistent kernel with subsets of its phases (barriers kept);\n"
     "                  writes OUT/persistent_phases.json\n";
 
@@ -51,6 +53,7 @@ struct Options {
   std::string reference = "same-run";  // or "shipped": case 7 reads DATA/reference instead of retraining
   std::vector<std::string> paths;
   bool quick = false;
+  bool perf_only = false;  // --perf-only: case 8 alone (sweeps): no gate cases, no float64 reference
   bool phase_breakdown = false;  // --persistent-phases: time the persistent kernel's phases
   // Overrides of the recipe (validated like the recipe itself).
   std::map<std::string, std::string> overrides;
@@ -104,7 +107,9 @@ Options parse_args(int argc, char** argv) {
         throw UserError("--reference: '" + o.reference + "' is neither same-run nor shipped");
     }
     else if (a == "--persistent-phases") o.phase_breakdown = true;
-    else if (a == "--epochs" || a == "--batch" || a == "--lr" || a == "--momentum" || a == "--seed")
+    else if (a == "--perf-only") o.perf_only = true;
+    else if (a == "--epochs" || a == "--batch" || a == "--lr" || a == "--momentum" || a == "--seed" ||
+             a == "--hidden" || a == "--train-size")
       o.overrides[a.substr(2)] = value();
     else throw UserError("unknown option '" + a + "' (see --help)");
   }
@@ -118,7 +123,15 @@ void apply_overrides(Recipe& r, const Options& o) {
     else if (kv.first == "batch") r.batch = (int)parse_integer(flag, kv.second);
     else if (kv.first == "lr") r.lr = parse_number(flag, kv.second);
     else if (kv.first == "momentum") r.momentum = parse_number(flag, kv.second);
-    else if (kv.first == "seed") {
+    else if (kv.first == "hidden") {
+      long long h = parse_integer(flag, kv.second);
+      if (h < 1 || h > (1 << 20)) throw UserError("--hidden must be in [1, 1048576], got " + kv.second);
+      r.hidden_dim = (int)h;
+    } else if (kv.first == "train-size") {
+      long long n = parse_integer(flag, kv.second);
+      if (n < 1 || n > (1 << 24)) throw UserError("--train-size must be in [1, 16777216], got " + kv.second);
+      r.train_size = (int)n;
+    } else if (kv.first == "seed") {
       long long s = parse_integer(flag, kv.second);
       if (s < 0) throw UserError("--seed must be non-negative");
       r.seed = (uint64_t)s;
@@ -190,6 +203,27 @@ void summarise(PathRun& p) {
   p.cv = n > 1 ? 100.0 * std::sqrt(var / (n - 1)) / p.mean : 0.0;
 }
 
+// Device memory: free bytes after the context exists, and the lowest free seen while training
+// (each path's state allocated), so peak_used = what this run's buffers took at most.
+struct MemoryWatch {
+  size_t total = 0, free_before = 0, min_free = 0;
+  void start() {
+    CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+    min_free = free_before;
+  }
+  void sample() {
+    size_t f = 0, t = 0;
+    CUDA_CHECK(cudaMemGetInfo(&f, &t));
+    if (f < min_free) min_free = f;
+  }
+  std::string json() const {
+    return Json::object().set("device_total_bytes", Json::num((long long)total))
+        .set("free_before_bytes", Json::num((long long)free_before))
+        .set("peak_used_bytes", Json::num((long long)(free_before - min_free))).done();
+  }
+};
+MemoryWatch g_memory;
+
 // Device state of one training run: parameters from `init`, zero velocity, the workspace, the
 // per-step losses and the first `epochs` epoch orders. Freed on scope exit, also on a throw.
 struct TrainState {
@@ -237,6 +271,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   float* step_loss = ts.step_loss;
   float* eval_scratch;
   CUDA_CHECK(cudaMalloc(&eval_scratch, (size_t)chunk * (s.hidden + s.out) * sizeof(float)));
+  g_memory.sample();
   cudaStream_t st;
   CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cudaEvent_t t0, t1;
@@ -413,6 +448,81 @@ int run_phase_breakdown(const Options& opt, const Recipe& R, MlpShape s, const s
   return 0;
 }
 
+// ---- run.json pieces shared by the gate run and the perf-only run --------------------------------
+std::string gpu_json(const cudaDeviceProp& prop) {
+  int driver = 0, runtime = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  return Json::object()
+      .set("name", Json::str(prop.name))
+      .set("compute_capability", Json::str(std::to_string(prop.major) + "." + std::to_string(prop.minor)))
+      .set("sm_count", Json::num(prop.multiProcessorCount)).set("l2_bytes", Json::num(prop.l2CacheSize))
+      .set("driver_api_version", Json::num(driver)).set("runtime_version", Json::num(runtime))
+      .set("toolkit_version", Json::num(CUDART_VERSION))
+      .done();
+}
+
+std::string recipe_json(const Recipe& R, int n_test, size_t total) {
+  return Json::object()
+      .set("input_dim", Json::num(R.input_dim)).set("hidden_dim", Json::num(R.hidden_dim))
+      .set("output_dim", Json::num(R.output_dim)).set("batch", Json::num(R.batch)).set("lr", Json::num(R.lr))
+      .set("momentum", Json::num(R.momentum)).set("epochs", Json::num(R.epochs))
+      .set("seed", Json::num((long long)R.seed)).set("train_size", Json::num(R.train_size))
+      .set("test_size", Json::num(n_test)).set("steps_per_epoch", Json::num((R.train_size + R.batch - 1) / R.batch))
+      .set("n_params", Json::num((long long)total))
+      .done();
+}
+
+// Timing, accuracy and loss of one path's run (the gate adds its verdicts to these).
+Json& add_path_run(Json& o, const PathRun& r) {
+  return o.set("launches_per_step", Json::num(r.launches_per_step))
+      .set("error", Json::str(r.error))
+      .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())
+                                                         : std::vector<double>{}))
+      .set("warmup_epoch_ms", Json::num(r.epoch_ms.empty() ? NAN : r.epoch_ms[0]))
+      .set("mean_ms", Json::num(r.mean)).set("median_ms", Json::num(r.median)).set("min_ms", Json::num(r.min))
+      .set("max_ms", Json::num(r.max)).set("cv_pct", Json::num(r.cv))
+      .set("test_accuracy", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : r.test_accuracy_per_epoch.back()))
+      .set("test_accuracy_per_epoch", Json::nums(r.test_accuracy_per_epoch))
+      .set("loss_per_epoch", Json::nums(r.loss_per_epoch));
+}
+
+
+std::string command_line(int argc, char** argv) {
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  return cmd;
+}
+
+// --perf-only: every path trains `epochs` epochs from the seed's weights and is timed (case 8
+// alone), for the sweeps; run.json says "mode": "perf-only" and holds no gate cases.
+int run_perf_only(const Options& opt, const Recipe& R, MlpShape s, const std::vector<float>& init,
+                  const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd, const Dataset& data,
+                  const std::vector<std::string>& names, const cudaDeviceProp& prop, int argc, char** argv) {
+  Json pj = Json::object();
+  bool ok = true;
+  for (const auto& name : names) {
+    std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
+    PathRun run = train_path(*path, R, s, init, orders, dd, data, R.epochs, true);
+    if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
+    ok &= run.ok && std::isfinite(run.median);
+    Json o = Json::object();
+    add_path_run(o, run).set("passed", Json::boolean(run.ok));
+    pj.set(name, o.done());
+    std::printf("%-10s median %.4f ms/epoch, CV %.2f%%, test acc %.2f%%\n", name.c_str(), run.median, run.cv,
+                run.test_accuracy_per_epoch.empty() ? NAN : 100 * run.test_accuracy_per_epoch.back());
+  }
+  Json root = Json::object();
+  root.set("schema", Json::num(1)).set("mode", Json::str("perf-only")).set("date_utc", Json::str(utc_now()))
+      .set("gpu", gpu_json(prop)).set("submission", Json::str(MLP_SUBMISSION_SOURCE))
+      .set("run_command", Json::str(command_line(argc, argv)))
+      .set("recipe", recipe_json(R, data.n_test, mlp_offsets(s).total)).set("memory", g_memory.json())
+      .set("paths", pj.done());
+  write_file_atomic(opt.out + "/run.json", root.done() + "\n");
+  std::fprintf(stderr, "wrote %s/run.json\n", opt.out.c_str());
+  return ok ? 0 : 1;
+}
+
 int run_main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
   Recipe R = read_recipe(opt.recipe);
@@ -453,6 +563,8 @@ int run_main(int argc, char** argv) {
 
   cudaDeviceProp prop = select_device();
   std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  CUDA_CHECK(cudaFree(nullptr));  // the context exists before the memory baseline is read
+  g_memory.start();
 
   DeviceData dd;
   CUDA_CHECK(cudaMalloc(&dd.train_x, data.train_x.size() * sizeof(float)));
@@ -472,6 +584,8 @@ int run_main(int argc, char** argv) {
     for (int e = 0; e < R.epochs; ++e) flat.insert(flat.end(), orders[(size_t)e].begin(), orders[(size_t)e].end());
     write_npy_i32(opt.out + "/order.npy", flat, {(size_t)R.epochs, (size_t)R.train_size});
   }
+
+  if (opt.perf_only) return run_perf_only(opt, R, s, init, orders, dd, data, names, prop, argc, argv);
 
   GateInputs g{s, &R, &data, &init, &orders[0], dd.train_x, dd.train_y, R.seed};
   std::printf("%-2s %-18s %12s %12s  %s\n", "#", "case", "value", "limit", "verdict");
@@ -635,57 +749,32 @@ int run_main(int argc, char** argv) {
   print_case(c8);
 
   // run.json
-  int driver = 0, runtime = 0;
-  CUDA_CHECK(cudaDriverGetVersion(&driver));
-  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  Json gpu = Json::object();
-  gpu.set("name", Json::str(prop.name))
-      .set("compute_capability", Json::str(std::to_string(prop.major) + "." + std::to_string(prop.minor)))
-      .set("sm_count", Json::num(prop.multiProcessorCount)).set("l2_bytes", Json::num(prop.l2CacheSize))
-      .set("driver_api_version", Json::num(driver)).set("runtime_version", Json::num(runtime))
-      .set("toolkit_version", Json::num(CUDART_VERSION));
-  Json recipe = Json::object();
-  recipe.set("input_dim", Json::num(R.input_dim)).set("hidden_dim", Json::num(R.hidden_dim))
-      .set("output_dim", Json::num(R.output_dim)).set("batch", Json::num(R.batch)).set("lr", Json::num(R.lr))
-      .set("momentum", Json::num(R.momentum)).set("epochs", Json::num(R.epochs))
-      .set("seed", Json::num((long long)R.seed)).set("train_size", Json::num(R.train_size))
-      .set("test_size", Json::num(data.n_test)).set("steps_per_epoch", Json::num((R.train_size + R.batch - 1) / R.batch))
-      .set("n_params", Json::num((long long)total));
   Json cj = Json::array();
   for (const auto& c : cases) cj.add(case_json(c));
   Json pj = Json::object();
   for (const auto& r : runs) {
     CaseResult acc = accuracy_case(&r);
     Json o = Json::object();
-    o.set("launches_per_step", Json::num(r.launches_per_step))
+    add_path_run(o, r)
         .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= kParityLimit))
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(kParityLimit))
         .set("deterministic", Json::boolean(r.deterministic))
-        .set("error", Json::str(r.error))
         .set("overfit_loss", Json::num(r.overfit.value))
         .set("accuracy_gap_pp", Json::num(acc.value))
-        .set("test_accuracy_last5_mean", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : tail_mean(r.test_accuracy_per_epoch)))
-        .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())
-                                                           : std::vector<double>{}))
-        .set("warmup_epoch_ms", Json::num(r.epoch_ms.empty() ? NAN : r.epoch_ms[0]))
-        .set("mean_ms", Json::num(r.mean)).set("median_ms", Json::num(r.median)).set("min_ms", Json::num(r.min))
-        .set("max_ms", Json::num(r.max)).set("cv_pct", Json::num(r.cv))
-        .set("test_accuracy", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : r.test_accuracy_per_epoch.back()))
-        .set("test_accuracy_per_epoch", Json::nums(r.test_accuracy_per_epoch))
-        .set("loss_per_epoch", Json::nums(r.loss_per_epoch));
+        .set("test_accuracy_last5_mean", Json::num(r.test_accuracy_per_epoch.empty() ? NAN : tail_mean(r.test_accuracy_per_epoch)));
     pj.set(r.name, o.done());
   }
   Json refj = Json::object();
   refj.set("test_accuracy", Json::num(ref_acc)).set("test_accuracy_last5_mean", Json::num(ref_tail)).set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
       .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
-  std::string cmd;
-  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  const std::string cmd = command_line(argc, argv);
   Json root = Json::object();
-  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("gpu", gpu.done())
+  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("gpu", gpu_json(prop))
       .set("submission", Json::str(MLP_SUBMISSION_SOURCE)).set("gated_path", Json::str(gated))
-      .set("run_command", Json::str(cmd)).set("recipe", recipe.done()).set("reference_source", Json::str(opt.reference))
+      .set("run_command", Json::str(cmd)).set("recipe", recipe_json(R, data.n_test, total))
+      .set("reference_source", Json::str(opt.reference)).set("memory", g_memory.json())
       .set("cases", cj.done()).set("paths", pj.done()).set("reference_fp64", refj.done());
   write_file_atomic(opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", opt.out.c_str());

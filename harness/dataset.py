@@ -452,8 +452,13 @@ def build_data(data_dir=config.DATA_DIR, deb=None, full: bool = False, check: bo
         _write(data_dir / name, files[name])
     _write(data_dir / SUMS_NAME, format_sha256sums(sums).encode("ascii"))
     if full:
-        for fname in (FULL_TRAIN_IMAGES, FULL_TRAIN_LABELS):
+        # The full split beside the test split and a SHA256SUMS of its own, so that
+        # `mlp_train --data data/full --train-size 60000` loads and verifies it like data/.
+        full_names = (FULL_TRAIN_IMAGES, FULL_TRAIN_LABELS, TEST_IMAGES, TEST_LABELS)
+        for fname in full_names:
             _write(data_dir / FULL_DIR / fname, official[fname])
+        _write(data_dir / FULL_DIR / SUMS_NAME,
+               format_sha256sums({n: OFFICIAL[n][0] for n in full_names}).encode("ascii"))
         load_full_raw(data_dir, verify=True)          # re-read what is on disk
         print(f"data: {_show(data_dir / FULL_DIR)}/ verified against the official hashes",
               flush=True)
