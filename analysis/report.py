@@ -1019,6 +1019,8 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "reference_source": run.get("reference_source", "—"),
         "cases": cases,
         "cases_passed": sum(1 for c in run["cases"] if c["passed"] is True),
+        # The binary's hints for failed cases (run.json "hints"; absent in older runs).
+        "hints": [md_cell(h) for h in run.get("hints", []) if isinstance(h, str)],
         "failed_paths": [n for n, r in paths.items() if not r.get("passed")],
         "path_checks": path_checks(run),
         "torch": None if torch is None else {"version": torch.get("torch_version", "—"),

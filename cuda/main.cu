@@ -359,9 +359,10 @@ void print_case(const CaseResult& c) {
   std::fflush(stdout);
 }
 
-// What a failed case usually means (from the mutants in tests/submissions/ and the fixes they
-// needed). Printed under the table; "not implemented" cases name the stage to write next.
-void print_hints(const std::vector<CaseResult>& cases) {
+// What failed cases usually mean (from the mutants in tests/submissions/ and the fixes they
+// needed): printed under the table and written to run.json ("hints"), so RESULTS.md carries them.
+// "not implemented" cases name the stage to write next, one stage at a time.
+std::vector<std::string> hints_for(const std::vector<CaseResult>& cases) {
   auto failed = [&](int id) {
     for (const auto& c : cases) if (c.id == id) return !c.passed;
     return false;
@@ -373,28 +374,30 @@ void print_hints(const std::vector<CaseResult>& cases) {
   static const char* kStage[] = {"", "mlp_forward (stage 1)", "mlp_forward (stage 1)", "mlp_loss (stage 2)",
                                  "mlp_backward (stage 3)", "mlp_step (stage 4)", "mlp_train_epoch (stage 5)",
                                  "mlp_train_epoch (stage 5)"};
+  std::vector<std::string> h;
   for (int id = 1; id <= 7; ++id)
-    if (stub(id)) {
-      std::printf("hint: case %d is not implemented yet: write %s next\n", id, kStage[id]);
-      return;  // one stage at a time
-    }
+    if (stub(id)) return {"case " + std::to_string(id) + " is not implemented yet: write " + kStage[id] + " next"};
   if (failed(1) || failed(2))
-    std::printf("hint: forward: W1 is in x hidden row-major (X.W1), b1 is added per hidden unit, H is stored after "
-                "the ReLU, Z = H.W2 + b2\n");
+    h.push_back("forward: W1 is in x hidden row-major (X.W1), b1 is added per hidden unit, H is stored after the "
+                "ReLU, Z = H.W2 + b2");
   if (failed(3))
-    std::printf("hint: loss-extreme: subtract each row's max before exp(), and compute the loss as "
-                "log(sum exp(z - m)) - (z_label - m), not -log(softmax): p_label underflows at logits of +-60\n");
+    h.push_back("loss-extreme: subtract each row's max before exp(), and compute the loss as log(sum exp(z - m)) - "
+                "(z_label - m), not -log(softmax): p_label underflows at logits of +-60");
   if (failed(4))
-    std::printf("hint: grad-check: a missing ReLU mask (dH = (dZ.W2^T) * (H > 0)), a bias gradient summed over the "
-                "wrong axis (db = column sums over the batch), or dZ without the 1/B\n");
-  if (failed(5))
-    std::printf("hint: step: v = momentum*v - lr*g first, then p = p + v (check the sign of the update)\n");
+    h.push_back("grad-check: a missing ReLU mask (dH = (dZ.W2^T) * (H > 0)), a bias gradient summed over the wrong "
+                "axis (db = column sums over the batch), or dZ without the 1/B");
+  if (failed(5)) h.push_back("step: v = momentum*v - lr*g first, then p = p + v (check the sign of the update)");
   if (failed(6) && !failed(4))
-    std::printf("hint: overfit-32 fails while grad-check passes: the ReLU mask or the update's sign (two errors "
-                "can cancel at one gradient-check point), or the batch slicing of mlp_train_epoch\n");
+    h.push_back("overfit-32 fails while grad-check passes: the ReLU mask or the update's sign (two errors can cancel "
+                "at one gradient-check point), or the batch slicing of mlp_train_epoch");
   if (failed(7))
-    std::printf("hint: train: if accuracy moved after fusing an epilogue, suspect a race (run `invoke sanitize`); "
-                "and never time epoch 0\n");
+    h.push_back("train: if accuracy moved after fusing an epilogue, suspect a race (run `invoke sanitize`); and never "
+                "time epoch 0");
+  return h;
+}
+
+void print_hints(const std::vector<std::string>& hints) {
+  for (const auto& h : hints) std::printf("hint: %s\n", h.c_str());
 }
 
 int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vector<float>& init,
@@ -487,6 +490,12 @@ Json& add_path_run(Json& o, const PathRun& r) {
       .set("loss_per_epoch", Json::nums(r.loss_per_epoch));
 }
 
+
+std::string hints_json(const std::vector<std::string>& hints) {
+  Json a = Json::array();
+  for (const auto& h : hints) a.add(Json::str(h));
+  return a.done();
+}
 
 std::string command_line(int argc, char** argv) {
   std::string cmd;
@@ -677,7 +686,7 @@ int run_main(int argc, char** argv) {
     bool ok = true;
     for (const auto& c : cases) ok &= c.passed;
     for (const auto& r : runs) ok &= r.ok && r.overfit.passed;
-    print_hints(cases);
+    print_hints(hints_for(cases));
     std::printf("quick run: %s\n", ok ? "all passed" : "FAILED");
     return ok ? 0 : 1;
   }
@@ -775,13 +784,14 @@ int run_main(int argc, char** argv) {
       .set("submission", Json::str(MLP_SUBMISSION_SOURCE)).set("gated_path", Json::str(gated))
       .set("run_command", Json::str(cmd)).set("recipe", recipe_json(R, data.n_test, total))
       .set("reference_source", Json::str(opt.reference)).set("memory", g_memory.json())
-      .set("cases", cj.done()).set("paths", pj.done()).set("reference_fp64", refj.done());
+      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", pj.done())
+      .set("reference_fp64", refj.done());
   write_file_atomic(opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", opt.out.c_str());
 
   bool ok = true;
   for (const auto& c : cases) if (c.id <= 7) ok &= c.passed;
-  print_hints(cases);
+  print_hints(hints_for(cases));
   std::printf("gate: %s\n", ok ? "PASS (cases 1-7)" : "FAIL");
   return ok ? 0 : 1;
 }

@@ -646,3 +646,13 @@ def test_real_results_render_with_an_empty_profile_dir(tmp_path):
     assert "### Goals (issue 6)" in first
     assert "verdict: **not measured in this run**" in first
     assert first == render((results, profile, out))
+
+
+def test_hints_from_run_json_are_rendered(inputs):
+    import json
+    run_path = inputs[0] / "run.json"
+    run = json.loads(run_path.read_text())
+    run["hints"] = ["case 1 is not implemented yet: write mlp_forward (stage 1) next"]
+    run_path.write_text(json.dumps(run))
+    text = render(inputs)
+    assert "What to fix next" in text and "write mlp_forward (stage 1) next" in text
