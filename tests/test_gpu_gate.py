@@ -89,3 +89,17 @@ def test_every_path_reruns_bitwise():
     lines = [ln for ln in res.stderr.splitlines() if "rerun bitwise" in ln]
     assert len(lines) == 4, res.stderr
     assert all("rerun bitwise identical" in ln for ln in lines), lines
+
+
+def test_binary_for_a_newer_architecture_names_arch():
+    """A build for sm_100 has no code the H200 (sm_90) can run: one line naming --arch."""
+    build = ROOT / "build" / "sub" / "sm100"
+    made = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}", "ARCH=sm_100",
+                           f"{build}/mlp_train"], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("this nvcc cannot build sm_100: " + made.stderr.strip().splitlines()[-1])
+    res = subprocess.run([str(build / "mlp_train"), "--data", "data", "--quick"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 2
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("mlp_train:")]
+    assert len(errors) == 1 and "--arch sm_90" in errors[0], res.stderr
