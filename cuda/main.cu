@@ -566,7 +566,9 @@ int run_main(int argc, char** argv) {
     if (!opt.init.empty()) throw UserError("--reference shipped needs the seed's initial weights: drop --init");
     shipped = read_reference(opt.data + "/reference", R);
   }
-  const int order_epochs = std::max(R.epochs, 3);
+  // At least 3 orders for --profile (two warm-up epochs and the profiled one) and 20 for
+  // --persistent-phases, whatever --epochs says.
+  const int order_epochs = std::max(R.epochs, 20);
   std::vector<std::vector<int32_t>> orders;
   for (int e = 0; e < order_epochs; ++e) orders.push_back(epoch_order(R.train_size, R.seed, e));
 
