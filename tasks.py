@@ -95,3 +95,23 @@ def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
     from harness.reference import main as reference_main
     reference_main()
+
+
+@task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",
+            "batches": "comma-separated batches at width 256 (default 32,128,512,2048; none: skip)",
+            "epochs": "epochs per point (epoch 0 is a warm-up, not timed)",
+            "pytorch": "also run PyTorch eager and cuda-graph at every point (default: on)",
+            "full": "train on data/full, the 60,000-image split (`invoke data --full` first)"})
+def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
+    """Width and batch sweep of the best CUDA path against PyTorch: results/sweep.json, SWEEP.md.
+
+    Each point runs build/mlp_train --perf-only into results/sweep/<point>/, then PyTorch eager
+    and cuda-graph on that point's weights and order; SWEEP.md and its two plots follow."""
+    from harness.sweep import BATCHES, WIDTHS, data_for, parse_ints, sweep as run_sweep
+    from analysis.sweep_report import main as render_sweep
+    data_dir, train_size = data_for(full)
+    doc = run_sweep(widths=parse_ints(widths, WIDTHS), batches=parse_ints(batches, BATCHES),
+                    epochs=int(epochs), pytorch=pytorch, data_dir=data_dir, train_size=train_size)
+    render_sweep([])
+    if not any(p["best_cuda"] is not None for p in doc["points"]):
+        sys.exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)")

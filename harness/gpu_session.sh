@@ -4,7 +4,8 @@
 #
 #   MLP_COMMIT=<commit> bash harness/gpu_session.sh [STAGES]      (default: all, in this order)
 #
-# STAGES is a comma-separated subset of: build,run,phases,profile,pytest,sanitize. A full set
+# STAGES is a comma-separated subset of: build,run,phases,profile,pytest,sanitize,sweep (sweep is
+# not in the default set: run it on its own call). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
 # compile alone is about 4 minutes), so split it: e.g. "build,run,phases,profile" then
 # "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git.
@@ -35,4 +36,5 @@ stage profile 240 invoke profile
 stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/test_gpu_gate.py \
   tests/test_host.py tests/test_reference.py
 stage sanitize 600 invoke sanitize
+stage sweep 580 invoke sweep
 rm -f profile/*.sqlite

@@ -28,11 +28,13 @@ and are read once after each epoch.
 
 CLI:
   python -m harness.pytorch_baseline [--results DIR] [--variants a,b] [--epochs N] [--device cuda]
+                                     [--batch N] [--data DIR]
   python -m harness.pytorch_baseline --trace profile/pytorch_eager_trace.json
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import statistics
@@ -92,10 +94,31 @@ def load_inputs(results_dir: Path = config.RESULTS_DIR):
     return init_params, order
 
 
-def load_data():
-    """The dataset dict of harness.dataset.load_dataset() (imported lazily)."""
-    from harness.dataset import load_dataset
-    return load_dataset()
+def load_data(data_dir=None):
+    """The dataset dict of harness.dataset.load_dataset() (imported lazily).
+
+    data_dir: the folder the binary read with --data; by default data/ (the shipped subset). A
+    folder holding the official 60,000-image split instead (data/full/, `invoke data --full`) is
+    read the same way the binary reads it: its own SHA256SUMS checked, then its four IDX files.
+    """
+    from harness import dataset as ds
+    if data_dir is None:
+        return ds.load_dataset()
+    data_dir = Path(data_dir)
+    if (data_dir / ds.TRAIN_IMAGES).exists() or not (data_dir / ds.FULL_TRAIN_IMAGES).exists():
+        return ds.load_dataset(data_dir)
+    ds.verify_sha256(data_dir)
+    out = {}
+    for split, img, lab in (("train", ds.FULL_TRAIN_IMAGES, ds.FULL_TRAIN_LABELS),
+                            ("test", ds.TEST_IMAGES, ds.TEST_LABELS)):
+        images = ds.read_idx(data_dir / img, ndim=3)
+        labels = ds.read_idx(data_dir / lab, ndim=1)
+        if images.shape[0] != labels.shape[0]:
+            raise ds.DataError(f"{data_dir / lab}: {labels.shape[0]} labels for"
+                               f" {images.shape[0]} images")
+        out[f"{split}_images"] = ds.to_float(images)
+        out[f"{split}_labels"] = labels.astype(np.int32)
+    return out
 
 
 def infer_shape(n_params: int, n_in: int, n_out: int):
@@ -487,12 +510,24 @@ def variant_available(name: str, device) -> str | None:
 
 
 def run_all(results_dir: Path = config.RESULTS_DIR, variants=VARIANTS, epochs: int | None = None,
-            device: str = "cuda", data: dict | None = None) -> dict:
-    """Run `variants` and write results_dir/pytorch.json; returns the written object."""
+            device: str = "cuda", data: dict | None = None, batch: int | None = None,
+            data_dir: Path | None = None) -> dict:
+    """Run `variants` and write results_dir/pytorch.json; returns the written object.
+
+    batch overrides the recipe's (the sweeps); data_dir is the folder the binary read (see
+    load_data). The hidden width and train size come from init_params.npy and order.npy.
+    On CUDA each variant's entry also holds max_memory_allocated_bytes: the peak of
+    torch.cuda.max_memory_allocated over the variant (set-up, capture or compilation, training,
+    evaluation), its peak statistics reset before it.
+    """
     results_dir = Path(results_dir)
     recipe = config.load_recipe()
+    if batch is not None:
+        if int(batch) < 1:
+            raise SystemExit(f"error: --batch must be a positive integer, got {batch}")
+        recipe["batch"] = int(batch)
     init_params, order = load_inputs(results_dir)
-    data = load_data() if data is None else data
+    data = load_data(data_dir) if data is None else data
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
@@ -507,8 +542,14 @@ def run_all(results_dir: Path = config.RESULTS_DIR, variants=VARIANTS, epochs: i
             continue
         log(f"[pytorch] {name}: running {epochs or order.shape[0]} epochs on {dev} ...")
         t0 = time.perf_counter()
+        if dev.type == "cuda":
+            gc.collect()                     # the previous variant's tensors are gone ...
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(dev)   # ... and do not count in this one's peak
         try:
             entry = run_variant(name, init_params, order, data, recipe, epochs, device)
+            if dev.type == "cuda":
+                entry["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
         except Exception as exc:  # a failed compile (or capture) is recorded, and we go on
             msg = f"{type(exc).__name__}: {exc}"
             if len(msg) > 2000:
@@ -610,6 +651,10 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=None,
                     help="epochs to run (default: all rows of order.npy, i.e. the recipe's)")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="batch size (default: the recipe's); must match the binary's --batch")
+    ap.add_argument("--data", type=Path, default=None, metavar="DIR",
+                    help="the data folder the binary read (default data/; data/full for the full split)")
     ap.add_argument("--trace", type=Path, default=None, metavar="PATH",
                     help="instead of the variants, write a profiler trace of one eager epoch")
     args = ap.parse_args(argv)
@@ -621,7 +666,12 @@ def main(argv=None) -> int:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    run_all(args.results, variants, args.epochs, args.device)
+    from harness.dataset import DataError
+    try:
+        run_all(args.results, variants, args.epochs, args.device, batch=args.batch,
+                data_dir=args.data)
+    except DataError as exc:
+        raise SystemExit(f"error: {exc}") from None
     return 0
 
 
