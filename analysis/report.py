@@ -1077,6 +1077,20 @@ def _plot_inputs(run, torch, profiles):
     return loss, epoch_rows, kernel_rows
 
 
+def load_template(template_path: Path) -> "jinja2.Template":
+    """A jinja2 template with strict undefined names; a missing or broken one is one line."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    try:
+        return env.get_template(template_path.name)
+    except jinja2.TemplateNotFound:
+        raise _fail(template_path, "file not found") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise _fail(template_path, f"template syntax error at line {exc.lineno}: {exc.message}") \
+            from None
+
+
 def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
            template_path: Path | None = None, plots_dir: Path | None = None) -> Path:
     """Render RESULTS.md (and results/plots/*.png); returns out_path. Every input is read and
@@ -1103,16 +1117,7 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     profiles = load_profiles(run, profile_dir)
 
     template_path = Path(template_path) if template_path else TEMPLATES_DIR / TEMPLATE_NAME
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    try:
-        template = env.get_template(template_path.name)
-    except jinja2.TemplateNotFound:
-        raise _fail(template_path, "file not found") from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise _fail(template_path, f"template syntax error at line {exc.lineno}: {exc.message}") \
-            from None
+    template = load_template(template_path)
 
     def link(p) -> str:
         """A link from RESULTS.md: relative to its folder."""

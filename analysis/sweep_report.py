@@ -23,11 +23,11 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-import jinja2
 import matplotlib
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from analysis import plots
+from analysis.report import load_template
 from analysis.report import _fail, fmt_int, fmt_ms, fmt_pct, fmt_ratio3, load_json, md_cell
 from harness.atomic import write_bytes, write_text
 from harness.config import RESULTS_DIR, ROOT, TEMPLATES_DIR
@@ -403,16 +403,7 @@ def render(sweep_path, out_path, plots_dir=None, template_path=None) -> Path:
     sweep_path, out_path = Path(sweep_path), Path(out_path)
     doc = load_sweep(sweep_path)
     template_path = Path(template_path) if template_path else TEMPLATES_DIR / TEMPLATE_NAME
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    try:
-        template = env.get_template(template_path.name)
-    except jinja2.TemplateNotFound:
-        raise _fail(template_path, "file not found") from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise _fail(template_path, f"template syntax error at line {exc.lineno}: {exc.message}") \
-            from None
+    template = load_template(template_path)
     context, width_points, batch_points, cuda_names, torch_names = build_context(doc)
     plots_dir = Path(plots_dir) if plots_dir else sweep_path.parent / "plots"
     images = {"speedup": speedup_plot(width_points),
