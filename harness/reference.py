@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import filecmp
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
