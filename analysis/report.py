@@ -1077,6 +1077,29 @@ def _plot_inputs(run, torch, profiles):
     return loss, epoch_rows, kernel_rows
 
 
+TORCH_TRACE_FILE = "pytorch_eager_trace.json"  # written by `invoke profile` (torch.profiler)
+TORCH_TRACE_ROWS = 12
+
+
+def torch_trace_section(path: Path, rel) -> dict | None:
+    """PyTorch eager's kernel rows of one epoch from its torch.profiler trace, widest first, and
+    its kernel-launch calls; None when there is no trace."""
+    if not path.exists():
+        return None
+    from analysis.torch_trace import RUNTIME_CAT, read_trace, summarise
+    trace = read_trace(path)
+    kern, api = summarise(trace), summarise(trace, RUNTIME_CAT)
+    launch = api[api["name"].str.startswith("cudaLaunchKernel")]
+    return {"file": rel(path), "kernels": int(kern["instances"].sum()) if not kern.empty else 0,
+            "kernel_ms": fmt_ms(kern["total_us"].sum() / 1000.0) if not kern.empty else "—",
+            "launch_calls": int(launch["instances"].sum()) if not launch.empty else 0,
+            "launch_ms": fmt_ms(launch["total_us"].sum() / 1000.0) if not launch.empty else "—",
+            "rows": [{"name": md_cell(r.name[:90] + ("…" if len(r.name) > 90 else "")),
+                      "instances": int(r.instances), "total_us": f"{r.total_us:.1f}",
+                      "avg_us": f"{r.avg_us:.2f}", "share": fmt_pct(100 * r.share)}
+                     for r in kern.head(TORCH_TRACE_ROWS).itertuples()]}
+
+
 def load_template(template_path: Path) -> "jinja2.Template":
     """A jinja2 template with strict undefined names; a missing or broken one is one line."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
@@ -1140,6 +1163,7 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     loss, epoch_rows, kernel_rows = _plot_inputs(run, torch, profiles)
     # The context is built (and any error in it raised) before a plot is written.
     context = build_context(run, torch, profiles, predictions, gaps, {}, extras)
+    context["torch_trace"] = torch_trace_section(Path(profile_dir) / TORCH_TRACE_FILE, rel)
     written = plots.write_plots(plots_dir, loss, epoch_rows, kernel_rows,
                                 kernel_title=f"Kernel time per row, one profiled "
                                              f"{HEADLINE_PATH} epoch")

@@ -656,3 +656,19 @@ def test_hints_from_run_json_are_rendered(inputs):
     run_path.write_text(json.dumps(run))
     text = render(inputs)
     assert "What to fix next" in text and "write mlp_forward (stage 1) next" in text
+
+
+def test_pytorch_trace_rows_are_listed_when_the_trace_exists(inputs):
+    import json
+    profile_dir = inputs[1]
+    events = [{"ph": "X", "cat": "kernel", "name": "ampere_sgemm_32x32", "ts": 0, "dur": 12.5},
+              {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_32x32", "ts": 20, "dur": 12.5},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 5.0}]
+    (profile_dir / "pytorch_eager_trace.json").write_text(json.dumps({"traceEvents": events}))
+    text = render(inputs)
+    assert "PyTorch eager, one epoch (torch.profiler)" in text
+    assert "| ampere_sgemm_32x32 | 2 | 25.0 | 12.50 | 100.0% |" in text
+
+
+def test_no_pytorch_trace_section_without_the_trace(inputs):
+    assert "torch.profiler)" not in render(inputs)
