@@ -1096,7 +1096,7 @@ def torch_trace_section(path: Path, rel) -> dict | None:
             "launch_ms": fmt_ms(launch["total_us"].sum() / 1000.0) if not launch.empty else "—",
             "rows": [{"name": md_cell(r.name[:90] + ("…" if len(r.name) > 90 else "")),
                       "instances": int(r.instances), "total_us": f"{r.total_us:.1f}",
-                      "avg_us": f"{r.avg_us:.2f}", "share": fmt_pct(100 * r.share)}
+                      "avg_us": f"{r.avg_us:.2f}", "share": fmt_pct(r.share)}
                      for r in kern.head(TORCH_TRACE_ROWS).itertuples()]}
 
 
