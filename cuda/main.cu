@@ -405,6 +405,7 @@ int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vect
   std::unique_ptr<mlp::KernelPath> path = mlp::make_path(opt.profile);
   bool known = false;
   for (const auto& n : mlp::path_names(MLP_EXTERNAL_SUBMISSION)) known |= n == opt.profile;
+  known |= opt.profile == "persistent2";  // experimental, profiled when named
   if (!path || !known) throw UserError("--profile: no path named '" + opt.profile + "'");
   TrainState ts(R, s, init, orders, 3);
   cudaStream_t st;
@@ -542,9 +543,11 @@ int run_main(int argc, char** argv) {
 
   std::vector<std::string> names = mlp::path_names(MLP_EXTERNAL_SUBMISSION);
   if (!opt.paths.empty()) {
+    std::vector<std::string> known = names;
+    known.push_back("persistent2");  // experimental: only when named
     for (const auto& p : opt.paths)
-      if (std::find(names.begin(), names.end(), p) == names.end())
-        throw UserError("--paths: no path named '" + p + "' (have: unfused, fused, graph, persistent" +
+      if (std::find(known.begin(), known.end(), p) == known.end())
+        throw UserError("--paths: no path named '" + p + "' (have: unfused, fused, graph, persistent, persistent2" +
                         std::string(MLP_EXTERNAL_SUBMISSION ? ", submission" : "") + ")");
     names = opt.paths;
   }

@@ -277,6 +277,7 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "unfused") return std::make_unique<UnfusedPath>();
   if (name == "graph") return std::make_unique<GraphPath>();
   if (name == "persistent") return make_persistent_path();
+  if (name == "persistent2") return make_persistent2_path();
   if (name == "submission") return std::make_unique<SubmissionPath>();
   return nullptr;
 }

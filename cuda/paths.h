@@ -86,6 +86,9 @@ std::unique_ptr<KernelPath> make_path(const std::string& name);
 // cuda/persistent.cu. `phases` (bits A=1, B=2, C=4) < 7 only for the phase-time breakdown:
 // such an epoch does not train correctly.
 std::unique_ptr<KernelPath> make_persistent_path(int phases = 7);
+// Experimental, not yet measured: two grid barriers a step (docs/PERFLOG.md). Only run when
+// named in --paths; not among path_names(), so a default run does not depend on it.
+std::unique_ptr<KernelPath> make_persistent2_path();
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.

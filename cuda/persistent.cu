@@ -54,6 +54,7 @@ struct Persist {
   float* step_loss; // [steps]
   int phases;       // bit 0: A, bit 1: B, bit 2: C. Training runs all three (7); the phase
                     // breakdown benchmark times subsets, keeping every grid barrier.
+  float* partials;  // persistent2 only: [in-tiles × batch × hidden] split-K pre-activations
 };
 
 __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
@@ -143,7 +144,9 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // ---- phase B: one batch row --------------------------------------------------------------------
-__device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int r) {
+// persistent2 passes from_partials: the row's pre-activations are the sum of the in-tiles'
+// partials (fixed order) plus b1, and the row's H is written here.
+__device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int r, bool from_partials = false) {
   const int Hd = P.hidden, O = P.out;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const float* W2 = P.params + (size_t)P.in * Hd + Hd;
@@ -157,8 +160,18 @@ __device__ void phase_b_row(const Persist& P, float* smem, int base, int nb, int
   float h_own = 0.f;
 #pragma unroll
   for (int k = 0; k < kMaxOut; ++k) part[k] = w2r[k] = 0.f;
+  const int in_tiles = (P.in + kTileC - 1) / kTileC;
+  const float* b1 = P.params + (size_t)P.in * Hd;
   for (int j = tid; j < Hd; j += kThreads) {
-    float h = ldcg(P.H + (size_t)r * Hd + j);
+    float h;
+    if (from_partials) {
+      float a = ldcg(b1 + j);
+      for (int ti = 0; ti < in_tiles; ++ti) a += ldcg(P.partials + ((size_t)ti * P.batch + r) * Hd + j);
+      h = fmaxf(a, 0.f);
+      P.H[(size_t)r * Hd + j] = h;
+    } else {
+      h = ldcg(P.H + (size_t)r * Hd + j);
+    }
     h_own = h;
 #pragma unroll
     for (int k = 0; k < kMaxOut; ++k)
@@ -221,10 +234,61 @@ struct Owned {
   float v = 0.f, p = 0.f;
 };
 __device__ __forceinline__ Owned prefetch(const Persist& P, size_t idx) { return {ldcg(P.velocity + idx), ldcg(P.params + idx)}; }
-__device__ __forceinline__ void momentum(const Persist& P, size_t idx, Owned o, float g) {
+__device__ __forceinline__ float momentum(const Persist& P, size_t idx, Owned o, float g) {
   const float v = P.mu * o.v - P.lr * g;
   P.velocity[idx] = v;
   P.params[idx] = o.p + v;
+  return o.p + v;
+}
+
+// persistent2: shared-memory regions beside phase C's staging (Xs, Ds: 128×96 floats).
+constexpr int kWnOffset = kRowsC * (kTileC + kTileCJ);  // W1 tile, new values [32][64]
+constexpr int kXnOffset = kWnOffset + kTileC * kTileCJ; // next batch's inputs [128][32]
+constexpr int kPersist2Floats = kXnOffset + kRowsC * kTileC;
+
+// persistent2: the split-K pre-activations of one W1 tile for the batch starting at `base`:
+//   partials[ti][r][j] = Σ_{i in tile ti} X[order[base + r]][i] · W1[i][j],  j in tile tj.
+// The W1 tile comes from shared memory when the caller has just updated it (wn_ready), else it
+// is read. Warp w takes rows 16w..16w+15 of a 128-row chunk; lane l units 2l, 2l+1.
+__device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int base, int nb, bool wn_ready) {
+  const int I = P.in, Hd = P.hidden, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int i0 = ti * kTileC, j0 = tj * kTileCJ;
+  float* Wn = smem + kWnOffset;
+  float* Xn = smem + kXnOffset;
+  if (!wn_ready) {
+    for (int e = tid; e < kTileC * kTileCJ; e += kThreads) {
+      const int i = i0 + e / kTileCJ, j = j0 + e % kTileCJ;
+      Wn[e] = i < I && j < Hd ? ldcg(P.params + (size_t)i * Hd + j) : 0.f;
+    }
+  }
+  for (int rc = 0; rc < nb; rc += kRowsC) {
+    const int rows = min(kRowsC, nb - rc);
+    for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
+      const int r = e / kTileC, i = i0 + e % kTileC;
+      Xn[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+    }
+    __syncthreads();
+    float acc[16][2] = {};
+#pragma unroll 4
+    for (int i = 0; i < kTileC; ++i) {
+      const float2 w = *reinterpret_cast<const float2*>(Wn + i * kTileCJ + 2 * lane);
+#pragma unroll
+      for (int rr = 0; rr < 16; ++rr) {
+        const float x = Xn[(16 * warp + rr) * kTileC + i];
+        acc[rr][0] = fmaf(x, w.x, acc[rr][0]);
+        acc[rr][1] = fmaf(x, w.y, acc[rr][1]);
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < 16; ++rr) {
+      const int r = rc + 16 * warp + rr, j = j0 + 2 * lane;
+      if (r >= nb) continue;
+      float* dst = P.partials + ((size_t)ti * P.batch + r) * Hd + j;
+      if (j < Hd) dst[0] = acc[rr][0];
+      if (j + 1 < Hd) dst[1] = acc[rr][1];
+    }
+    __syncthreads();
+  }
 }
 
 // ---- phase C: one 32×64 tile of W1 (gradient, then the update) -------------------------------
@@ -232,7 +296,8 @@ __device__ __forceinline__ void momentum(const Persist& P, size_t idx, Owned o, 
 // hidden units 0–31 of the tile, warps 4–7 units 32–63; within a group each warp takes a quarter
 // of the rows; lane (gi, gj) holds inputs 4gi..4gi+3 and units 8gj..8gj+7. The four partials of
 // each output are summed in warp order. Tiles of input block 0 also reduce db1 for their units.
-__device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb, int ti, int tj) {
+__device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb, int ti, int tj,
+                                int next_base = 0, int next_nb = 0) {
   const int I = P.in, Hd = P.hidden;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gi = lane / 4, gj = lane % 4;
   const int half = warp / 4, quarter = warp % 4;
@@ -293,10 +358,13 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
     float g = 0.f;
 #pragma unroll
     for (int w = 0; w < 4; ++w) g += red[(h * 4 + w) * 1024 + i * kTileC + j];
-    if (i0 + i < I && j0 + jj < Hd) momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, own[q], g);
+    const bool inside = i0 + i < I && j0 + jj < Hd;
+    const float w_new = inside ? momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, own[q], g) : 0.f;
+    if (next_nb > 0) smem[kWnOffset + i * kTileCJ + jj] = w_new;  // persistent2: the next step's W1 tile
   }
   if (does_b1) momentum(P, (size_t)I * Hd + j0 + tid, own_b1, colsum);  // b1
   __syncthreads();
+  if (next_nb > 0) partial_tile(P, smem, ti, tj, next_base, next_nb, /*wn_ready=*/true);
 }
 
 // dW2 for 32 hidden units (all classes) and, for the first item, db2: H[:, units] and dZ staged
@@ -381,6 +449,39 @@ __global__ void __launch_bounds__(kThreads, 1) k_persistent_epoch(Persist P) {
   }
 }
 
+// persistent2: two grid barriers a step instead of three. The phase that updates a W1 tile also
+// computes that tile's split-K share of the NEXT step's pre-activations (from the new weights and
+// the next batch), so the next step's first phase only sums the shares, adds b1, applies the ReLU
+// and goes on to the logits, softmax, dZ and dH of its row:
+//   prologue  partials of step 0 from the initial W1                          | grid.sync
+//   per step  Y: rows (H from partials, logits, softmax, dZ, dH)               | grid.sync
+//             X: W1 tiles (gradient, update, next step's partials), W2 items  | grid.sync
+__global__ void __launch_bounds__(kThreads, 1) k_persistent2_epoch(Persist P) {
+  extern __shared__ float4 smem_raw[];
+  float* smem = reinterpret_cast<float*>(smem_raw);
+  cg::grid_group grid = cg::this_grid();
+  const int steps = (P.n + P.batch - 1) / P.batch;
+  const int c_tiles_i = (P.in + kTileC - 1) / kTileC, c_tiles_j = (P.hidden + kTileCJ - 1) / kTileCJ;
+  const int w1_items = c_tiles_i * c_tiles_j, w2_items = (P.hidden + kTileC - 1) / kTileC;
+  for (int item = blockIdx.x; item < w1_items; item += gridDim.x)
+    partial_tile(P, smem, item / c_tiles_j, item % c_tiles_j, 0, min(P.batch, P.n), /*wn_ready=*/false);
+  grid.sync();
+  for (int t = 0; t < steps; ++t) {
+    const int base = t * P.batch, nb = min(P.batch, P.n - base);
+    const int next_base = base + P.batch, next_nb = t + 1 < steps ? min(P.batch, P.n - next_base) : 0;
+    for (int r = blockIdx.x; r < nb; r += gridDim.x) phase_b_row(P, smem, base, nb, r, /*from_partials=*/true);
+    grid.sync();
+    for (int item = blockIdx.x; item < w1_items + w2_items; item += gridDim.x) {
+      if (item < w1_items)
+        phase_c_w1_tile(P, smem, base, nb, item / c_tiles_j, item % c_tiles_j, next_base, next_nb);
+      else
+        phase_c_w2_item(P, smem, nb, item - w1_items);
+    }
+    if (blockIdx.x == gridDim.x - 1) step_loss_sum(P, nb, t);
+    grid.sync();
+  }
+}
+
 namespace {
 size_t smem_bytes(int in) {
   size_t a = 2 * (size_t)std::min(in, kMaxKA) * kTileA * sizeof(float);
@@ -388,17 +489,23 @@ size_t smem_bytes(int in) {
   size_t b = (size_t)(kWarps + 1) * kMaxOut * sizeof(float);
   size_t c = std::max((size_t)kRowsC * (kTileC + kTileCJ), (size_t)kWarps * 1024) * sizeof(float);
   c = std::max(c, (size_t)kRowsC * (kTileC + kMaxOut) * sizeof(float));
+  c = std::max(c, (size_t)kPersist2Floats * sizeof(float));
   return std::max(a, std::max(b, c));
 }
 
 class PersistentPath : public KernelPath {
  public:
-  explicit PersistentPath(int phases = 7) : phases_(phases) {}
-  std::string name() const override { return "persistent"; }
+  // two_barriers: persistent2 (k_persistent2_epoch); phases < 7 only for the phase breakdown.
+  explicit PersistentPath(int phases = 7, bool two_barriers = false) : phases_(phases), two_barriers_(two_barriers) {}
+  ~PersistentPath() override {
+    if (partials_) cudaFree(partials_);
+  }
+  std::string name() const override { return two_barriers_ ? "persistent2" : "persistent"; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
   void epoch(const EpochArgs& a) override {
     if (a.s.out > kMaxOut || a.s.out < 1)
       throw SubmissionError("persistent path supports at most " + std::to_string(kMaxOut) + " classes", MLP_ERR_UNSUPPORTED);
+    const void* kernel = two_barriers_ ? (const void*)k_persistent2_epoch : (const void*)k_persistent_epoch;
     const size_t smem = smem_bytes(a.s.in);
     if (!configured_) {
       int dev = 0, sms = 0, coop = 0, per_sm = 0;
@@ -406,30 +513,42 @@ class PersistentPath : public KernelPath {
       CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
       CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
       if (!coop) throw SubmissionError("persistent path: device has no cooperative launch", MLP_ERR_UNSUPPORTED);
-      CUDA_CHECK(cudaFuncSetAttribute(k_persistent_epoch, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_persistent_epoch, kThreads, smem));
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
       if (per_sm < 1) throw SubmissionError("persistent path: kernel does not fit on an SM", MLP_ERR_UNSUPPORTED);
       blocks_ = sms;  // one block per SM: the barrier's cost grows with the block count
       configured_ = true;
     }
+    if (two_barriers_) {
+      const size_t need = (size_t)((a.s.in + kTileC - 1) / kTileC) * a.batch * a.s.hidden;
+      if (need > partials_floats_) {
+        if (partials_) CUDA_CHECK(cudaFree(partials_));
+        partials_ = nullptr;
+        CUDA_CHECK(cudaMalloc(&partials_, need * sizeof(float)));
+        partials_floats_ = need;
+      }
+    }
     Workspace w = carve_workspace(a.s, a.batch, a.workspace);
     Persist P{a.s.in, a.s.hidden, a.s.out, a.n, a.batch, a.lr, a.momentum, a.params, a.velocity, a.X_all,
               a.labels_all, a.order, w.H, w.dH, w.dZ, w.grads /* row losses: first `batch` floats */, a.step_loss,
-              phases_};
+              phases_, partials_};
     void* args[] = {&P};
-    CUDA_CHECK(cudaLaunchCooperativeKernel((const void*)k_persistent_epoch, dim3((unsigned)blocks_), dim3(kThreads),
-                                           args, smem, a.stream));
-    CUDA_CHECK_LAUNCH("k_persistent_epoch");
+    CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3((unsigned)blocks_), dim3(kThreads), args, smem, a.stream));
+    CUDA_CHECK_LAUNCH(two_barriers_ ? "k_persistent2_epoch" : "k_persistent_epoch");
   }
 
  private:
   bool configured_ = false;
   int blocks_ = 0;
   int phases_;
+  bool two_barriers_;
+  float* partials_ = nullptr;
+  size_t partials_floats_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<KernelPath> make_persistent_path(int phases) { return std::make_unique<PersistentPath>(phases); }
+std::unique_ptr<KernelPath> make_persistent2_path() { return std::make_unique<PersistentPath>(7, true); }
 
 }  // namespace mlp

@@ -103,3 +103,14 @@ def test_binary_for_a_newer_architecture_names_arch():
     assert res.returncode == 2
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("mlp_train:")]
     assert len(errors) == 1 and "--arch sm_90" in errors[0], res.stderr
+
+
+def test_experimental_persistent2_passes_cases_and_parity():
+    """persistent2 (two grid barriers a step; written without a GPU, docs/PERFLOG.md): cases 1-6
+    and the one-epoch parity against the fused path must hold before it joins the default paths."""
+    res = subprocess.run([str(ROOT / "build" / "mlp_train"), "--data", "data", "--quick", "--paths", "persistent2"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    line = [ln for ln in res.stderr.splitlines() if ln.startswith("path persistent2: one epoch")][0]
+    parity = float(line.split("= ")[1].split(" ")[0])
+    assert parity <= 1e-2, line
