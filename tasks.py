@@ -115,3 +115,16 @@ def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
     render_sweep([])
     if not any(p["best_cuda"] is not None for p in doc["points"]):
         sys.exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)")
+
+
+@task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})
+def ceilings(c, out=None):
+    """Measure the GPU's roofline ceilings with PyTorch: copy bandwidth and FP32 (and TF32) matmul rate.
+
+    A 2 GiB device-to-device copy gives GB/s; an 8192³ float32 matrix product with TF32 off gives
+    the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
+    which the report's roofline section sets each profiled kernel against."""
+    from harness.ceilings import main as ceilings_main
+    rc = ceilings_main([] if out is None else ["--out", out])
+    if rc:
+        sys.exit(rc)

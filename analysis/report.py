@@ -10,7 +10,9 @@ again, here or on another machine with the same library versions, gives the same
 
 Required: run.json, predictions.toml, GAPS.toml. Optional, each shown only when present:
 pytorch.json (without it the report says PyTorch was not run), persistent_phases.json,
-sanitize.json, logs/nvidia-smi.csv, and the profile CSVs of any path (a path without them is
+sanitize.json, logs/nvidia-smi.csv, ceilings.json (the roofline section's ceilings: without it,
+or without the fused path's kernel summary, that section says which is missing), and the
+profile CSVs of any path (a path without them is
 reported as having no profile of this run; logs/profile.log, when present, is named as the log
 of the failed capture, and logs/sanitize.log likewise for the sanitizers).
 
@@ -31,7 +33,7 @@ from typing import Sequence
 
 import jinja2
 
-from analysis import derive, plots
+from analysis import derive, plots, roofline
 from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
 from harness.atomic import write_text
 from harness.config import PROFILE_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, load_toml
@@ -50,6 +52,10 @@ SANITIZE_FILE = "sanitize.json"
 NVIDIA_SMI_FILE = "logs/nvidia-smi.csv"
 PROFILE_LOG = "logs/profile.log"
 SANITIZE_LOG = "logs/sanitize.log"
+CEILINGS_FILE = "ceilings.json"
+
+# The roofline section: the headline path's profiled epoch, then these when profiled.
+ROOFLINE_EXTRA_PATHS = ("persistent",)
 
 # The fused path's tiers, a ladder: a tier counts only when every tier below it holds too.
 # Tiers are computed only over paths whose `passed` is true.
@@ -269,6 +275,25 @@ def validate_sanitize(san: dict, path) -> None:
             raise _fail(path, f"run {i}: 'errors' is not an integer or null")
         if not (isinstance(r.get("exit_code"), int) or (r.get("exit_code") is None and r.get("timed_out"))):
             raise _fail(path, f"run {i}: 'exit_code' is not an integer")
+
+
+def validate_ceilings(ceil: dict, path) -> None:
+    """ceilings.json (harness/ceilings.py): {"copy": {"bytes", "median_ms", "gb_per_s"},
+    "fp32_matmul": {"n", "median_ms", "tflops"}, "tf32_matmul" (optional, same keys)}, each
+    rate a positive number."""
+    for key, rate, required in (("copy", "gb_per_s", True), ("fp32_matmul", "tflops", True),
+                                ("tf32_matmul", "tflops", False)):
+        entry = ceil.get(key)
+        if entry is None and not required:
+            continue
+        if not isinstance(entry, dict):
+            raise _fail(path, f"missing object {key!r}")
+        value = entry.get(rate)
+        if not _is_number(value) or not value > 0 or math.isinf(value):
+            raise _fail(path, f"{key}.{rate} is not a positive number")
+    for key in ("gpu", "torch_version"):
+        if key in ceil and ceil[key] is not None and not isinstance(ceil[key], str):
+            raise _fail(path, f"key {key!r} is not a string")
 
 
 def load_nvidia_smi(path: Path) -> dict | None:
@@ -788,6 +813,155 @@ def profile_section(name: str, prof: dict, run: dict) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- roofline
+
+def fmt_sig3(x) -> str:
+    """Three significant digits without e-notation ('994', '35.6', '0.480'); '0' for zero."""
+    if _missing(x):
+        return "—"
+    x = float(x)
+    if x == 0:
+        return "0"
+    digits = min(6, max(0, 2 - math.floor(math.log10(abs(x)))))
+    return f"{x:,.{digits}f}"
+
+
+def fmt_frac3(x) -> str:
+    """A fraction as a percentage of three significant digits (0.0199 -> '1.99%')."""
+    return "—" if _missing(x) else f"{fmt_sig3(100.0 * float(x))}%"
+
+
+def _ceilings_text(ceil: dict, rates: dict, file_name: str, run_gpu) -> str:
+    """The ceilings of ceilings.json in one paragraph."""
+    copy, fp32, tf32 = ceil["copy"], ceil["fp32_matmul"], ceil.get("tf32_matmul")
+    who = f" with PyTorch {ceil['torch_version']}" if ceil.get("torch_version") else ""
+    text = f"Ceilings from `{file_name}`, measured{who} on {ceil.get('gpu') or 'an unnamed GPU'}: "
+    tensor = copy.get("tensor_bytes")
+    if not _is_number(tensor) and _is_number(copy.get("bytes")):
+        tensor = copy["bytes"] / 2
+    copy_what = (f"a device-to-device copy of {fmt_g(tensor / 2**30)} GiB" if _is_number(tensor)
+                 else "a device-to-device copy")
+    copy_median = (f", the median of {fmt_int(copy['timed'])} copies"
+                   if _is_number(copy.get("timed")) else "")
+    text += (f"{copy_what} moves {fmt_sig3(rates['copy_gbps'])} GB/s (bytes read plus bytes "
+             f"written{copy_median}); ")
+    n = fp32.get("n")
+    mm_what = (f"a float32 product of two {fmt_int(n)}×{fmt_int(n)} matrices" if _is_number(n)
+               else "a float32 matrix product")
+    mm_median = (f", the median of {fmt_int(fp32['timed'])}" if _is_number(fp32.get("timed"))
+                 else "")
+    text += (f"{mm_what} with TF32 off runs at {fmt_sig3(rates['fp32_gflops'] / 1000.0)} TFLOP/s "
+             f"on the CUDA cores{mm_median}")
+    if tf32 is not None:
+        text += (f" ({fmt_sig3(tf32['tflops'])} TFLOP/s with TF32 on, for context only: our "
+                 f"kernels are FP32 on the CUDA cores)")
+    text += f". The ridge point is {fmt_sig3(rates['ridge'])} FLOP/byte."
+    run_name = run_gpu.get("name") if isinstance(run_gpu, dict) else None
+    if ceil.get("gpu") and run_name and ceil["gpu"] != run_name:
+        text += (f" **The ceilings were measured on {ceil['gpu']} and the run on {run_name}: "
+                 f"the fractions below set one device against the other.**")
+    return text
+
+
+def _roofline_table(name: str, kern, run: dict, ceil: dict, file_name: str,
+                    heading: str | None) -> dict:
+    rows = roofline.roofline_rows(kern, run["recipe"], ceil)
+    out_rows = []
+    for r in rows:
+        verdict = r["verdict"] + (f" ({r['note']})" if r["note"] else "")
+        out_rows.append({
+            "kernel": md_code(r["label"]), "what": md_cell(r["what"]) if r["what"] else "—",
+            "instances": fmt_int(r["instances"]), "time_us": fmt_ns_as_us(r["total_ns"]),
+            "flops": fmt_int(r["flops"]), "bytes": fmt_int(r["bytes"]),
+            "intensity": fmt_sig3(r["intensity"]),
+            "vs_ridge": "—" if r["intensity_vs_ridge"] is None else f"{fmt_sig3(r['intensity_vs_ridge'])}×",
+            "gflops": fmt_sig3(r["gflops"]), "compute": fmt_frac3(r["compute_fraction"]),
+            "gbps": fmt_sig3(r["gbps"]), "memory": fmt_frac3(r["memory_fraction"]),
+            "verdict": md_cell(verdict)})
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    order = (roofline.LATENCY_BOUND, roofline.MEMORY_BOUND, roofline.COMPUTE_BOUND,
+             roofline.NOT_TIMED, roofline.NOT_MODELLED)
+    parts = [f"{counts[v]} {v}" for v in order if counts.get(v)]
+    summary = (f"Of the {len(rows)} kernel row{'' if len(rows) == 1 else 's'}: "
+               f"{', '.join(parts) or 'none'}.")
+    timed = [r for r in rows if r["compute_fraction"] is not None]
+    if len(timed) > 1:
+        top_c = max(timed, key=lambda r: r["compute_fraction"])
+        top_m = max(timed, key=lambda r: r["memory_fraction"])
+        summary += (f" The highest fraction of the compute ceiling is `{top_c['label']}`'s, "
+                    f"{fmt_frac3(top_c['compute_fraction'])}; of the copy ceiling "
+                    f"`{top_m['label']}`'s, {fmt_frac3(top_m['memory_fraction'])}.")
+        flops = sum(r["flops"] for r in timed)
+        nbytes = sum(r["bytes"] for r in timed)
+        ns = sum(r["total_ns"] for r in timed)
+        summary += (f" The modelled rows together: {fmt_int(flops)} FLOPs and {fmt_int(nbytes)} "
+                    f"bytes in {fmt_ns_as_ms(ns)} ms of kernel time, {fmt_sig3(flops / ns)} "
+                    f"GFLOP/s ({fmt_frac3(flops / ns / timed[0]['fp32_gflops'])} of the compute "
+                    f"ceiling) and {fmt_sig3(nbytes / ns)} GB/s "
+                    f"({fmt_frac3(nbytes / ns / timed[0]['copy_gbps'])} of the copy ceiling).")
+    return {"path": name, "heading": heading,
+            "source": f"Time from `{file_name}` (the `{name}` path's profiled epoch).",
+            "rows": out_rows, "summary": summary}
+
+
+def roofline_section(ceil: dict | None, profiles: dict, run: dict, rel, results_dir: Path,
+                     profile_dir: Path) -> dict:
+    """The roofline section: the ceilings (when ceilings.json exists) and, when the fused path's
+    kernel summary exists too, a table per profiled path of ROOFLINE paths (analysis/roofline.py);
+    otherwise one sentence per missing input."""
+    ceil_name = rel(results_dir / CEILINGS_FILE)
+    head_kern = rel(profile_files(HEADLINE_PATH, profile_dir)["kern"])
+    absent = []
+    if ceil is None:
+        absent.append(f"The ceilings were not measured in this run (there is no `{ceil_name}`; "
+                      f"`invoke ceilings` writes it on the GPU).")
+    if HEADLINE_PATH not in profiles:
+        absent.append(f"No profile of the `{HEADLINE_PATH}` path exists in this run "
+                      f"(`{head_kern}` not found), so no kernel row is set against the ceilings.")
+    out = {"absent": " ".join(absent) or None, "ceilings": None, "method": None, "tables": []}
+    if ceil is None:
+        return out
+    rates = roofline.ceiling_rates(ceil)
+    out["ceilings"] = _ceilings_text(ceil, rates, ceil_name, run.get("gpu"))
+    if HEADLINE_PATH not in profiles:
+        return out
+    try:
+        shape = roofline.shape_from_recipe(run["recipe"])
+    except ValueError as exc:
+        out["absent"] = f"No kernel row is modelled: run.json's {exc}."
+        return out
+    l2 = (run.get("gpu") or {}).get("l2_bytes")
+    last = (f"{shape.S - 1} of {shape.B} rows and one of {shape.last_batch}"
+            if shape.S > 1 else f"one of {shape.last_batch} rows")
+    out["method"] = (
+        f"Each kernel row's FLOPs and minimum bytes (every input read once and every output "
+        f"written once, float32; FLOPs count additions and multiplications, a GEMM 2·M·N·K) "
+        f"come from the model in `analysis/roofline.py` at the recipe's shape, "
+        f"{shape.I}-{shape.Hd}-{shape.O}, summed over the epoch's {shape.S} steps ({last}); "
+        f"the time is the row's total in the kernel summary. The compute ceiling is the FP32 "
+        f"matrix product's rate, the copy ceiling the copy's. A row is latency-bound when it "
+        f"reaches less than {fmt_pct(roofline.LATENCY_FRACTION, 0)} of both ceilings, else "
+        f"memory- or compute-bound by the larger fraction; a kernel the model does not know is "
+        f"not modelled. The minimum bytes can come from the L2 cache"
+        f"{f' ({fmt_g(l2 / 2**20)} MiB)' if _is_number(l2) else ''} rather than device memory, "
+        f"so a fraction of the copy ceiling can pass 100%.")
+    names = [HEADLINE_PATH] + [p for p in ROOFLINE_EXTRA_PATHS if p in profiles and p != HEADLINE_PATH]
+    if "persistent" in names:
+        out["method"] += (" The `persistent` kernel runs a whole epoch: its FLOPs are those of "
+                          "every step's operations, its minimum bytes those of each step as one "
+                          "kernel (the order, the batch's rows of X and labels, the parameters "
+                          "and the velocity read once; the parameters, the velocity and the "
+                          "step's loss written once).")
+    for name in names:
+        heading = None if name == HEADLINE_PATH else f"The {name} path's profiled epoch"
+        out["tables"].append(_roofline_table(name, profiles[name]["kern"], run, ceil,
+                                             rel(profile_files(name, profile_dir)["kern"]),
+                                             heading))
+    return out
+
+
 # ----------------------------------------------------------------------------- predictions
 
 def _measure_lower_epoch_time(pred, run, profiles):
@@ -956,7 +1130,7 @@ def limit_analysis(name: str, prof: dict, run: dict, profiles: dict | None = Non
 
 def build_context(run: dict, torch: dict | None, profiles: dict, predictions: list,
                   gaps: list, plot_links: dict, extras: dict | None = None) -> dict:
-    """extras (all optional): phases, sanitize, sanitize_log, nvidia_smi, profile_log (texts or
+    """extras (all optional): phases, sanitize, ceilings, sanitize_log, nvidia_smi, profile_log (texts or
     parsed inputs), rel (a function: input path -> the name RESULTS.md shows), results_dir,
     profile_dir."""
     extras = extras or {}
@@ -1045,6 +1219,8 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "analysis": None if analysis_path is None else limit_analysis(
             analysis_path, profiles[analysis_path], run, profiles),
         "graph_evidence": graph_evidence(profiles, run),
+        "roofline": roofline_section(extras.get("ceilings"), profiles, run, rel, results_dir,
+                                     profile_dir),
         "steps": steps,
         "plots": plot_links,
         "open_gaps": [g | {"detail": " ".join(g["detail"].split())}
@@ -1134,6 +1310,10 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     sanitize = load_json(sanitize_path, required=False)
     if sanitize is not None:
         validate_sanitize(sanitize, sanitize_path)
+    ceilings_path = results_dir / CEILINGS_FILE
+    ceilings = load_json(ceilings_path, required=False)
+    if ceilings is not None:
+        validate_ceilings(ceilings, ceilings_path)
     nvidia_smi = load_nvidia_smi(results_dir / NVIDIA_SMI_FILE)
     predictions = load_predictions(Path(predictions_path))
     gaps = load_gaps(Path(gaps_path))
@@ -1155,7 +1335,8 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
         except ValueError:
             return link(p)
 
-    extras = {"phases": phases, "sanitize": sanitize, "nvidia_smi": nvidia_smi,
+    extras = {"phases": phases, "sanitize": sanitize, "ceilings": ceilings,
+              "nvidia_smi": nvidia_smi,
               "sanitize_log": read_log(results_dir / SANITIZE_LOG),
               "profile_log": read_log(results_dir / PROFILE_LOG),
               "rel": rel, "results_dir": results_dir, "profile_dir": profile_dir}

@@ -4,15 +4,16 @@
 #
 #   MLP_COMMIT=<commit> bash harness/gpu_session.sh [STAGES]      (default: all, in this order)
 #
-# STAGES is a comma-separated subset of: build,run,phases,profile,pytest,sanitize,sweep (sweep is
-# not in the default set: run it on its own call). A full set
+# STAGES is a comma-separated subset of: build,ceilings,run,phases,profile,pytest,sanitize,sweep
+# (sweep is not in the default set: run it on its own call; ceilings, the copy and matmul
+# roofline ceilings of harness/ceilings.py, takes seconds). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
-# compile alone is about 4 minutes), so split it: e.g. "build,run,phases,profile" then
+# compile alone is about 4 minutes), so split it: e.g. "build,ceilings,run,phases,profile" then
 # "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git.
 # Each stage's output goes to results/logs/<stage>.log and its exit status to stages.txt.
 set -u
 cd "$(dirname "$0")/.."
-STAGES=${1:-build,run,phases,profile,pytest,sanitize}
+STAGES=${1:-build,ceilings,run,phases,profile,pytest,sanitize}
 LOG=results/logs
 mkdir -p "$LOG"
 export PYTHONUNBUFFERED=1
@@ -30,6 +31,7 @@ stage() {  # stage NAME LIMIT_S COMMAND...
 }
 
 stage build 120 invoke build
+stage ceilings 120 invoke ceilings
 stage run 480 invoke run
 stage phases 90 ./build/mlp_train --data data --out results --persistent-phases
 stage profile 240 invoke profile
