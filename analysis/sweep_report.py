@@ -295,17 +295,26 @@ def speedup_plot(width_points: list[dict]) -> bytes:
                                 ha="center", fontsize=7)
                 drawn += xs
         if drawn:
-            ax.set_xscale("log", base=2)
-            _log2_axis(ax.xaxis, drawn)
-            _log_y(ax, "×")
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
-            ax.legend(loc="best", fontsize=8)
-        else:
-            _empty(ax)
-        ax.set_xlabel("hidden width")
-        ax.set_ylabel("speed-up: PyTorch median / best CUDA median (log)")
-        ax.set_title("Speed-up over PyTorch against hidden width")
-        return plots._png(fig)
+        return _finish(fig, ax, drawn, "×", "hidden width",
+                       "speed-up: PyTorch median / best CUDA median (log)",
+                       "Speed-up over PyTorch against hidden width")
+
+
+def _finish(fig, ax, drawn: list, y_unit: str, xlabel: str, ylabel: str, title: str) -> bytes:
+    """The axes both sweep plots share: log₂ x over the drawn points, log y, legend (or an
+    empty-plot note), labels; returns the PNG bytes."""
+    if drawn:
+        ax.set_xscale("log", base=2)
+        _log2_axis(ax.xaxis, drawn)
+        _log_y(ax, y_unit)
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _empty(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return plots._png(fig)
 
 
 def step_time_plot(batch_points: list[dict], cuda_names: list[str],
@@ -328,17 +337,8 @@ def step_time_plot(batch_points: list[dict], cuda_names: list[str],
                 ax.plot(xs, ys, style, marker="o", markersize=4, linewidth=1.2, label=name,
                         color=matplotlib.colormaps["tab10"](i % 10))
                 drawn += xs
-        if drawn:
-            ax.set_xscale("log", base=2)
-            _log2_axis(ax.xaxis, drawn)
-            _log_y(ax)
-            ax.legend(loc="best", fontsize=8)
-        else:
-            _empty(ax)
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("µs per training step: median epoch / steps (log)")
-        ax.set_title("Step time against batch size")
-        return plots._png(fig)
+        return _finish(fig, ax, drawn, "", "batch size",
+                       "µs per training step: median epoch / steps (log)", "Step time against batch size")
 
 
 # ----------------------------------------------------------------------------- render

@@ -618,9 +618,13 @@ int run_main(int argc, char** argv) {
     std::unique_ptr<mlp::KernelPath> fused = mlp::make_path("fused");
     fused_one = one_epoch_params(*fused, R, s, init, orders[0], dd);
   }
-  double update_norm = 0;
-  for (size_t i = 0; i < total; ++i) update_norm += ((double)fused_one[i] - init[i]) * ((double)fused_one[i] - init[i]);
-  update_norm = std::sqrt(update_norm);
+  // ||p − q||₂ over every parameter, in float64.
+  auto l2_distance = [](const std::vector<float>& p, auto const& q) {
+    double d = 0;
+    for (size_t i = 0; i < p.size(); ++i) d += ((double)p[i] - q[i]) * ((double)p[i] - q[i]);
+    return std::sqrt(d);
+  };
+  const double update_norm = l2_distance(fused_one, init);
   // The float64 reference's parameters after the same epoch: every path is also measured
   // against them (float32 rounding alone lands near 1e-7 of the update).
   std::vector<double> fp64_one(init.begin(), init.end());
@@ -630,19 +634,16 @@ int run_main(int argc, char** argv) {
     ref_train(s, fp64_one, Xtr1, data.train_y, R.train_size, Xte1, data.test_y, 1, {orders[0]}, R.batch, R.lr,
               R.momentum, nullptr);
   }
+  // Distance relative to the fused path's one-epoch update; NaN for a path that did not run.
   auto dist = [&](const std::vector<float>& p, auto const& q) {
-    double d = 0;
-    for (size_t i = 0; i < p.size(); ++i) d += ((double)p[i] - q[i]) * ((double)p[i] - q[i]);
-    return p.empty() ? NAN : std::sqrt(d) / update_norm;
+    return p.empty() ? NAN : l2_distance(p, q) / update_norm;
   };
   std::fprintf(stderr, "fused: one epoch vs float64 ||dp||/||update|| = %.3g\n", dist(fused_one, fp64_one));
   for (const auto& name : names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
     std::vector<float> p1 = one_epoch_params(*path, R, s, init, orders[0], dd);
     std::vector<float> p2 = one_epoch_params(*path, R, s, init, orders[0], dd);
-    double diff = 0;
-    for (size_t i = 0; i < p1.size(); ++i) diff += ((double)p1[i] - fused_one[i]) * ((double)p1[i] - fused_one[i]);
-    const double parity = p1.empty() ? NAN : std::sqrt(diff) / update_norm;
+    const double parity = dist(p1, fused_one);
     const bool deterministic = !p1.empty() && p1 == p2;
     const double vs64 = dist(p1, fp64_one);
     std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s\n",
