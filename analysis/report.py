@@ -680,23 +680,44 @@ def phase_breakdown(phases: dict, run: dict) -> dict:
 
 _SAN_START = re.compile(r"^sanitize:\s+(\S+)\s+(.*\S)\s*$")
 _SAN_RESULT = re.compile(r"^\s*->\s*(\S+)\s+errors?,\s*exit\s+(-?\d+)")
+# harness/sanitize.py runs several tools at once, so it prints each result on its own line:
+# 'sanitize: TOOL TARGET -> N errors, exit E (S s)' (or '-> no result within S s').
+_SAN_ONE_LINE = re.compile(r"^sanitize:\s+(\S+)\s+(.*?)\s+->\s*(?:(\S+)\s+errors?,\s*exit\s+(-?\d+)|(no result))")
 
 
 def sanitize_log_runs(text: str) -> tuple[list[dict], dict | None]:
-    """(finished runs, the run the log ends inside or None) from the lines harness/sanitize.py
-    prints: 'sanitize: TOOL TARGET' then '-> N errors, exit E'."""
-    done, current = [], None
+    """(finished runs, a run the log ends inside or None) from the lines harness/sanitize.py
+    prints: 'sanitize: TOOL TARGET' when a run starts, then either 'sanitize: TOOL TARGET -> N
+    errors, exit E' (current form; runs interleave) or an indented '-> N errors, exit E' (the
+    serial form of earlier logs)."""
+    done, started = [], {}
+    current = None
     for line in text.splitlines():
+        if line.startswith("sanitize: zero") or line.startswith("sanitize: ERRORS"):
+            continue
+        m = _SAN_ONE_LINE.match(line)
+        if m:
+            key = (m.group(1), m.group(2))
+            started.pop(key, None)
+            if m.group(5):
+                done.append({"tool": key[0], "target": key[1], "errors": "none (timed out)", "exit_code": "—"})
+            else:
+                done.append({"tool": key[0], "target": key[1], "errors": m.group(3), "exit_code": m.group(4)})
+            current = None
+            continue
         m = _SAN_START.match(line)
-        if m and not line.startswith("sanitize: zero") and not line.startswith("sanitize: ERRORS"):
+        if m:
             current = {"tool": m.group(1), "target": m.group(2)}
+            started[(current["tool"], current["target"])] = current
             continue
         m = _SAN_RESULT.match(line)
         if m and current is not None:
             current |= {"errors": m.group(1), "exit_code": m.group(2)}
+            started.pop((current["tool"], current["target"]), None)
             done.append(current)
             current = None
-    return done, current
+    unfinished = next(iter(started.values()), None)
+    return done, unfinished
 
 
 def sanitize_section(san: dict | None, log_text: str | None, log_rel: str) -> dict:

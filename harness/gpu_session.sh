@@ -9,7 +9,8 @@
 # roofline ceilings of harness/ceilings.py, takes seconds). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
 # compile alone is about 4 minutes), so split it: e.g. "build,ceilings,run,phases,profile" then
-# "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git.
+# "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git; RUN_PATHS
+# (e.g. unfused,fused,graph,persistent,persistent2) picks the paths the run stage times.
 # Each stage's output goes to results/logs/<stage>.log and its exit status to stages.txt.
 set -u
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ stage() {  # stage NAME LIMIT_S COMMAND...
 
 stage build 120 invoke build
 stage ceilings 120 invoke ceilings
-stage run 480 invoke run
+stage run 480 invoke run ${RUN_PATHS:+--paths $RUN_PATHS}
 stage phases 90 ./build/mlp_train --data data --out results --persistent-phases
 stage profile 240 invoke profile
 stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/test_gpu_gate.py \

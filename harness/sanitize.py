@@ -3,11 +3,14 @@ short run (cases 1-6 and one training epoch, `mlp_train --quick`), plus the entr
 the Python binding. Writes results/sanitize.json: one row per (tool, path) with its error count."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import atomic
@@ -34,7 +37,7 @@ def run_one(sanitizer: str, tool: str, target: list[str], label: str, timeout_s:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        print(f"          -> no result within {timeout_s} s", flush=True)
+        print(f"sanitize: {tool:9s} {label} -> no result within {timeout_s} s", flush=True)
         return {"tool": tool, "target": label, "errors": None, "exit_code": None,
                 "seconds": round(time.time() - t0, 1), "timed_out": True}
     m = SUMMARY.search(res.stdout + res.stderr)
@@ -43,39 +46,54 @@ def run_one(sanitizer: str, tool: str, target: list[str], label: str, timeout_s:
            "seconds": round(time.time() - t0, 1)}
     if errors is None or errors > 0 or res.returncode not in (0,):
         row["log_tail"] = (res.stdout + res.stderr)[-3000:]
-    print(f"          -> {errors} errors, exit {res.returncode}", flush=True)
+    print(f"sanitize: {tool:9s} {label} -> {errors} errors, exit {res.returncode} ({row['seconds']} s)", flush=True)
     return row
 
 
 def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RESULTS_DIR,
-             timeout_s: int = 300) -> int:
+             timeout_s: int = 300, jobs: int | None = None) -> int:
     """Every (tool, target) run; results/sanitize.json is rewritten after each one, so a run cut
-    short still leaves what it finished (with "complete": false)."""
+    short still leaves what it finished (with "complete": false).
+
+    The runs go `jobs` at a time on the one GPU: these are correctness tools, not timings, and a
+    sanitized run is bound by the tool's host-side work (20 runs of about a minute each would not
+    fit one 10-minute device call serially). Rows keep the planned order whatever finishes first."""
     sanitizer = find_sanitizer()
     binary = BUILD_DIR / "mlp_train"
     if not binary.exists():
         raise SystemExit(f"error: {binary} missing: run `invoke build` first")
     paths = paths or ["unfused", "fused", "graph", "persistent"]
-    rows = []
-    planned = len(tools) * (len(paths) + 1)
-
-    def save(complete: bool) -> bool:
-        clean = complete and all(r["errors"] == 0 and r["exit_code"] == 0 for r in rows)
-        atomic.write_json(Path(results_dir) / "sanitize.json",
-                          {"schema": 1, "complete": complete, "clean": clean, "planned_runs": planned, "runs": rows})
-        return clean
-
+    plan = []
     for tool in tools:
         for path in paths:
             target = [str(binary.relative_to(ROOT)), "--data", str(Path(DATA_DIR).relative_to(ROOT)), "--quick",
                       "--paths", path]
-            rows.append(run_one(sanitizer, tool, target, f"path {path}", timeout_s))
-            save(False)
+            plan.append((tool, target, f"path {path}"))
         # The entry points at several batch sizes, through the Python binding.
         target = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                   "tests/test_gpu_entry_points.py", "-k", "shape0 or step"]
-        rows.append(run_one(sanitizer, tool, target, "entry points (binding)", timeout_s))
-        save(False)
+        plan.append((tool, target, "entry points (binding)"))
+    rows: list[dict | None] = [None] * len(plan)
+    lock = threading.Lock()
+
+    def save(complete: bool) -> bool:
+        done = [r for r in rows if r is not None]
+        clean = complete and len(done) == len(plan) and all(r["errors"] == 0 and r["exit_code"] == 0 for r in done)
+        atomic.write_json(Path(results_dir) / "sanitize.json",
+                          {"schema": 1, "complete": complete, "clean": clean, "planned_runs": len(plan),
+                           "runs": done})
+        return clean
+
+    def one(i: int) -> None:
+        tool, target, label = plan[i]
+        row = run_one(sanitizer, tool, target, label, timeout_s)
+        with lock:
+            rows[i] = row
+            save(False)
+
+    jobs = max(1, jobs or min(6, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, range(len(plan))))
     clean = save(True)
     print(f"sanitize: {'zero errors on every run' if clean else 'ERRORS (see results/sanitize.json)'}")
     return 0 if clean else 1

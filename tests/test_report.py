@@ -672,3 +672,16 @@ def test_pytorch_trace_rows_are_listed_when_the_trace_exists(inputs):
 
 def test_no_pytorch_trace_section_without_the_trace(inputs):
     assert "torch.profiler)" not in render(inputs)
+
+
+def test_sanitize_log_parser_reads_interleaved_parallel_runs():
+    from analysis.report import sanitize_log_runs
+    text = ("sanitize: memcheck  path fused\n"
+            "sanitize: racecheck path graph\n"
+            "sanitize: memcheck  path unfused\n"
+            "sanitize: racecheck path graph -> 0 errors, exit 0 (12.5 s)\n"
+            "sanitize: memcheck  path fused -> 3 errors, exit 99 (40.0 s)\n")
+    done, unfinished = sanitize_log_runs(text)
+    assert [(r["tool"], r["target"], r["errors"], r["exit_code"]) for r in done] == [
+        ("racecheck", "path graph", "0", "0"), ("memcheck", "path fused", "3", "99")]
+    assert unfinished == {"tool": "memcheck", "target": "path unfused"}
