@@ -14,9 +14,10 @@ from harness.config import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
 
 
 def git_commit() -> str:
-    """Short commit of the working tree, with -dirty when it has uncommitted changes; where the
-    tree is a copy without .git (a GPU machine), $MLP_COMMIT if set."""
-    if not (ROOT / ".git").exists() and os.environ.get("MLP_COMMIT"):
+    """$MLP_COMMIT when set (a GPU machine's tree copy: its .git, where one exists, can be a stale
+    snapshot that names an older commit, as one did on 2026-11-30), else the short commit of the
+    working tree with -dirty when it has uncommitted changes."""
+    if os.environ.get("MLP_COMMIT"):
         return os.environ["MLP_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],

@@ -114,3 +114,23 @@ def test_experimental_persistent2_passes_cases_and_parity():
     line = [ln for ln in res.stderr.splitlines() if ln.startswith("path persistent2: one epoch")][0]
     parity = float(line.split("= ")[1].split(" ")[0])
     assert parity <= 1e-2, line
+
+
+def test_shipped_reference_gives_the_same_case_7_as_same_run(tmp_path):
+    """Issue 9: the fast gate (--reference shipped) must reach the verdict same-run retraining
+    reaches. The shipped float64 result equals a same-run retraining bit for bit, so the case-7
+    value itself must be identical, not merely the verdict."""
+    import json
+    binary = ROOT / "build" / "mlp_train"
+    docs = {}
+    for ref in ("same-run", "shipped"):
+        out = tmp_path / ref
+        res = subprocess.run([str(binary), "--data", "data", "--paths", "fused", "--reference", ref,
+                              "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert res.returncode == 0, res.stdout + res.stderr
+        docs[ref] = json.loads((out / "run.json").read_text())
+        assert docs[ref]["reference_source"] == ref
+    assert "float64 reference: shipped" in res.stderr
+    case7 = {ref: next(c for c in d["cases"] if c["id"] == 7) for ref, d in docs.items()}
+    assert case7["shipped"]["passed"] == case7["same-run"]["passed"]
+    assert case7["shipped"]["value"] == case7["same-run"]["value"], case7
