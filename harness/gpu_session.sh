@@ -4,7 +4,7 @@
 #
 #   MLP_COMMIT=<commit> bash harness/gpu_session.sh [STAGES]      (default: all, in this order)
 #
-# STAGES is a comma-separated subset of: build,ceilings,run,phases,profile,pytest,sanitize,sweep
+# STAGES is a comma-separated subset of: build,ceilings,run,phases,profile,pytest,sanitize,sweep,ncu
 # (sweep is not in the default set: run it on its own call; ceilings, the copy and matmul
 # roofline ceilings of harness/ceilings.py, takes seconds). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
@@ -40,4 +40,5 @@ stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/t
   tests/test_host.py tests/test_reference.py
 stage sanitize 600 invoke sanitize
 stage sweep 580 invoke sweep
+stage ncu 300 bash harness/ncu_counters.sh
 rm -f profile/*.sqlite
