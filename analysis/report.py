@@ -11,7 +11,10 @@ again, here or on another machine with the same library versions, gives the same
 Required: run.json, predictions.toml, GAPS.toml. Optional, each shown only when present:
 pytorch.json (without it the report says PyTorch was not run), persistent_phases.json,
 sanitize.json, logs/nvidia-smi.csv, ceilings.json (the roofline section's ceilings: without it,
-or without the fused path's kernel summary, that section says which is missing), and the
+or without the fused path's kernel summary, that section says which is missing), sweep.json
+and full60k/sweep.json (harness/sweep.py: the memory-and-cost section and the full-split
+section, each at run.json's recipe point, checked as analysis/sweep_report.py checks them;
+without one, its section says in one sentence that it was not run), and the
 profile CSVs of any path (a path without them is
 reported as having no profile of this run; logs/profile.log, when present, is named as the log
 of the failed capture, and logs/sanitize.log likewise for the sanitizers).
@@ -37,6 +40,7 @@ from analysis import derive, plots, roofline
 from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
 from harness.atomic import write_text
 from harness.config import PROFILE_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, load_toml
+from harness.sweep import FULL_TRAIN_SIZE, SWEEP_JSON, ledger, label as sweep_label
 
 TEMPLATE_NAME = "RESULTS.md.j2"
 PROFILE_REPORTS = (("kern", "cuda_gpu_kern_sum", read_kern_sum),
@@ -53,6 +57,13 @@ NVIDIA_SMI_FILE = "logs/nvidia-smi.csv"
 PROFILE_LOG = "logs/profile.log"
 SANITIZE_LOG = "logs/sanitize.log"
 CEILINGS_FILE = "ceilings.json"
+SWEEP_FILE = SWEEP_JSON                          # harness/sweep.py: the width and batch sweep
+FULL_SPLIT_SWEEP_FILE = f"full60k/{SWEEP_JSON}"  # the same on the full train split, one point
+# The commands that write them, named where one is absent.
+SWEEP_COMMAND = "python -m harness.sweep"
+FULL_SPLIT_COMMAND = ("python -m harness.sweep --full --widths 256 --batches none --epochs 5 "
+                      "--results results/full60k")
+SWEEP_MD_NAME = "SWEEP.md"  # analysis/sweep_report.py renders it; "Memory and cost" links it
 
 # The roofline section: the headline path's profiled epoch, then these when profiled.
 ROOFLINE_EXTRA_PATHS = ("persistent",)
@@ -224,6 +235,13 @@ def validate_run(run: dict, path) -> None:
         if _is_number(lps) and lps < 0:
             p["launches_per_step"] = None  # the submission path declares none (-1)
     _need(run["recipe"], "steps_per_epoch", path, int)
+    memory = run.get("memory")  # the binary's cudaMemGetInfo watch; absent in older runs
+    if memory is not None:
+        if not isinstance(memory, dict):
+            raise _fail(path, "key 'memory' is not an object")
+        for key, value in memory.items():
+            if value is not None and not _is_number(value):
+                raise _fail(path, f"memory.{key} is not a number")
 
 
 def validate_pytorch(torch: dict, path) -> None:
@@ -235,6 +253,9 @@ def validate_pytorch(torch: dict, path) -> None:
             raise _fail(path, f"variant {name!r} is not an object")
         if "passed" not in v:
             v["passed"] = not v.get("error")
+        peak = v.get("max_memory_allocated_bytes")
+        if peak is not None and not _is_number(peak):
+            raise _fail(path, f"variant {name!r}: max_memory_allocated_bytes is not a number")
 
 
 def validate_phases(phases: dict, path) -> None:
@@ -1147,13 +1168,280 @@ def limit_analysis(name: str, prof: dict, run: dict, profiles: dict | None = Non
     return {"path": name, "limit": limit, "change": change}
 
 
+# ----------------------------------------------------------------------------- the sweep's point
+
+# The ledger's optimizer state (harness.sweep.ledger's optimizer_state_bytes keys), in words; its
+# total counts the recipe's optimizer, SGD with momentum.
+OPTIMIZERS = (("sgd", "plain SGD", "none"),
+              ("sgd_momentum", "SGD with momentum", "one velocity per parameter"),
+              ("adam", "Adam", "two moments per parameter"))
+RECIPE_OPTIMIZER = "sgd_momentum"
+
+
+def recipe_point(doc: dict, run: dict) -> tuple[str | None, dict | None]:
+    """(label, point) of the sweep's point at run.json's recipe hidden width and batch; the point
+    is None when the sweep has no such point, the label too when the recipe names no width or
+    batch."""
+    recipe = run["recipe"]
+    hidden, batch = recipe.get("hidden_dim"), recipe.get("batch")
+    if not (_is_number(hidden) and _is_number(batch)):
+        return None, None
+    name = sweep_label(hidden, batch)
+    return name, next((p for p in doc["points"] if p["label"] == name), None)
+
+
+def _no_point(file: str, name: str | None, doc: dict) -> str:
+    if name is None:
+        return f"run.json's recipe names no hidden_dim and batch, so no point of `{file}` is shown."
+    held = ", ".join(f"`{p['label']}`" for p in doc["points"]) or "none"
+    return f"`{file}` has no point `{name}`, run.json's recipe; the points it holds: {held}."
+
+
+def _sweep_source(doc: dict, file: str) -> str:
+    date, commit = doc.get("date_utc") or "—", doc.get("commit") or "—"
+    return f"`{file}` (run of {date}, commit `{commit}`)"
+
+
+def _point_problems(point: dict) -> str | None:
+    from analysis.sweep_report import first_line  # lazily: sweep_report imports this module
+    if not point["errors"]:
+        return None
+    return (f"Problems at `{point['label']}` (status {point['status']}): "
+            + "; ".join(md_cell(first_line(e)) for e in point["errors"]) + ".")
+
+
+def _names(names) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def _run_ledger(recipe: dict) -> dict | None:
+    """harness.sweep.ledger of run.json's recipe; None when the recipe lacks a shape."""
+    keys = ("n_params", "hidden_dim", "batch", "input_dim", "output_dim", "train_size",
+            "test_size")
+    if not all(isinstance(recipe.get(k), int) for k in keys):
+        return None
+    epochs = recipe.get("epochs")
+    return ledger(recipe["n_params"], recipe["hidden_dim"], recipe["batch"],
+                  recipe["input_dim"], recipe["output_dim"], recipe["train_size"],
+                  recipe["test_size"], epochs if isinstance(epochs, int) else None)
+
+
+def _peak_cell(peak, ledger_total) -> str:
+    """A measured peak in MiB, with its multiple of the ledger's total."""
+    from analysis.sweep_report import fmt_mib, fmt_speedup
+    if not _is_number(peak):
+        return "—"
+    cell = f"{fmt_mib(peak)} MiB"
+    if _is_number(ledger_total) and ledger_total > 0:
+        cell += f" ({fmt_speedup(peak / ledger_total)} the ledger)"
+    return cell
+
+
+def memory_cost_section(doc: dict | None, run: dict, torch: dict | None, files: dict,
+                        sweep_md: str) -> dict:
+    """"Memory and cost" at the recipe's point of the sweep: the ledger of harness.sweep.ledger
+    (from sweep.json) beside the measured peaks of that point and of the training run (run.json,
+    pytorch.json), the optimizer state of plain SGD, SGD with momentum and Adam, and images per
+    second and GPU-seconds per COST_IMAGES images of the best CUDA path and PyTorch eager and
+    cuda-graph. files: the shown names of "sweep", "run" and "pytorch"; sweep_md: the link to
+    SWEEP.md. Without sweep.json (or its point) one sentence in "absent"."""
+    from analysis import sweep_report as sr  # lazily: sweep_report imports this module
+    file = files["sweep"]
+    out = {"file": file, "absent": None, "sweep_md": sweep_md}
+    if doc is None:
+        return out | {"absent": f"The width and batch sweep was not run: there is no `{file}` "
+                                f"(`{SWEEP_COMMAND}` writes it), so no memory ledger, measured "
+                                f"peak or cost is shown."}
+    name, point = recipe_point(doc, run)
+    if point is None:
+        return out | {"absent": _no_point(file, name, doc)}
+    recipe = run["recipe"]
+    mem = point.get("memory") or {}
+    led = mem.get("ledger") or {}
+    opt = led.get("optimizer_state_bytes") or {}
+    total = led.get("total_sgd_momentum_bytes")
+    notes = doc.get("notes") or {}
+    epochs, train = fmt_int(point.get("epochs")), fmt_int(point.get("train_size"))
+    momentum = recipe.get("momentum")
+    recipe_opt = "SGD with momentum" + (f" {momentum:g}" if _is_number(momentum) else "")
+
+    def item(item_name, what, value):
+        return {"item": item_name, "what": md_cell(what), "bytes": fmt_int(value),
+                "mib": sr.fmt_mib(value)}
+
+    gradients = "a flat buffer as large as the parameters"
+    ledger_rows = [] if not led else [
+        item("parameters", f"{fmt_int(point.get('n_params'))} float32 values: the weights and "
+                           f"biases", led.get("parameters_bytes")),
+        item("gradients", f"{gradients} ({notes['gradients']})" if notes.get("gradients")
+             else gradients, led.get("gradients_bytes")),
+        item("optimizer state", f"{recipe_opt}, the recipe's: one velocity per parameter",
+             opt.get(RECIPE_OPTIMIZER)),
+        item("activations", f"one step's X, H, dH, Z and dZ at batch {fmt_int(point['batch'])}",
+             led.get("activations_bytes")),
+        item("data", notes.get("data") or "the train and test images and the train labels",
+             led.get("data_bytes")),
+        item("orders", f"{epochs} epoch orders of {train} int32 indices, uploaded by the binary",
+             led.get("order_bytes")),
+        item("**total**", "the items above", total)]
+
+    optimizer_rows = []
+    for key, optimizer, keeps in OPTIMIZERS:
+        state = opt.get(key)
+        # The ledger's total with this optimizer's state in place of the recipe's.
+        with_it = (total - opt[RECIPE_OPTIMIZER] + state
+                   if all(_is_number(x) for x in (total, state, opt.get(RECIPE_OPTIMIZER)))
+                   else None)
+        if key == RECIPE_OPTIMIZER:
+            optimizer += " (the recipe's)"
+        optimizer_rows.append({"optimizer": optimizer, "keeps": keeps, "bytes": fmt_int(state),
+                               "mib": sr.fmt_mib(state), "total": sr.fmt_mib(with_it)})
+
+    run_led = _run_ledger(recipe)
+    run_total = (run_led or {}).get("total_sgd_momentum_bytes")
+    variants = (torch or {}).get("variants", {})
+    point_torch = mem.get("torch_max_memory_allocated_bytes") or {}
+    peaks = [{"what": "CUDA binary: device memory in use at its lowest free point "
+                      "(`cudaMemGetInfo`)",
+              "point": _peak_cell(mem.get("cuda_peak_used_bytes"), total),
+              "run": _peak_cell((run.get("memory") or {}).get("peak_used_bytes"), run_total)}]
+    for v in (EAGER_VARIANT, TORCH_GRAPH_VARIANT):
+        peaks.append({"what": f"PyTorch {v}: `torch.cuda.max_memory_allocated`",
+                      "point": _peak_cell(point_torch.get(v), total),
+                      "run": _peak_cell((variants.get(v) or {}).get("max_memory_allocated_bytes"),
+                                        run_total)})
+    peaks_note = (f"The sweep point's binary ran the paths {_names(point['cuda'])}, the training "
+                  f"run's (`{files['run']}`) the paths {_names(run['paths'])}, one after the "
+                  f"other: a binary's peak is its largest path's state with the kernels' "
+                  f"workspaces and the allocation granularity. The training run's PyTorch peaks "
+                  f"are those of `{files['pytorch']}`"
+                  + ("" if torch is not None else ", which does not exist")
+                  + ". ")
+    if run_led is None:
+        peaks_note += ("run.json's recipe does not give every shape, so no ledger is set beside "
+                       "the training run's peaks.")
+    elif run_led == led:
+        peaks_note += ("The training run's recipe has the point's shapes, epochs and train size: "
+                       "the same ledger.")
+    else:
+        peaks_note += (f"The training run's recipe gives another ledger, "
+                       f"{sr.fmt_mib(run_total)} MiB in all; its peaks are set against that.")
+
+    best = point.get("best_cuda")
+    best_name = point.get("best_cuda_path")
+    cost_rows = [{"run": f"CUDA `{best_name}`, the best path" if best_name
+                  else "best CUDA path: none passed",
+                  "median": sr._cell(best), "ips": fmt_int((best or {}).get("images_per_s")),
+                  "step_us": sr.fmt_us((best or {}).get("step_us")),
+                  "cost": fmt_sig3((best or {}).get("gpu_s_per_1000_images")),
+                  "vs_best": "—"}]
+    for v, ratio_key in ((EAGER_VARIANT, "ratio_best_cuda_vs_eager"),
+                         (TORCH_GRAPH_VARIANT, "ratio_best_cuda_vs_cuda_graph")):
+        m = point["pytorch"].get(v) or {}
+        cost_rows.append({"run": f"PyTorch {v}", "median": sr._cell(m),
+                          "ips": fmt_int(m.get("images_per_s")),
+                          "step_us": sr.fmt_us(m.get("step_us")),
+                          "cost": fmt_sig3(m.get("gpu_s_per_1000_images")),
+                          "vs_best": sr.fmt_speedup(sr._inv(point.get(ratio_key)))})
+    cost_images = fmt_int(doc["config"]["cost_images"])
+    return out | {
+        "source": (f"From {_sweep_source(doc, file)}: its point `{name}`, run.json's recipe "
+                   f"(hidden width {fmt_int(point['hidden'])}, batch {fmt_int(point['batch'])}), "
+                   f"trained for {epochs} epochs of {train} images "
+                   f"({fmt_int(point.get('steps_per_epoch'))} steps an epoch) by the CUDA paths "
+                   f"{_names(point['cuda'])} and by PyTorch {_names(point['pytorch'])}."),
+        "point_header": f"sweep point `{name}`",
+        "problems": _point_problems(point),
+        "ledger_rows": ledger_rows,
+        "ledger_absent": None if led else f"`{file}` holds no ledger for `{name}`.",
+        "peaks": peaks, "peaks_note": peaks_note,
+        "optimizer_rows": optimizer_rows,
+        "cost_images": cost_images,
+        "cost_rows": cost_rows,
+        "cost_note": (f"Images per second: the epoch's {train} training images over the median "
+                      f"epoch; µs a step: the median epoch over its "
+                      f"{fmt_int(point.get('steps_per_epoch'))} steps; cost: one GPU busy for "
+                      f"the median epoch, scaled to {cost_images} images (evaluation not "
+                      f"included); against the best path: the median epoch over the best CUDA "
+                      f"path's."),
+    }
+
+
+def _split_column(doc: dict, point: dict) -> dict[str, str]:
+    """One column of the full-split table, {measure: cell}: a sweep's point in SWEEP.md's terms
+    (analysis.sweep_report.sweep_row) and the PyTorch variants' own numbers."""
+    from analysis import sweep_report as sr  # lazily: sweep_report imports this module
+    row = sr.sweep_row(point)
+    best = point.get("best_cuda") or {}
+    eager = point["pytorch"].get(EAGER_VARIANT)
+    graph = point["pytorch"].get(TORCH_GRAPH_VARIANT)
+    data_dir = doc["config"].get("data_dir")
+    cost_images = fmt_int(doc["config"]["cost_images"])
+    return {
+        "data folder": f"`{data_dir}`" if data_dir else "—",
+        "training images an epoch": fmt_int(point.get("train_size")),
+        "epochs (the first a warm-up, not timed)": fmt_int(point.get("epochs")),
+        "steps an epoch": row["steps"],
+        "best CUDA path": row["best_path"],
+        "its median epoch, ms (CV)": sr._cell(point.get("best_cuda")),
+        "its images/s": row["images_per_s"],
+        "its µs a step": row["step_us"],
+        f"its GPU-seconds per {cost_images} images": fmt_sig3(best.get("gpu_s_per_1000_images")),
+        f"PyTorch {EAGER_VARIANT} median epoch, ms (CV)": sr._cell(eager),
+        f"PyTorch {TORCH_GRAPH_VARIANT} median epoch, ms (CV)": sr._cell(graph),
+        f"best / {EAGER_VARIANT} median": row["ratio_eager"],
+        f"best / {TORCH_GRAPH_VARIANT} median": row["ratio_graph"],
+        f"PyTorch {EAGER_VARIANT} images/s": fmt_int((eager or {}).get("images_per_s")),
+        f"PyTorch {TORCH_GRAPH_VARIANT} images/s": fmt_int((graph or {}).get("images_per_s")),
+        "test accuracy, last epoch: best CUDA path": row["acc_best"],
+        f"test accuracy, last epoch: PyTorch {EAGER_VARIANT}": row["acc_eager"],
+        f"test accuracy, last epoch: PyTorch {TORCH_GRAPH_VARIANT}": row["acc_graph"],
+    }
+
+
+def full_split_section(doc: dict | None, subset_doc: dict | None, run: dict, file: str,
+                       subset_file: str) -> dict:
+    """"The full train split": the recipe's point of the full-split sweep (harness.sweep --full),
+    beside the same point of the shipped subset's sweep when it has one. Without the full-split
+    sweep.json (or its point) one sentence in "absent"."""
+    out = {"heading": f"The full {fmt_int(FULL_TRAIN_SIZE)}-image train split", "file": file,
+           "absent": None}
+    if doc is None:
+        return out | {"absent": f"The full train split was not run: there is no `{file}` "
+                                f"(`{FULL_SPLIT_COMMAND}` writes it)."}
+    name, point = recipe_point(doc, run)
+    if point is None:
+        return out | {"absent": _no_point(file, name, doc)}
+    subset = recipe_point(subset_doc, run)[1] if subset_doc is not None else None
+    columns = [_split_column(doc, point)]
+    headers = [f"full split (`{file}`)"]
+    if subset is not None:
+        columns.append(_split_column(subset_doc, subset))
+        headers.append(f"shipped subset (`{subset_file}`)")
+    rows = [{"measure": measure, "cells": [c[measure] for c in columns]} for measure in columns[0]]
+    data_dir = doc["config"].get("data_dir")
+    source = (f"From {_sweep_source(doc, file)}: the point `{name}` (run.json's recipe) trained on "
+              f"{f'`{data_dir}`' if data_dir else 'a data folder it does not name'}, "
+              f"{fmt_int(point.get('train_size'))} training images an epoch, for "
+              f"{fmt_int(point.get('epochs'))} epochs")
+    if subset is not None:
+        source += f"; beside it the same point of the shipped subset, from `{subset_file}`."
+    elif subset_doc is not None:
+        source += f"; `{subset_file}` has no point `{name}` to set beside it."
+    else:
+        source += f"; there is no `{subset_file}` to set beside it."
+    problems = [t for t in (_point_problems(point), subset and _point_problems(subset)) if t]
+    return out | {"source": source, "headers": headers, "rows": rows,
+                  "problems": " ".join(problems) or None}
+
+
 # ----------------------------------------------------------------------------- render
 
 def build_context(run: dict, torch: dict | None, profiles: dict, predictions: list,
                   gaps: list, plot_links: dict, extras: dict | None = None) -> dict:
-    """extras (all optional): phases, sanitize, ceilings, sanitize_log, nvidia_smi, profile_log (texts or
-    parsed inputs), rel (a function: input path -> the name RESULTS.md shows), results_dir,
-    profile_dir."""
+    """extras (all optional): phases, sanitize, ceilings, sweep, full_split_sweep, sanitize_log,
+    nvidia_smi, profile_log (texts or parsed inputs), rel (a function: input path -> the name
+    RESULTS.md shows), sweep_md (the link to SWEEP.md), results_dir, profile_dir."""
     extras = extras or {}
     rel = extras.get("rel") or (lambda p: Path(p).as_posix())
     results_dir = Path(extras.get("results_dir", RESULTS_DIR))
@@ -1242,6 +1530,14 @@ def build_context(run: dict, torch: dict | None, profiles: dict, predictions: li
         "graph_evidence": graph_evidence(profiles, run),
         "roofline": roofline_section(extras.get("ceilings"), profiles, run, rel, results_dir,
                                      profile_dir),
+        "memory_cost": memory_cost_section(
+            extras.get("sweep"), run, torch,
+            {"sweep": rel(results_dir / SWEEP_FILE), "run": rel(results_dir / "run.json"),
+             "pytorch": rel(results_dir / "pytorch.json")},
+            extras.get("sweep_md", SWEEP_MD_NAME)),
+        "full_split": full_split_section(extras.get("full_split_sweep"), extras.get("sweep"), run,
+                                         rel(results_dir / FULL_SPLIT_SWEEP_FILE),
+                                         rel(results_dir / SWEEP_FILE)),
         "steps": steps,
         "plots": plot_links,
         "open_gaps": [g | {"detail": " ".join(g["detail"].split())}
@@ -1312,9 +1608,12 @@ def load_template(template_path: Path) -> "jinja2.Template":
 
 
 def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
-           template_path: Path | None = None, plots_dir: Path | None = None) -> Path:
+           template_path: Path | None = None, plots_dir: Path | None = None,
+           sweep_md: Path | None = None) -> Path:
     """Render RESULTS.md (and results/plots/*.png); returns out_path. Every input is read and
-    checked before anything is written."""
+    checked before anything is written. sweep_md: where SWEEP.md is, for the link to it
+    (default: where analysis/sweep_report.py writes it)."""
+    from analysis import sweep_report  # lazily: sweep_report imports this module
     results_dir, profile_dir, out_path = Path(results_dir), Path(profile_dir), Path(out_path)
     run_path = results_dir / "run.json"
     run = load_json(run_path, required=True)
@@ -1335,6 +1634,8 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     ceilings = load_json(ceilings_path, required=False)
     if ceilings is not None:
         validate_ceilings(ceilings, ceilings_path)
+    sweep_doc = sweep_report.load_sweep(results_dir / SWEEP_FILE, required=False)
+    full_split_doc = sweep_report.load_sweep(results_dir / FULL_SPLIT_SWEEP_FILE, required=False)
     nvidia_smi = load_nvidia_smi(results_dir / NVIDIA_SMI_FILE)
     predictions = load_predictions(Path(predictions_path))
     gaps = load_gaps(Path(gaps_path))
@@ -1357,6 +1658,9 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
             return link(p)
 
     extras = {"phases": phases, "sanitize": sanitize, "ceilings": ceilings,
+              "sweep": sweep_doc, "full_split_sweep": full_split_doc,
+              "sweep_md": link(Path(sweep_md) if sweep_md is not None
+                               else sweep_report.DEFAULT_OUT),
               "nvidia_smi": nvidia_smi,
               "sanitize_log": read_log(results_dir / SANITIZE_LOG),
               "profile_log": read_log(results_dir / PROFILE_LOG),
@@ -1383,9 +1687,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gaps", default=str(ROOT / "GAPS.toml"))
     parser.add_argument("--out", default=str(ROOT / "RESULTS.md"))
     parser.add_argument("--plots", default=None, help="plots folder (default: RESULTS/plots)")
+    parser.add_argument("--sweep-md", default=None,
+                        help="SWEEP.md, for the link to it (default: beside the repository's "
+                             "RESULTS.md, where analysis.sweep_report writes it)")
     args = parser.parse_args(argv)
     out = render(args.results, args.profile, args.predictions, args.gaps, args.out,
-                 plots_dir=args.plots)
+                 plots_dir=args.plots, sweep_md=args.sweep_md)
     print(f"wrote {out}")
     return 0
 

@@ -34,6 +34,7 @@ from harness.config import RESULTS_DIR, ROOT, TEMPLATES_DIR
 
 TEMPLATE_NAME = "SWEEP.md.j2"
 SWEEP_FILE = "sweep.json"
+DEFAULT_OUT = ROOT / "SWEEP.md"   # RESULTS.md links it (analysis/report.py)
 PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
               "step_time": "sweep_step_time_vs_batch.png"}
 EAGER, GRAPH = "eager", "cuda-graph"
@@ -132,13 +133,21 @@ def validate(doc: dict, path) -> None:
         if best is not None and best not in p["cuda"]:
             raise _fail(path, f"{where}best_cuda_path {best!r} is not among its CUDA paths")
         for key in ("ratio_best_cuda_vs_eager", "ratio_best_cuda_vs_cuda_graph",
-                    "steps_per_epoch", "n_params", "train_size"):
+                    "steps_per_epoch", "n_params", "train_size", "test_size", "epochs"):
             _optional_number(p, key, path, where)
         mem = p.get("memory")
         if mem is not None:
             if not isinstance(mem, dict):
                 raise _fail(path, f"{where}memory is not an object")
             _optional_number(mem, "cuda_peak_used_bytes", path, f"{where}memory.")
+            torch_mem = mem.get("torch_max_memory_allocated_bytes")
+            if torch_mem is not None:
+                if not isinstance(torch_mem, dict):
+                    raise _fail(path, f"{where}memory.torch_max_memory_allocated_bytes is not "
+                                      f"an object")
+                for name in torch_mem:
+                    _optional_number(torch_mem, name, path,
+                                     f"{where}memory.torch_max_memory_allocated_bytes.")
             led = mem.get("ledger")
             if led is not None:
                 if not isinstance(led, dict):
@@ -146,12 +155,16 @@ def validate(doc: dict, path) -> None:
                 for key in ("parameters_bytes", "gradients_bytes", "activations_bytes",
                             "data_bytes", "order_bytes", "total_sgd_momentum_bytes"):
                     _optional_number(led, key, path, f"{where}memory.ledger.")
-                _need(led, "optimizer_state_bytes", path, dict, f"{where}memory.ledger.")
+                opt = _need(led, "optimizer_state_bytes", path, dict, f"{where}memory.ledger.")
+                for key in opt:
+                    _optional_number(opt, key, path, f"{where}memory.ledger.optimizer_state_bytes.")
 
 
-def load_sweep(path) -> dict:
-    doc = load_json(Path(path), required=True)
-    validate(doc, path)
+def load_sweep(path, required: bool = True) -> dict | None:
+    """sweep.json, checked by validate(); None when it is absent and not required."""
+    doc = load_json(Path(path), required=required)
+    if doc is not None:
+        validate(doc, path)
     return doc
 
 
@@ -433,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis.sweep_report",
                                  description="Render SWEEP.md from results/sweep.json.")
     ap.add_argument("--sweep", default=str(RESULTS_DIR / SWEEP_FILE))
-    ap.add_argument("--out", default=str(ROOT / "SWEEP.md"))
+    ap.add_argument("--out", default=str(DEFAULT_OUT))
     ap.add_argument("--plots", default=None, help="plots folder (default: beside sweep.json, "
                                                   "plots/)")
     args = ap.parse_args(argv)

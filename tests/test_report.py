@@ -2,9 +2,11 @@
 
 tests/fixtures/nsys holds real H200 CSVs (one profiled epoch each of the fused and unfused paths,
 from an older build); tests/fixtures/results holds SYNTHETIC run.json, pytorch.json,
-persistent_phases.json, sanitize.json and logs/nvidia-smi.csv (invented timings, cases and
-counts), so the epoch times quoted below are placeholders while the profile numbers are measured
-ones. run.json has a fourth, synthetic `persistent` path (one launch an epoch, no profile CSVs)."""
+persistent_phases.json, sanitize.json, sweep.json, full60k/sweep.json and logs/nvidia-smi.csv
+(invented timings, cases, counts and memory), so the epoch times quoted below are placeholders
+while the profile numbers are measured ones. run.json has a fourth, synthetic `persistent` path
+(one launch an epoch, no profile CSVs). The last test re-renders the committed RESULTS.md from the
+committed results/ and profile/: those are real measurements."""
 from __future__ import annotations
 
 import csv
@@ -611,6 +613,10 @@ def test_nvidia_smi_and_commit(inputs):
     ("sanitize.json", '{"clean": true}'),
     ("logs/nvidia-smi.csv", "name, driver_version\n"),
     ("logs/nvidia-smi.csv", "name, driver_version\nNVIDIA H200\n"),
+    ("sweep.json", "{not json"),
+    ("sweep.json", '{"schema": 2}'),
+    ("full60k/sweep.json", "[]"),
+    ("full60k/sweep.json", '{"schema": 1, "config": {}}'),
 ])
 def test_malformed_optional_inputs_exit_naming_the_file(inputs, name, content):
     (inputs[0] / name).write_text(content)
@@ -685,3 +691,234 @@ def test_sanitize_log_parser_reads_interleaved_parallel_runs():
     assert [(r["tool"], r["target"], r["errors"], r["exit_code"]) for r in done] == [
         ("racecheck", "path graph", "0", "0"), ("memcheck", "path fused", "3", "99")]
     assert unfinished == {"tool": "memcheck", "target": "path unfused"}
+
+
+# ----------------------------------------------------------------------------- sweep sections
+
+MIB = 2 ** 20
+RECIPE_POINT = "h256_b128"   # the fixture run.json's recipe: hidden 256, batch 128
+
+
+def chapter(text: str, heading: str) -> str:
+    """The text of one '## ' section with its '### ' subsections, up to the next '## '."""
+    return text.split(heading + "\n", 1)[1].split("\n## ", 1)[0].strip()
+
+
+def sweep_point(results: Path, name: str = "sweep.json") -> dict:
+    doc = json.loads((results / name).read_text())
+    return next(p for p in doc["points"] if p["label"] == RECIPE_POINT)
+
+
+def test_sweep_fixtures_are_what_make_synthetic_writes(tmp_path):
+    """The committed synthetic sweep.json files are reproducible from their script."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_synthetic",
+                                                  FIXTURES / "make_synthetic.py")
+    make_synthetic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_synthetic)
+    for path in make_synthetic.write_sweeps(tmp_path):
+        rel = path.relative_to(tmp_path)
+        assert (FIXTURES / "results" / rel).read_bytes() == path.read_bytes(), rel
+
+
+def test_memory_and_cost_numbers_trace_to_the_inputs(inputs):
+    results = inputs[0]
+    text = render(inputs)
+    mem = chapter(text, "## Memory and cost")
+    point = sweep_point(results)
+    led = point["memory"]["ledger"]
+    total, opt = led["total_sgd_momentum_bytes"], led["optimizer_state_bytes"]
+    assert mem.startswith("From `results/sweep.json` (run of 2026-01-01T00:00:00Z, commit "
+                          "`synthetic`): its point `h256_b128`, run.json's recipe (hidden width "
+                          "256, batch 128), trained for 20 epochs of 6,000 images (47 steps an "
+                          "epoch)")
+    # The ledger: bytes and MiB of each item, as sweep.json holds them.
+    assert (f"| parameters | {point['n_params']:,} float32 values: the weights and biases | "
+            f"{led['parameters_bytes']:,} | {led['parameters_bytes'] / MIB:.2f} |") in mem
+    assert f"| data | {json.loads((results / 'sweep.json').read_text())['notes']['data']} |" in mem
+    assert "| orders | 20 epoch orders of 6,000 int32 indices" in mem
+    assert f"| **total** | the items above | {total:,} | {total / MIB:.2f} |" in mem
+    # The measured peaks: the sweep point's from sweep.json, the training run's from run.json
+    # and pytorch.json, each against the ledger.
+    peak = point["memory"]["cuda_peak_used_bytes"]
+    run_peak = run_json(inputs)["memory"]["peak_used_bytes"]
+    torch = json.loads((results / "pytorch.json").read_text())["variants"]
+    eager_peak = torch["eager"]["max_memory_allocated_bytes"]
+    point_eager = point["memory"]["torch_max_memory_allocated_bytes"]["eager"]
+    assert (f"| CUDA binary: device memory in use at its lowest free point (`cudaMemGetInfo`) | "
+            f"{peak / MIB:.2f} MiB ({peak / total:.2f}× the ledger) | "
+            f"{run_peak / MIB:.2f} MiB ({run_peak / total:.2f}× the ledger) |") in mem
+    assert (f"| PyTorch eager: `torch.cuda.max_memory_allocated` | "
+            f"{point_eager / MIB:.2f} MiB ({point_eager / total:.2f}× the ledger) | "
+            f"{eager_peak / MIB:.2f} MiB ({eager_peak / total:.2f}× the ledger) |") in mem
+    assert "the same ledger." in mem
+    # Optimizer state: SGD, momentum, Adam, and the ledger total with each.
+    assert "| plain SGD | none | 0 | 0.00 | " f"{(total - opt['sgd_momentum']) / MIB:.2f} |" in mem
+    assert (f"| Adam | two moments per parameter | {opt['adam']:,} | {opt['adam'] / MIB:.2f} | "
+            f"{(total - opt['sgd_momentum'] + opt['adam']) / MIB:.2f} |") in mem
+    # Throughput and cost of the best CUDA path and the two PyTorch variants.
+    best = point["best_cuda"]
+    assert (f"| CUDA `{point['best_cuda_path']}`, the best path | {best['median_ms']:.3f} "
+            f"({best['cv_pct']:.1f}%) | {round(best['images_per_s']):,} | {best['step_us']:.2f} | "
+            f"{best['gpu_s_per_1000_images']:.6f} | — |") in mem
+    graph = point["pytorch"]["cuda-graph"]
+    assert (f"| PyTorch cuda-graph | {graph['median_ms']:.3f} ({graph['cv_pct']:.1f}%) | "
+            f"{round(graph['images_per_s']):,} | {graph['step_us']:.2f} | "
+            f"{graph['gpu_s_per_1000_images']:.5f} | "
+            f"{1 / point['ratio_best_cuda_vs_cuda_graph']:.2f}× |") in mem
+    assert "GPU-seconds per 1,000 images" in mem
+    assert "is in [SWEEP.md](" in mem
+    # A changed input changes the section.
+    doc = json.loads((results / "sweep.json").read_text())
+    sweep_point_of = {p["label"]: p for p in doc["points"]}[RECIPE_POINT]
+    sweep_point_of["memory"]["cuda_peak_used_bytes"] = 3 * MIB
+    (results / "sweep.json").write_text(json.dumps(doc))
+    assert "| 3.00 MiB (" in chapter(render(inputs), "## Memory and cost")
+
+
+def test_memory_without_measured_peaks_or_with_another_recipe(inputs):
+    results = inputs[0]
+    run = run_json(inputs)
+    del run["memory"]                                   # an older run.json
+    run["recipe"]["epochs"] = 10                        # another ledger (fewer orders)
+    save_run(inputs, run)
+    (results / "pytorch.json").unlink()
+    mem = chapter(render(inputs), "## Memory and cost")
+    rows = [line for line in mem.splitlines() if line.startswith("| CUDA binary")
+            or line.startswith("| PyTorch eager: ")]
+    assert all(line.endswith("| — |") for line in rows) and len(rows) == 2
+    assert "`results/pytorch.json`, which does not exist." in mem
+    from harness.sweep import ledger
+    other = ledger(203530, 256, 128, 784, 10, 6000, 10000, 10)["total_sgd_momentum_bytes"]
+    assert (f"The training run's recipe gives another ledger, {other / MIB:.2f} MiB in all"
+            in mem)
+
+
+def test_full_split_numbers_trace_to_its_sweep_json(inputs):
+    results = inputs[0]
+    text = render(inputs)
+    full = chapter(text, "## The full 60,000-image train split")
+    point, subset = sweep_point(results, "full60k/sweep.json"), sweep_point(results)
+    assert full.startswith("From `results/full60k/sweep.json` (run of 2026-01-01T00:00:00Z, "
+                           "commit `synthetic`): the point `h256_b128` (run.json's recipe) "
+                           "trained on `data/full`, 60,000 training images an epoch, for 5 "
+                           "epochs; beside it the same point of the shipped subset, from "
+                           "`results/sweep.json`.")
+    assert ("| | full split (`results/full60k/sweep.json`) | shipped subset "
+            "(`results/sweep.json`) |") in full
+    assert "| data folder | `data/full` | `data` |" in full
+    assert "| training images an epoch | 60,000 | 6,000 |" in full
+    assert "| epochs (the first a warm-up, not timed) | 5 | 20 |" in full
+    assert f"| steps an epoch | {point['steps_per_epoch']} | 47 |" in full
+
+    def median(m):
+        return f"{m['median_ms']:.3f} ({m['cv_pct']:.1f}%)"
+
+    assert (f"| its median epoch, ms (CV) | {median(point['best_cuda'])} | "
+            f"{median(subset['best_cuda'])} |") in full
+    assert (f"| its images/s | {round(point['best_cuda']['images_per_s']):,} | "
+            f"{round(subset['best_cuda']['images_per_s']):,} |") in full
+    assert (f"| PyTorch eager median epoch, ms (CV) | {median(point['pytorch']['eager'])} | "
+            f"{median(subset['pytorch']['eager'])} |") in full
+    assert (f"| best / eager median | {point['ratio_best_cuda_vs_eager']:.3g}× | "
+            f"{subset['ratio_best_cuda_vs_eager']:.3g}× |") in full
+    assert (f"| test accuracy, last epoch: best CUDA path | "
+            f"{100 * point['best_cuda']['test_accuracy']:.2f}% | "
+            f"{100 * subset['best_cuda']['test_accuracy']:.2f}% |") in full
+    # Without the subset's sweep, the full split stands alone.
+    (results / "sweep.json").unlink()
+    full = chapter(render(inputs), "## The full 60,000-image train split")
+    assert "; there is no `results/sweep.json` to set beside it." in full
+    assert "| | full split (`results/full60k/sweep.json`) |\n|---|---:|\n" in full
+    assert f"| its median epoch, ms (CV) | {median(point['best_cuda'])} |\n" in full
+
+
+def test_without_the_sweeps_each_section_is_one_sentence(inputs):
+    results = inputs[0]
+    (results / "sweep.json").unlink()
+    (results / "full60k" / "sweep.json").unlink()
+    text = render(inputs)
+    assert chapter(text, "## Memory and cost") == (
+        "The width and batch sweep was not run: there is no `results/sweep.json` "
+        "(`python -m harness.sweep` writes it), so no memory ledger, measured peak or cost is "
+        "shown.")
+    assert chapter(text, "## The full 60,000-image train split") == (
+        "The full train split was not run: there is no `results/full60k/sweep.json` "
+        "(`python -m harness.sweep --full --widths 256 --batches none --epochs 5 "
+        "--results results/full60k` writes it).")
+    assert "[SWEEP.md](" not in text                  # no link to a sweep that was not run
+    assert "## Profiles (Nsight Systems, one epoch)" in text   # the rest still renders
+
+
+def test_a_sweep_without_the_recipe_point_says_so(inputs):
+    results = inputs[0]
+    doc = json.loads((results / "full60k" / "sweep.json").read_text())
+    doc["points"] = [p for p in doc["points"] if p["label"] != RECIPE_POINT]
+    (results / "full60k" / "sweep.json").write_text(json.dumps(doc))
+    full = chapter(render(inputs), "## The full 60,000-image train split")
+    assert full == ("`results/full60k/sweep.json` has no point `h256_b128`, run.json's "
+                            "recipe; the points it holds: none.")
+
+
+def test_a_failed_recipe_point_lists_its_problems(inputs):
+    results = inputs[0]
+    doc = json.loads((results / "sweep.json").read_text())
+    p = {q["label"]: q for q in doc["points"]}[RECIPE_POINT]
+    p["status"], p["errors"] = "partial", ["pytorch cuda-graph: RuntimeError: capture failed"]
+    p["pytorch"]["cuda-graph"] = {"passed": False, "error": "RuntimeError: capture failed"}
+    p["ratio_best_cuda_vs_cuda_graph"] = None
+    (results / "sweep.json").write_text(json.dumps(doc))
+    mem = chapter(render(inputs), "## Memory and cost")
+    assert ("Problems at `h256_b128` (status partial): pytorch cuda-graph: RuntimeError: "
+            "capture failed.") in mem
+    assert ("| PyTorch cuda-graph | failed: RuntimeError: capture failed | — | — | — | — |"
+            in mem)
+
+
+@pytest.mark.parametrize("name,edit,where", [
+    ("sweep.json", lambda d: d["points"][1]["memory"]["ledger"].update(parameters_bytes="big"),
+     "points[1].memory.ledger.'parameters_bytes'"),
+    ("sweep.json", lambda d: d["points"][1]["memory"].update(
+        torch_max_memory_allocated_bytes={"eager": "lots"}),
+     "points[1].memory.torch_max_memory_allocated_bytes.'eager'"),
+    ("full60k/sweep.json", lambda d: d["points"][0]["cuda"]["fused"].update(median_ms="fast"),
+     "points[0].cuda.fused.'median_ms'"),
+    ("run.json", lambda d: d.update(memory={"peak_used_bytes": "lots"}),
+     "memory.peak_used_bytes is not a number"),
+    ("pytorch.json", lambda d: d["variants"]["eager"].update(max_memory_allocated_bytes=[1]),
+     "max_memory_allocated_bytes is not a number"),
+])
+def test_malformed_memory_and_sweep_fields_exit_naming_the_file(inputs, name, edit, where):
+    path = inputs[0] / name
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SystemExit) as info:
+        render(inputs)
+    assert where in one_line_exit(info, str(path))
+    assert not inputs[2].exists()
+
+
+# ----------------------------------------------------------------------------- the committed run
+
+@pytest.mark.skipif(not (REAL_RESULTS / "run.json").is_file(),
+                    reason="no results/run.json: no committed run to re-render")
+def test_committed_results_md_rerenders_byte_for_byte(tmp_path):
+    """RESULTS.md is what `python -m analysis.report` makes of the committed results/, profile/,
+    predictions.toml and GAPS.toml. Rendered again into tmp_path, laid out as in the repository
+    (RESULTS.md beside SWEEP.md, the plots in results/plots/) so that every relative link is the
+    same, it must be the committed file byte for byte; the committed plots are left alone."""
+    import difflib
+    from harness.config import PROFILE_DIR
+    out = tmp_path / "RESULTS.md"
+    report.render(REAL_RESULTS, PROFILE_DIR, PREDICTIONS, GAPS, out,
+                  plots_dir=tmp_path / "results" / "plots", sweep_md=tmp_path / "SWEEP.md")
+    committed = (ROOT / "RESULTS.md").read_bytes()
+    rendered = out.read_bytes()
+    if rendered != committed:
+        diff = difflib.unified_diff(committed.decode("utf-8", "replace").splitlines(),
+                                    rendered.decode("utf-8", "replace").splitlines(),
+                                    "RESULTS.md (committed)", "RESULTS.md (rendered)",
+                                    lineterm="", n=1)
+        pytest.fail("RESULTS.md differs from what its inputs render to (run "
+                    "`python -m analysis.report`):\n" + "\n".join(list(diff)[:60]))
