@@ -1593,6 +1593,70 @@ def torch_trace_section(path: Path, rel) -> dict | None:
                      for r in kern.head(TORCH_TRACE_ROWS).itertuples()]}
 
 
+NCU_DIR = "ncu"              # results/ncu/<name>_details.csv and <name>_raw.csv (harness/ncu_counters.sh)
+NCU_FIRST = ("persistent", "fused")   # the order of the counter tables; other names follow, sorted
+NCU_TOP_STALLS = 3
+# What each warp-state sampling reason means (Nsight Compute's definitions, shortened).
+STALL_MEANING = {
+    "long_scoreboard": "waiting for a global or local memory (L1TEX) result",
+    "barrier": "waiting at a block barrier (__syncthreads, or a grid barrier's block part)",
+    "wait": "a fixed-latency dependency between instructions",
+    "short_scoreboard": "waiting for a shared-memory or special-function result",
+    "selected": "issuing (not a stall)",
+    "not_selected": "ready, but another warp was picked",
+    "math_pipe_throttle": "the math pipe was busy",
+    "mio_throttle": "the shared-memory instruction queue was full",
+    "lg_throttle": "the global-memory instruction queue was full",
+    "imc_miss": "waiting for a constant-cache miss",
+    "branch_resolving": "waiting for a branch target",
+    "membar": "waiting at a memory barrier",
+    "no_instructions": "the instruction cache had nothing to issue",
+    "dispatch_stall": "the dispatcher stalled",
+    "drain": "waiting for memory stores to drain at exit",
+    "misc": "other",
+    "sleeping": "sleeping (nanosleep)",
+    "tex_throttle": "the texture queue was full",
+}
+
+
+def ncu_section(ncu_dir: Path, rel) -> dict | None:
+    """Nsight Compute's counters of the kernels harness/ncu_counters.sh profiled: one row per
+    kernel launch (details page) with its largest warp-stall shares (raw page); None when no
+    details page exists."""
+    from analysis.ncu_csv import NcuCsvError, read_counters
+    details = sorted(Path(ncu_dir).glob("*_details.csv"))
+    if not details:
+        return None
+    names = [d.name.removesuffix("_details.csv") for d in details]
+    names = [n for n in NCU_FIRST if n in names] + sorted(n for n in names if n not in NCU_FIRST)
+    rows, reasons, files = [], [], []
+    for name in names:
+        d, r = Path(ncu_dir) / f"{name}_details.csv", Path(ncu_dir) / f"{name}_raw.csv"
+        try:
+            kernels = read_counters(d, r)
+        except NcuCsvError as exc:
+            raise _fail(d, str(exc).removeprefix(f"{d}: ")) from None
+        files += [rel(d)] + ([rel(r)] if r.exists() else [])
+        for k in kernels:
+            m = k["metrics"]
+            top = k["stalls"][:NCU_TOP_STALLS]
+            reasons += [reason for reason, _, _ in top if reason not in reasons]
+            rows.append({
+                "path": name, "kernel": k["kernel"],
+                "launch": f"{m.get('grid', '—')} × {m.get('block', '—')}",
+                **{key: m.get(label, "—") for key, label in (
+                    ("duration", "duration"), ("sm", "SM throughput"), ("memory", "memory throughput"),
+                    ("l_two", "L2 throughput"), ("l_two_hit", "L2 hit rate"), ("dram", "DRAM throughput"),
+                    ("cpi", "cycles per issued instruction"), ("achieved", "achieved occupancy"),
+                    ("theoretical", "theoretical occupancy"))},
+                "registers": m.get("registers/thread", "—").split(" ")[0],
+                "stalls": ", ".join(f"{reason} {fmt_pct(share)}" for reason, _, share in top) or "—",
+            })
+    return {"files": files, "rows": rows,
+            "meanings": [{"reason": reason, "meaning": STALL_MEANING.get(reason, "see the Nsight Compute documentation")}
+                         for reason in reasons]}
+
+
 def load_template(template_path: Path) -> "jinja2.Template":
     """A jinja2 template with strict undefined names; a missing or broken one is one line."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_path.parent)),
@@ -1670,6 +1734,7 @@ def render(results_dir, profile_dir, predictions_path, gaps_path, out_path,
     # The context is built (and any error in it raised) before a plot is written.
     context = build_context(run, torch, profiles, predictions, gaps, {}, extras)
     context["torch_trace"] = torch_trace_section(Path(profile_dir) / TORCH_TRACE_FILE, rel)
+    context["ncu"] = ncu_section(results_dir / NCU_DIR, rel)
     written = plots.write_plots(plots_dir, loss, epoch_rows, kernel_rows,
                                 kernel_title=f"Kernel time per row, one profiled "
                                              f"{HEADLINE_PATH} epoch")

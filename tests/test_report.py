@@ -922,3 +922,31 @@ def test_committed_results_md_rerenders_byte_for_byte(tmp_path):
                                     lineterm="", n=1)
         pytest.fail("RESULTS.md differs from what its inputs render to (run "
                     "`python -m analysis.report`):\n" + "\n".join(list(diff)[:60]))
+
+
+def test_ncu_counters_section_quotes_the_pages(inputs):
+    from analysis.ncu_csv import read_counters
+    text = render(inputs)
+    assert "### Hardware counters (Nsight Compute)" not in text  # no results/ncu: no section
+    shutil.copytree(FIXTURES / "ncu", inputs[0] / "ncu")
+    text = render(inputs)
+    sec = text[text.index("### Hardware counters (Nsight Compute)"):text.index("## Predictions")]
+    [k] = read_counters(FIXTURES / "ncu" / "persistent_details.csv", FIXTURES / "ncu" / "persistent_raw.csv")
+    row = next(line for line in sec.splitlines() if "`k_persistent_epoch`" in line)
+    assert row.startswith("| persistent |")
+    assert k["metrics"]["achieved occupancy"] in row and k["metrics"]["SM throughput"] in row
+    reason, _, share = k["stalls"][0]
+    assert f"{reason} {report.fmt_pct(share)}" in row
+    assert f"- `{reason}`: " in sec
+    # The persistent table comes first, then the fused path's two launches in ID order.
+    kernels = [line.split("|")[2].strip() for line in sec.splitlines() if line.startswith("| persistent |")
+               or line.startswith("| fused |")]
+    assert kernels == ["`k_persistent_epoch`", "`k_fwd_hidden_bias_relu`", "`k_dW1`"]
+
+
+def test_a_broken_ncu_page_stops_the_report_naming_it(inputs):
+    (inputs[0] / "ncu").mkdir()
+    (inputs[0] / "ncu" / "fused_details.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(SystemExit, match=r"fused_details\.csv: not an ncu details CSV"):
+        render(inputs)
+    assert not inputs[2].exists()
