@@ -950,3 +950,18 @@ def test_a_broken_ncu_page_stops_the_report_naming_it(inputs):
     with pytest.raises(SystemExit, match=r"fused_details\.csv: not an ncu details CSV"):
         render(inputs)
     assert not inputs[2].exists()
+
+
+def test_phase_breakdown_takes_the_v3_staging_row(inputs):
+    """mlp_train --persistent-phases also times mask 15 (v3's scalar phase-C staging): a row of
+    its own, not a single phase, and the full-epoch comparison still uses mask 7."""
+    phases_path = inputs[0] / "persistent_phases.json"
+    doc = json.loads(phases_path.read_text())
+    doc["variants"].append({"phases": "A+B+C, v3 scalar C staging", "mask": 15, "median_ms": 1.2889, "cv_pct": 0.5})
+    phases_path.write_text(json.dumps(doc))
+    out = report.phase_breakdown(doc, run_json(inputs))
+    assert out["rows"][-1]["phases"] == "A+B+C, v3 scalar C staging"
+    full = next(v for v in doc["variants"] if v["mask"] == 7)
+    assert full["phases"] in out["sentence"]
+    assert "v3 scalar" not in out["sentence"]
+    assert "| A+B+C, v3 scalar C staging |" in render(inputs)
