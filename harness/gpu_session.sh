@@ -9,9 +9,11 @@
 # roofline ceilings of harness/ceilings.py, takes seconds). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
 # compile alone is about 4 minutes), so split it: e.g. "build,ceilings,run,phases,profile" then
-# "build,pytest,sanitize". MLP_COMMIT names the commit where the tree copy has no .git; RUN_PATHS
+# "build,pytest,sanitize". MLP_COMMIT names the commit (the tree copy's .git can be stale); RUN_PATHS
 # (e.g. unfused,fused,graph,persistent,persistent2) picks the paths the run stage times.
 # Each stage's output goes to results/logs/<stage>.log and its exit status to stages.txt.
+# With $OUT set (the lent machine) it ends by packing results/, profile/ and SWEEP.md into
+# $OUT/evidence.tgz (no .npy): unpack it in the repository root.
 set -u
 cd "$(dirname "$0")/.."
 STAGES=${1:-build,ceilings,run,phases,profile,pytest,sanitize}
@@ -42,3 +44,10 @@ stage sanitize 600 invoke sanitize
 stage sweep 580 invoke sweep
 stage ncu 300 bash harness/ncu_counters.sh
 rm -f profile/*.sqlite
+# On the lent machine only what lies under $OUT comes back, at most 8 files of limited size: one
+# tarball of the evidence, without the regenerable .npy copies (a width-8192 sweep point's initial
+# weights alone are 25 MB, which once cost a whole sweep's results).
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/evidence.tgz" --exclude='*.npy' --exclude='*.sqlite' results profile \
+    $( [ -f SWEEP.md ] && echo SWEEP.md ) && ls -l "$OUT/evidence.tgz"
+fi
