@@ -134,3 +134,14 @@ def test_shipped_reference_gives_the_same_case_7_as_same_run(tmp_path):
     case7 = {ref: next(c for c in d["cases"] if c["id"] == 7) for ref, d in docs.items()}
     assert case7["shipped"]["passed"] == case7["same-run"]["passed"]
     assert case7["shipped"]["value"] == case7["same-run"]["value"], case7
+
+
+def test_smoke_run_skips_case_6_and_passes():
+    """--smoke (racecheck's short run): cases 1-5 gated, case 6 reported SKIP, every path's one
+    short epoch run, exit 0; a tail batch is included (300 = 2 x 128 + 44)."""
+    res = subprocess.run([str(ROOT / "build" / "mlp_train"), "--data", "data", "--smoke", "--train-size", "300",
+                          "--paths", "fused,persistent"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert re.search(r"^6\s+overfit-32\s+\S+\s+\S+\s+SKIP\s+not run \(--smoke\)", res.stdout, re.M), res.stdout
+    assert "quick run: all passed" in res.stdout
+    assert res.stderr.count("overfit-32 skipped (--smoke)") == 2
