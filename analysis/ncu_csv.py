@@ -74,7 +74,7 @@ def read_details(path: Path) -> list[dict]:
         label = wanted.get((rec["Section Name"], rec["Metric Name"]))
         if label:
             unit = rec["Metric Unit"].strip()
-            k["metrics"][label] = rec["Metric Value"] + (f" {unit}" if unit and unit != "nan" else "")
+            k["metrics"][label] = rec["Metric Value"] + (f" {unit}" if unit else "")
     return [kernels[i] for i in sorted(kernels)]
 
 

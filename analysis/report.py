@@ -711,34 +711,21 @@ def sanitize_log_runs(text: str) -> tuple[list[dict], dict | None]:
     prints: 'sanitize: TOOL TARGET' when a run starts, then either 'sanitize: TOOL TARGET -> N
     errors, exit E' (current form; runs interleave) or an indented '-> N errors, exit E' (the
     serial form of earlier logs)."""
-    done, started = [], {}
-    current = None
+    done, started, last = [], {}, None  # started: (tool, target) -> run not yet finished
     for line in text.splitlines():
         if line.startswith("sanitize: zero") or line.startswith("sanitize: ERRORS"):
             continue
-        m = _SAN_ONE_LINE.match(line)
-        if m:
-            key = (m.group(1), m.group(2))
-            started.pop(key, None)
-            if m.group(5):
-                done.append({"tool": key[0], "target": key[1], "errors": "none (timed out)", "exit_code": "—"})
-            else:
-                done.append({"tool": key[0], "target": key[1], "errors": m.group(3), "exit_code": m.group(4)})
-            current = None
-            continue
-        m = _SAN_START.match(line)
-        if m:
-            current = {"tool": m.group(1), "target": m.group(2)}
-            started[(current["tool"], current["target"])] = current
-            continue
-        m = _SAN_RESULT.match(line)
-        if m and current is not None:
-            current |= {"errors": m.group(1), "exit_code": m.group(2)}
-            started.pop((current["tool"], current["target"]), None)
-            done.append(current)
-            current = None
-    unfinished = next(iter(started.values()), None)
-    return done, unfinished
+        if m := _SAN_ONE_LINE.match(line):
+            run = started.pop((m.group(1), m.group(2)), None) or {"tool": m.group(1), "target": m.group(2)}
+            timed_out = m.group(5) is not None
+            done.append(run | {"errors": "none (timed out)" if timed_out else m.group(3),
+                               "exit_code": "—" if timed_out else m.group(4)})
+        elif m := _SAN_START.match(line):
+            last = (m.group(1), m.group(2))
+            started[last] = {"tool": m.group(1), "target": m.group(2)}
+        elif (m := _SAN_RESULT.match(line)) and last in started:  # the serial form: the last run started
+            done.append(started.pop(last) | {"errors": m.group(1), "exit_code": m.group(2)})
+    return done, next(iter(started.values()), None)
 
 
 def sanitize_section(san: dict | None, log_text: str | None, log_rel: str) -> dict:

@@ -59,8 +59,8 @@ def run_one(sanitizer: str, tool: str, target: list[str], label: str, timeout_s:
            "seconds": round(time.time() - t0, 1), "command": " ".join(cmd[1:])}
     if warnings is not None:
         row["warnings"] = warnings
-    if errors is None or errors > 0 or res.returncode not in (0,):
-        row["log_tail"] = (res.stdout + res.stderr)[-3000:]
+    if errors is None or errors > 0 or res.returncode != 0:
+        row["log_tail"] = out[-3000:]
     print(f"sanitize: {tool:9s} {label} -> {errors} errors, exit {res.returncode} ({row['seconds']} s)", flush=True)
     return row
 
