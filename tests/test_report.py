@@ -953,8 +953,9 @@ def test_a_broken_ncu_page_stops_the_report_naming_it(inputs):
 
 
 def test_phase_breakdown_takes_the_v3_staging_row(inputs):
-    """mlp_train --persistent-phases also times mask 15 (v3's scalar phase-C staging): a row of
-    its own, not a single phase, and the full-epoch comparison still uses mask 7."""
+    """A variant beyond the single phases (results/experiments/persistent_v4 timed mask 15, v3's
+    scalar phase-C staging, beside v4): a row of its own, not a single phase, and the full-epoch
+    comparison still uses mask 7."""
     phases_path = inputs[0] / "persistent_phases.json"
     doc = json.loads(phases_path.read_text())
     doc["variants"].append({"phases": "A+B+C, v3 scalar C staging", "mask": 15, "median_ms": 1.2889, "cv_pct": 0.5})
