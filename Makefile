@@ -4,11 +4,16 @@
 #   make ARCH=sm_90                          our submission (cuda/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
 #   make BUILD=build/sm_75 ARCH=sm_75        another tree, another architecture
+#   make ACCUM=float                         float32 accumulation in the stepwise GEMMs (default double)
 #
 # `invoke build` wraps this and prints the exact nvcc command lines.
 ARCH       ?= sm_90
 BUILD      ?= build
 SUBMISSION ?= cuda/submission_ref.cu
+ACCUM      ?= double
+ifeq ($(filter $(ACCUM),float double),)
+$(error ACCUM=$(ACCUM): expected float or double)
+endif
 NVCC       ?= nvcc
 CXX        ?= g++
 
@@ -19,7 +24,7 @@ CUDA_HOME  ?= $(or $(CUDA_PATH),/usr/local/cuda)
 CUDA_INC   ?= $(CUDA_HOME)/include
 CXXFLAGS   := -O2 -std=c++17 -fopenmp -fPIC $(WARN) -Icuda -isystem $(CUDA_INC)
 NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
-              -Xcompiler -fopenmp,-fPIC,-Wall,-Wextra,-Werror -Icuda
+              -Xcompiler -fopenmp,-fPIC,-Wall,-Wextra,-Werror -Icuda -DMLP_ACCUM=$(ACCUM)
 EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
 SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
 
@@ -31,11 +36,11 @@ HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
 .PHONY: all clean
 all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host
 
-# A stamp that changes only when ARCH or SUBMISSION changes, so switching either rebuilds
+# A stamp that changes only when ARCH, SUBMISSION or ACCUM changes, so switching either rebuilds
 # what depends on it and nothing else.
 $(BUILD)/config.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION)" | cmp -s - $@ || echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION)" > $@
+	@echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION) ACCUM=$(ACCUM)" | cmp -s - $@ || echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION) ACCUM=$(ACCUM)" > $@
 FORCE:
 
 $(BUILD)/host/%.o: cuda/%.cpp $(HEADERS)

@@ -23,11 +23,12 @@ def data(c, full=False, deb=None):
 
 
 @task(help={"arch": "target architecture, e.g. sm_90 (default: the GPU present, else sm_90)",
-            "submission": "a learner's .cu implementing cuda/submission.h (default: ours)"})
-def build(c, arch=None, submission=None):
+            "submission": "a learner's .cu implementing cuda/submission.h (default: ours)",
+            "accumulate": "accumulator of the stepwise paths' matrix products: double (default) or float"})
+def build(c, arch=None, submission=None, accumulate="double"):
     """Compile build/mlp_train, build/libmlp.so and build/mlp_host with make (prints the nvcc command)."""
     from harness.build import build as do_build
-    do_build(arch=arch, submission=submission)
+    do_build(arch=arch, submission=submission, accumulate=accumulate)
 
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",

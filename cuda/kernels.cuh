@@ -23,14 +23,29 @@ enum class Epi {
   ReluMask,  // C = (A·B) ⊙ (mask[row, col] > 0)        (dH = dZ·W2ᵀ ⊙ (H > 0), fused)
 };
 
+// The accumulator of every matrix product and column sum of the stepwise paths (unfused, fused,
+// graph; the persistent kernel keeps float). float64 by default: each output is then the float32
+// rounding of an almost exact sum of float32 products (a product of two floats is exact in
+// float64), so a pre-activation near the ReLU kink lands on the side float64 puts it on far more
+// often than with a float32 sum whose error grows with the inner dimension (784): over 200 seeds
+// this halves how often a float32 trainer leaves the float64 loss curve by 2% in 5 epochs
+// (docs/LOSS_BAND_STUDY.md). On sm_90 a float64 FMA runs at half the float32 rate and these
+// products are launch- and latency-bound, so the cost is small (measured: docs/PERFLOG.md).
+// Build with `invoke build --accumulate float` (make ACCUM=float) for the float32 variant.
+#ifndef MLP_ACCUM
+#define MLP_ACCUM double
+#endif
+using Accum = MLP_ACCUM;
+
 // Split-K scratch in static device memory (no cudaMalloc: graph capture stays legal). A GEMM
 // whose output has too few tiles to fill the GPU splits K across blockIdx.z; each block writes
 // its partial tile here, and the LAST block to finish a tile (an atomic ticket) sums the
 // partials in split order 0..S−1 and applies the epilogue: deterministic, no float atomics.
 // One GEMM at a time per process uses it (all our GEMMs run in order on one stream).
-constexpr size_t kSplitKFloats = size_t(1) << 21;  // 8 MB
+constexpr size_t kSplitKBytes = size_t(8) << 20;  // 8 MB
+constexpr size_t kSplitKElems = kSplitKBytes / sizeof(Accum);  // partials stay in Accum
 constexpr int kSplitKTiles = 8192;
-static __device__ float g_splitk_partials[kSplitKFloats];
+static __device__ Accum g_splitk_partials[kSplitKElems];
 static __device__ unsigned int g_splitk_tickets[kSplitKTiles];
 
 // C[M×N] = op(A)·op(B). A is M×K row-major, or when TA it is stored K×M (so we read Aᵀ).
@@ -39,7 +54,9 @@ static __device__ unsigned int g_splitk_tickets[kSplitKTiles];
 // so shared-memory reads of B are consecutive across a warp (no bank conflicts) and the reads of
 // A are broadcasts. The next K-tile is loaded into registers while the current one is multiplied
 // (one tile of latency hidden). Out-of-range rows, columns and K-tails load as zero: any shape
-// works. Block z of a split-K launch covers K range [z·k_chunk, (z+1)·k_chunk).
+// works. Block z of a split-K launch covers K range [z·k_chunk, (z+1)·k_chunk). Operands are
+// converted to Accum when they are staged in shared memory (once per element and block, not once
+// per multiply-add); the epilogue (bias, ReLU, mask) runs in Accum and rounds once to float.
 template <int BM, int BN, int BK, int TM, int TN, bool TA, bool TB, Epi EPI>
 __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, const float* __restrict__ A,
                                           const float* __restrict__ B, float* __restrict__ C,
@@ -48,16 +65,16 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
   constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
   constexpr int LA = BM * BK / THREADS, LB = BN * BK / THREADS;  // loads per thread per K-tile
   static_assert(LA * THREADS == BM * BK && LB * THREADS == BN * BK, "tile must divide evenly");
-  __shared__ float As[BK][BM + 1];  // k-major so the inner loop reads a row of each
-  __shared__ float Bs[BK][BN + 1];
+  __shared__ Accum As[BK][BM + 1];  // k-major so the inner loop reads a row of each
+  __shared__ Accum Bs[BK][BN + 1];
   const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int k_begin = blockIdx.z * k_chunk, k_end = min(K, k_begin + k_chunk);
-  float acc[TM][TN];
+  Accum acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0;
 
   // Loads walk the contiguous dimension of each operand's storage across consecutive threads.
   float ra[LA], rb[LB];
@@ -82,18 +99,18 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
       int e = tid + l * THREADS;
-      As[TA ? e / BM : e % BK][TA ? e % BM : e / BK] = ra[l];
+      As[TA ? e / BM : e % BK][TA ? e % BM : e / BK] = (Accum)ra[l];
     }
 #pragma unroll
     for (int l = 0; l < LB; ++l) {
       int e = tid + l * THREADS;
-      Bs[TB ? e % BK : e / BN][TB ? e / BK : e % BN] = rb[l];
+      Bs[TB ? e % BK : e / BN][TB ? e / BK : e % BN] = (Accum)rb[l];
     }
     __syncthreads();
     if (k0 + BK < k_end) load(k0 + BK);  // in flight while this tile is multiplied
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
-      float a[TM], b[TN];
+      Accum a[TM], b[TN];
 #pragma unroll
       for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + i * TY];
 #pragma unroll
@@ -101,7 +118,7 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
     }
     __syncthreads();
   }
@@ -109,7 +126,7 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
   if (gridDim.z > 1) {
     // Split-K: publish this block's partial tile, take a ticket; the last block reduces.
     const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.x * gridDim.y;
-    float* mine = g_splitk_partials + ((size_t)blockIdx.z * tiles + tile) * (BM * BN);
+    Accum* mine = g_splitk_partials + ((size_t)blockIdx.z * tiles + tile) * (BM * BN);
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -125,7 +142,7 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
     for (int i = 0; i < TM; ++i)
 #pragma unroll
       for (int j = 0; j < TN; ++j) {
-        float v = 0.f;
+        Accum v = 0;
         for (unsigned z = 0; z < gridDim.z; ++z)
           v += __ldcg(g_splitk_partials + ((size_t)z * tiles + tile) * (BM * BN) + (ty + i * TY) * BN + tx + j * TX);
         acc[i][j] = v;
@@ -141,11 +158,11 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
     for (int j = 0; j < TN; ++j) {
       int gn = n0 + tx + j * TX;
       if (gn >= N) continue;
-      float v = acc[i][j];
-      if (EPI == Epi::Bias || EPI == Epi::BiasRelu) v += bias[gn];
-      if (EPI == Epi::BiasRelu) v = fmaxf(v, 0.f);
-      if (EPI == Epi::ReluMask) v = mask[(size_t)gm * N + gn] > 0.f ? v : 0.f;
-      C[(size_t)gm * N + gn] = v;
+      Accum v = acc[i][j];
+      if (EPI == Epi::Bias || EPI == Epi::BiasRelu) v += (Accum)bias[gn];
+      if (EPI == Epi::BiasRelu) v = v > 0 ? v : Accum(0);
+      if (EPI == Epi::ReluMask) v = mask[(size_t)gm * N + gn] > 0.f ? v : Accum(0);
+      C[(size_t)gm * N + gn] = (float)v;
     }
   }
 }
@@ -166,7 +183,7 @@ template <class T> inline GemmLaunch gemm_launch(int M, int N, int K, int sm_cou
     split = std::min(8, std::max(1, 2 * sm_count / tiles));
     int chunk = ((K + split - 1) / split + T::BK - 1) / T::BK * T::BK;
     split = (K + chunk - 1) / chunk;
-    while (split > 1 && (size_t)split * tiles * T::BM * T::BN > kSplitKFloats) --split;
+    while (split > 1 && (size_t)split * tiles * T::BM * T::BN > kSplitKElems) --split;
   }
   int chunk = ((K + split - 1) / split + T::BK - 1) / T::BK * T::BK;
   return {dim3(tn, tm, (unsigned)split), split > 1 ? chunk : K};
@@ -226,20 +243,20 @@ constexpr int kColsumCols = 32, kColsumSlices = 8;
 template <Col TAG>
 __global__ void __launch_bounds__(kColsumCols * kColsumSlices)
 k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ out) {
-  __shared__ float part[kColsumSlices][kColsumCols];
+  __shared__ Accum part[kColsumSlices][kColsumCols];
   const int cl = threadIdx.x % kColsumCols, slice = threadIdx.x / kColsumCols;
   const int c = blockIdx.x * kColsumCols + cl;
   const int per = (rows + kColsumSlices - 1) / kColsumSlices, r0 = slice * per, r1 = min(rows, r0 + per);
-  float acc = 0.f;
+  Accum acc = 0;
   if (c < cols)
-    for (int r = r0; r < r1; ++r) acc += M[(size_t)r * cols + c];
+    for (int r = r0; r < r1; ++r) acc += (Accum)M[(size_t)r * cols + c];
   part[slice][cl] = acc;
   __syncthreads();
   if (slice == 0 && c < cols) {
-    float s = 0.f;
+    Accum s = 0;
 #pragma unroll
     for (int k = 0; k < kColsumSlices; ++k) s += part[k][cl];
-    out[c] = s;
+    out[c] = (float)s;
   }
 }
 

@@ -442,7 +442,9 @@ int run_phase_breakdown(const Options& opt, const Recipe& R, MlpShape s, const s
                         const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd, const Dataset& data) {
   struct Variant { const char* name; int mask; };
   const Variant variants[] = {{"barriers only", 0}, {"A (forward hidden)", 1}, {"B (logits, softmax, dH)", 2},
-                              {"C (gradients and update)", 4}, {"A+B+C (training)", 7}};
+                              {"C (gradients and update)", 4}, {"A+B+C (training)", 7},
+                              // v3's scalar phase-C staging (mask bit 8), timed beside v4 in this process.
+                              {"A+B+C, v3 scalar C staging", 15}};
   Json rows = Json::array();
   Recipe r = R;
   r.epochs = 20;

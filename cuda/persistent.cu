@@ -53,9 +53,13 @@ struct Persist {
   float* row_loss;  // [batch]
   float* step_loss; // [steps]
   int phases;       // bit 0: A, bit 1: B, bit 2: C. Training runs all three (7); the phase
-                    // breakdown benchmark times subsets, keeping every grid barrier.
+                    // breakdown benchmark times subsets, keeping every grid barrier. Bit 3
+                    // (kScalarStagingC) brings back v3's scalar phase-C staging, so the
+                    // benchmark can time v3 and v4 in one process (docs/PERFLOG.md, change 9).
   float* partials;  // persistent2 only: [in-tiles × batch × hidden] split-K pre-activations
 };
+
+constexpr int kScalarStagingC = 8;
 
 __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
 
@@ -315,15 +319,39 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
   float colsum = 0.f;  // db1 for unit j0 + tid (tiles with ti == 0, tid < 64)
   float* Xs = smem;                     // [kRowsC][32]
   float* Ds = smem + kRowsC * kTileC;   // [kRowsC][64]
+  // v4: 16-byte staging when the widths allow (784 and 256 do): 4 float4 loads of X and 8 of dH
+  // per thread instead of 48 and 32 scalar loads (each X load behind its own order lookup). The
+  // shared-memory layout and the values are those of the scalar form, so results are bitwise
+  // the same. I % 4 == 0 and Hd % 4 == 0 make every float4 wholly inside or wholly outside.
+  const bool vec = (I % 4 == 0) && (Hd % 4 == 0) && !(P.phases & kScalarStagingC);
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
-    for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
-      const int r = e / kTileC, c = e % kTileC, i = i0 + c;
-      Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
-    }
-    for (int e = tid; e < kRowsC * kTileCJ; e += kThreads) {
-      const int r = e / kTileCJ, c = e % kTileCJ, j = j0 + c;
-      Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
+    if (vec) {
+      constexpr int kXq = kTileC / 4, kDq = kTileCJ / 4;  // float4s per staged row
+      for (int e = tid; e < kRowsC * kXq; e += kThreads) {
+        const int r = e / kXq, v = e % kXq, i = i0 + 4 * v;
+        const float4 x = r < rows && i < I
+                             ? __ldg(reinterpret_cast<const float4*>(
+                                   P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = x;
+      }
+      for (int e = tid; e < kRowsC * kDq; e += kThreads) {
+        const int r = e / kDq, v = e % kDq, j = j0 + 4 * v;
+        const float4 d = r < rows && j < Hd
+                             ? __ldcg(reinterpret_cast<const float4*>(P.dH + (size_t)(rc + r) * Hd + j))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = d;
+      }
+    } else {
+      for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
+        const int r = e / kTileC, c = e % kTileC, i = i0 + c;
+        Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+      }
+      for (int e = tid; e < kRowsC * kTileCJ; e += kThreads) {
+        const int r = e / kTileCJ, c = e % kTileCJ, j = j0 + c;
+        Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
+      }
     }
     __syncthreads();
     const int per = kRowsC / 4, rb = quarter * per;

@@ -35,16 +35,23 @@ def validate_arch(arch: str) -> str:
     return arch
 
 
-def make_command(arch: str, submission: str | None, build_dir: Path, target: str = "all") -> list[str]:
+ACCUMULATORS = ("double", "float")  # the stepwise GEMMs' accumulator (cuda/kernels.cuh), default first
+
+
+def make_command(arch: str, submission: str | None, build_dir: Path, target: str = "all",
+                 accumulate: str = ACCUMULATORS[0]) -> list[str]:
     cmd = ["make", "--no-print-directory", "-C", str(ROOT), f"-j{os.cpu_count() or 2}", f"ARCH={arch}",
-           f"BUILD={os.path.relpath(Path(build_dir).resolve(), ROOT)}"]
+           f"BUILD={os.path.relpath(Path(build_dir).resolve(), ROOT)}", f"ACCUM={accumulate}"]
     if submission:
         cmd.append(f"SUBMISSION={submission}")
     return cmd + [target]
 
 
-def build(arch: str | None = None, submission: str | None = None, build_dir: Path = BUILD_DIR) -> dict:
+def build(arch: str | None = None, submission: str | None = None, build_dir: Path = BUILD_DIR,
+          accumulate: str = ACCUMULATORS[0]) -> dict:
     """Run make; print the nvcc command; write build_dir/build_info.json. Returns that info."""
+    if accumulate not in ACCUMULATORS:
+        raise SystemExit(f"error: --accumulate {accumulate!r}: expected one of {', '.join(ACCUMULATORS)}")
     if arch:
         arch, why = validate_arch(arch), "from --arch"
     else:
@@ -56,15 +63,17 @@ def build(arch: str | None = None, submission: str | None = None, build_dir: Pat
         submission = os.path.relpath(sub.resolve(), ROOT)
     build_dir = Path(build_dir)
     print(f"build: {arch} ({why})", flush=True)
-    nvcc = subprocess.run(make_command(arch, submission, build_dir, "print-nvcc"),
+    nvcc = subprocess.run(make_command(arch, submission, build_dir, "print-nvcc", accumulate),
                           capture_output=True, text=True, check=True).stdout.strip()
     print(f"build: nvcc command: {nvcc}", flush=True)
-    cmd = make_command(arch, submission, build_dir)
+    cmd = make_command(arch, submission, build_dir, accumulate=accumulate)
     print("build: " + shlex.join(cmd), flush=True)
     if subprocess.run(cmd).returncode != 0:
         raise SystemExit("error: build failed (see the compiler output above)")
     info = {"arch": arch, "arch_reason": why, "submission": submission or "cuda/submission_ref.cu",
-            "make_command": shlex.join(["make", f"ARCH={arch}"] + ([f"SUBMISSION={submission}"] if submission else [])),
+            "accumulate": accumulate,
+            "make_command": shlex.join(["make", f"ARCH={arch}"] + ([f"SUBMISSION={submission}"] if submission else [])
+                                       + ([f"ACCUM={accumulate}"] if accumulate != ACCUMULATORS[0] else [])),
             "nvcc_command": nvcc}
     atomic.write_json(build_dir / "build_info.json", info)
     return info

@@ -4,7 +4,8 @@
 #
 #   MLP_COMMIT=<commit> bash harness/gpu_session.sh [STAGES]      (default: all, in this order)
 #
-# STAGES is a comma-separated subset of: build,ceilings,run,phases,profile,pytest,sanitize,sweep,ncu
+# STAGES is a comma-separated subset of: build,ceilings,run,phases,profile,pytest,sanitize,sweep,ncu,
+# accum (float64 vs float32 accumulation A/B, harness/accumulate_ab.sh; not in the default set)
 # (sweep is not in the default set: run it on its own call; ceilings, the copy and matmul
 # roofline ceilings of harness/ceilings.py, takes seconds). A full set
 # takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
@@ -43,6 +44,7 @@ stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/t
 stage sanitize 600 invoke sanitize
 stage sweep 580 invoke sweep
 stage ncu 300 bash harness/ncu_counters.sh
+stage accum 200 bash harness/accumulate_ab.sh
 rm -f profile/*.sqlite
 # On the lent machine only what lies under $OUT comes back, at most 8 files of limited size: one
 # tarball of the evidence, without the regenerable .npy copies (a width-8192 sweep point's initial

@@ -55,7 +55,8 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     run_json = Path(results_dir) / "run.json"
     data = json.loads(run_json.read_text())
     data["build"] = {"command": info["nvcc_command"], "make_command": info["make_command"],
-                     "arch": info["arch"], "submission": info["submission"]}
+                     "arch": info["arch"], "submission": info["submission"],
+                     "accumulate": info.get("accumulate", "float")}  # builds before the choice used float
     data["run_command"] = shlex.join(cmd)
     data["commit"] = git_commit()
     data["gpu"]["driver"] = driver_version()

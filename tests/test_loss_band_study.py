@@ -7,7 +7,7 @@ import pytest
 
 from harness.config import BUILD_DIR, DATA_DIR, load_recipe
 from harness.dataset import load_dataset
-from harness.loss_band_study import render_md, seed_inputs, study, train_losses
+from harness.loss_band_study import MODE_TITLES, effect, render_md, seed_inputs, study, train_losses
 from harness.reference import REFERENCE_DIR
 
 HOST = BUILD_DIR / "mlp_host"
@@ -29,8 +29,30 @@ def test_float64_run_is_the_shipped_reference_and_inputs_are_the_seeds():
     assert 0 < max(abs(a - b) / b for a, b in zip(l32, l64)) < 1e-5  # rounding, not equality
 
 
+def test_float64_accumulation_rounds_once_per_product():
+    """The mixed trainer is float32 storage: its loss differs from float64 by rounding, and from
+    the all-float32 trainer (it is not the same code path under another name)."""
+    recipe = load_recipe()
+    init, orders = seed_inputs(recipe, recipe["seed"], 1, HOST)
+    d = load_dataset(DATA_DIR)
+    X, y = d["train_images"][:recipe["train_size"]], d["train_labels"][:recipe["train_size"]].astype(np.int64)
+    l64 = train_losses(init, orders, X, y, recipe, np.float64)
+    l32 = train_losses(init, orders, X, y, recipe, np.float32)
+    lmix = train_losses(init, orders, X, y, recipe, np.float32, np.float64)
+    assert lmix != l32 and lmix != l64
+    assert abs(lmix[0] - l64[0]) / l64[0] < 1e-5
+
+
 def test_study_counts_seeds_outside_the_band():
     doc = study([1, 2], epochs=1, band=1e-12)  # a band no float32 run can hold
-    assert doc["seeds"] == 2 and doc["seeds_outside_band"] == 2
-    assert all(r["first_epoch_outside_band"] == 1 for r in doc["rows"])
-    assert "**2 of 2 seeds**" in render_md(doc)
+    assert doc["seeds"] == 2 and doc["seeds_outside_band"] == {"float32": 2, "float32_f64_accumulate": 2}
+    assert all(r[m]["first_epoch_outside_band"] == 1 for r in doc["rows"] for m in MODE_TITLES)
+    md = render_md(doc)
+    assert md.count("**2 of 2**") == 2 and "does not lower the count" in md
+
+
+def test_effect_says_what_the_counts_say():
+    doc = {"seeds": 10, "seeds_outside_band": {"float32": 4, "float32_f64_accumulate": 1}}
+    assert effect(doc) == "lowers the count from 4 to 1 of 10 seeds; it does not remove it"
+    doc["seeds_outside_band"]["float32_f64_accumulate"] = 4
+    assert effect(doc).startswith("does not lower the count")
