@@ -29,8 +29,9 @@ enum class Epi {
 // float64), so a pre-activation near the ReLU kink lands on the side float64 puts it on far more
 // often than with a float32 sum whose error grows with the inner dimension (784): over 200 seeds
 // this halves how often a float32 trainer leaves the float64 loss curve by 2% in 5 epochs
-// (docs/LOSS_BAND_STUDY.md). On sm_90 a float64 FMA runs at half the float32 rate and these
-// products are launch- and latency-bound, so the cost is small (measured: docs/PERFLOG.md).
+// (docs/LOSS_BAND_STUDY.md: 25% of seeds to 10%). It costs 8-13% of the stepwise paths' epoch
+// time on the H200 (results/experiments/accumulate; a float64 FMA runs at half the float32 rate).
+// The bias is added before the one rounding; the unfused path's separate bias pass cannot do that.
 // Build with `invoke build --accumulate float` (make ACCUM=float) for the float32 variant.
 #ifndef MLP_ACCUM
 #define MLP_ACCUM double

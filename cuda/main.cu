@@ -168,9 +168,9 @@ cudaDeviceProp select_device() {
 // path's parameters, relative to the size of the epoch's update. Float32 summation order alone
 // moves it by ~3e-7, but a ReLU whose pre-activation sits within rounding of zero can flip in one
 // implementation and not the other, and the trajectories then part: measured on the H200 at seed
-// 20260829, the fused path flips unit 96 of sample 120 at step 28 (pre-activation -3.6e-7 on a
-// term scale of 4.4, i.e. 8e-8 relative) and ends the epoch 3.4e-3 from float64 while the
-// persistent path ends 3.8e-7 from it. Real defects land far above the limit: dropping one row
+// 20260829, the unfused path (and the fused path built with float32 accumulation) flips unit 96
+// of sample 120 at step 28 (pre-activation -3.6e-7 on a term scale of 4.4, i.e. 8e-8 relative)
+// and ends the epoch 3.4e-3 from float64 while the persistent path ends 3.8e-7 from it. Real defects land far above the limit: dropping one row
 // per step gives 9e-2, dropping one step's gradient 1.5e-2 (numpy experiments, PERFLOG.md).
 constexpr double kParityLimit = 1e-2;
 
