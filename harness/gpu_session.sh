@@ -39,8 +39,10 @@ stage ceilings 120 invoke ceilings
 stage run 480 invoke run ${RUN_PATHS:+--paths $RUN_PATHS}
 stage phases 90 ./build/mlp_train --data data --out results --persistent-phases
 stage profile 240 invoke profile
-stage pytest 300 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/test_gpu_gate.py \
-  tests/test_host.py tests/test_reference.py
+# test_pytorch_cpu.py's GPU tests train every PyTorch variant (torch.compile's max-autotune
+# compile alone takes minutes), hence the longer limit.
+stage pytest 500 python3 -m pytest -q -ra tests/test_gpu_entry_points.py tests/test_gpu_gate.py \
+  tests/test_host.py tests/test_reference.py tests/test_pytorch_cpu.py
 stage sanitize 600 invoke sanitize
 stage sweep 580 invoke sweep
 stage ncu 300 bash harness/ncu_counters.sh
