@@ -219,9 +219,13 @@ def test_trace_eager_epoch(small, tmp_path):
 # printed digit for the first epochs, then drift apart, and the test accuracy of one epoch swings
 # by up to ~4 pp from the next. One H200 run (He-normal init, 2026-11-30) put every variant's
 # FINAL accuracy 0.8 to 1.6 pp from the float64 reference's, while the mean over the last five
-# epochs stayed within 0.31 pp. So the check is: the early epochs (same trajectory) within
-# EARLY_TOL, and the mean of the last LAST_K epochs within LATE_TOL (the brief's 1 pp).
-EARLY_EPOCHS, EARLY_TOL = 3, 0.003
+# epochs stayed within 0.31 pp. So the check is: the first epoch within EARLY_TOL, and the mean
+# of the last LAST_K epochs within LATE_TOL (the brief's 1 pp). Only the first epoch, because the
+# trajectories can part inside epoch 0: on the H200 (2026-11-30, results/pytorch.json of 2faea9a)
+# compiled-reduce-overhead rounds one pre-activation at step 28 to the other side of the ReLU
+# kink (as our unfused path does, docs/PERFLOG.md) and ends epochs 1-3 0.02, 0.78 and 0.78 pp
+# from float64, correct code outside a 0.3 pp band from epoch 2 on (docs/LOSS_BAND_STUDY.md).
+EARLY_EPOCHS, EARLY_TOL = 1, 0.003
 LAST_K, LATE_TOL = 5, 0.01
 
 
