@@ -652,6 +652,9 @@ def loss_curve(paths: dict, ref: dict, variants: dict) -> dict | None:
             "flag_pct": f"{100 * LOSS_CURVE_FLAG:g}%", "flagged": flag_text or None}
 
 
+PERSISTENT2_MASK = 32  # cuda/main.cu run_phase_breakdown: the row times k_persistent2_epoch
+
+
 def phase_breakdown(phases: dict, run: dict) -> dict:
     """The persistent epoch's phases: a row per variant (median ms, µs a step, CV, cost above the
     barrier-only variant) and one sentence: each single phase's cost above the barriers, their
@@ -659,14 +662,17 @@ def phase_breakdown(phases: dict, run: dict) -> dict:
     steps = run["recipe"]["steps_per_epoch"]
     variants = phases["variants"]
     us = {v["mask"]: float(v["median_ms"]) * 1000.0 / steps for v in variants}
+    # Mask bit 32 marks persistent2 rows (mlp_train --persistent-phases): another kernel, with
+    # two barriers a step, so no cost "above" the persistent kernel's barrier-only epoch.
+    other = {m for m in us if m & PERSISTENT2_MASK}
     label = {v["mask"]: v["phases"] for v in variants}
     base = us.get(0)
     rows = [{"phases": v["phases"], "median": fmt_ms(v["median_ms"], 4),
              "us_step": f"{us[v['mask']]:.2f}",
              "cv": "—" if _missing(v.get("cv_pct")) else f"{float(v['cv_pct']):.1f}%",
-             "above": "—" if base is None or v["mask"] == 0 else f"{us[v['mask']] - base:+.2f}"}
+             "above": "—" if base is None or v["mask"] in (0, *other) else f"{us[v['mask']] - base:+.2f}"}
             for v in variants]
-    singles = [m for m in us if m > 0 and m & (m - 1) == 0]
+    singles = [m for m in us if m > 0 and m & (m - 1) == 0 and m not in other]
     full_mask = 0
     for m in singles:
         full_mask |= m
@@ -696,6 +702,14 @@ def phase_breakdown(phases: dict, run: dict) -> dict:
     if not _missing(run_median) and full_mask in us and len(singles) > 1:
         sentence += (f" (The training run's `persistent` path: median {fmt_ms(run_median)} ms an "
                      f"epoch, {float(run_median) * 1000.0 / steps:.2f} µs a step.)")
+    training2 = PERSISTENT2_MASK | 7
+    for m in sorted(other - {training2}):
+        if training2 in us:
+            d = us[training2] - us[m]
+            sentence += (f" The `persistent2` rows time that kernel's whole two-barrier epoch: "
+                         f"\"{label[training2]}\" {us[training2]:.2f} µs a step against \"{label[m]}\" "
+                         f"{us[m]:.2f} µs in the same process, {abs(d):.2f} µs "
+                         f"({fmt_pct(abs(d) / us[m])}) {'less' if d < 0 else 'more'}.")
     return {"rows": rows, "sentence": sentence, "steps": steps}
 
 

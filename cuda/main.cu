@@ -441,15 +441,21 @@ int run_profile(const Options& opt, const Recipe& R, MlpShape s, const std::vect
 int run_phase_breakdown(const Options& opt, const Recipe& R, MlpShape s, const std::vector<float>& init,
                         const std::vector<std::vector<int32_t>>& orders, const DeviceData& dd, const Dataset& data) {
   struct Variant { const char* name; int mask; };
+  // Mask bit 32 (this table only) selects persistent2, whose kernel has no phase switches: its
+  // rows time the whole epoch with v5's and with v4's (scalar, bit 16) staging of the next batch.
+  constexpr int kTwoBarriers = 32;
   const Variant variants[] = {{"barriers only", 0}, {"A (forward hidden)", 1}, {"B (logits, softmax, dH)", 2},
                               {"C (gradients and update)", 4}, {"A+B+C (training)", 7},
                               // v3's scalar phase-C staging (mask bit 8), timed beside v4 in this process.
-                              {"A+B+C, v3 scalar C staging", 15}};
+                              {"A+B+C, v3 scalar C staging", 15},
+                              {"persistent2, training", 7 | kTwoBarriers},
+                              {"persistent2, v4 scalar next-batch staging", 23 | kTwoBarriers}};
   Json rows = Json::array();
   Recipe r = R;
   r.epochs = 20;
   for (const auto& v : variants) {
-    std::unique_ptr<mlp::KernelPath> path = mlp::make_persistent_path(v.mask);
+    std::unique_ptr<mlp::KernelPath> path = (v.mask & kTwoBarriers) ? mlp::make_persistent2_path(v.mask & ~kTwoBarriers)
+                                                                     : mlp::make_persistent_path(v.mask);
     PathRun run = train_path(*path, r, s, init, orders, dd, data, r.epochs, false, /*check_loss=*/false);
     std::printf("%-26s median %.4f ms/epoch (%.2f us/step), CV %.1f%%\n", v.name, run.median,
                 1000 * run.median / ((R.train_size + R.batch - 1) / R.batch), run.cv);

@@ -88,7 +88,9 @@ std::unique_ptr<KernelPath> make_path(const std::string& name);
 std::unique_ptr<KernelPath> make_persistent_path(int phases = 7);
 // Experimental, not yet measured: two grid barriers a step (docs/PERFLOG.md). Only run when
 // named in --paths; not among path_names(), so a default run does not depend on it.
-std::unique_ptr<KernelPath> make_persistent2_path();
+// `phases` as for make_persistent_path; only its staging bits (8, 16) change persistent2, and
+// only for the phase-breakdown benchmark.
+std::unique_ptr<KernelPath> make_persistent2_path(int phases = 7);
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.

@@ -54,12 +54,14 @@ struct Persist {
   float* step_loss; // [steps]
   int phases;       // bit 0: A, bit 1: B, bit 2: C. Training runs all three (7); the phase
                     // breakdown benchmark times subsets, keeping every grid barrier. Bit 3
-                    // (kScalarStagingC) brings back v3's scalar phase-C staging, so the
-                    // benchmark can time v3 and v4 in one process (docs/PERFLOG.md, change 9).
+                    // (kScalarStagingC) brings back v3's scalar phase-C staging, bit 4
+                    // (kScalarStagingPartials) persistent2's scalar staging of the next batch,
+                    // so the benchmark can time old and new in one process (docs/PERFLOG.md).
   float* partials;  // persistent2 only: [in-tiles × batch × hidden] split-K pre-activations
 };
 
 constexpr int kScalarStagingC = 8;
+constexpr int kScalarStagingPartials = 16;
 
 __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
 
@@ -265,11 +267,27 @@ __device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int 
       Wn[e] = i < I && j < Hd ? ldcg(P.params + (size_t)i * Hd + j) : 0.f;
     }
   }
+  // v5: 16-byte staging of the next batch's inputs when I % 4 == 0 (784 is): 4 float4 loads per
+  // thread, each behind one order lookup, instead of 16 scalar loads behind 16 lookups; the
+  // layout and values are the scalar form's, so results are bitwise the same (as v4 in phase C).
+  const bool vec = (I % 4 == 0) && !(P.phases & kScalarStagingPartials);
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
-    for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
-      const int r = e / kTileC, i = i0 + e % kTileC;
-      Xn[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+    if (vec) {
+      constexpr int kXq = kTileC / 4;  // float4s per staged row
+      for (int e = tid; e < kRowsC * kXq; e += kThreads) {
+        const int r = e / kXq, v = e % kXq, i = i0 + 4 * v;
+        const float4 x = r < rows && i < I
+                             ? __ldg(reinterpret_cast<const float4*>(
+                                   P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(Xn + r * kTileC + 4 * v) = x;
+      }
+    } else {
+      for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
+        const int r = e / kTileC, i = i0 + e % kTileC;
+        Xn[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+      }
     }
     __syncthreads();
     float acc[16][2] = {};
@@ -577,6 +595,6 @@ class PersistentPath : public KernelPath {
 }  // namespace
 
 std::unique_ptr<KernelPath> make_persistent_path(int phases) { return std::make_unique<PersistentPath>(phases); }
-std::unique_ptr<KernelPath> make_persistent2_path() { return std::make_unique<PersistentPath>(7, true); }
+std::unique_ptr<KernelPath> make_persistent2_path(int phases) { return std::make_unique<PersistentPath>(phases, true); }
 
 }  // namespace mlp

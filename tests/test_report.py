@@ -966,3 +966,23 @@ def test_phase_breakdown_takes_the_v3_staging_row(inputs):
     assert full["phases"] in out["sentence"]
     assert "v3 scalar" not in out["sentence"]
     assert "| A+B+C, v3 scalar C staging |" in render(inputs)
+
+
+def test_phase_breakdown_compares_the_persistent2_rows_apart(inputs):
+    """Rows with mask bit 32 time k_persistent2_epoch (two barriers): no cost 'above' the
+    persistent kernel's barrier-only epoch, never a single phase, and one sentence setting the
+    training row against the other persistent2 row in the same process."""
+    phases_path = inputs[0] / "persistent_phases.json"
+    doc = json.loads(phases_path.read_text())
+    doc["variants"] += [{"phases": "persistent2, training", "mask": 39, "median_ms": 0.9, "cv_pct": 0.5},
+                        {"phases": "persistent2, v4 scalar next-batch staging", "mask": 55, "median_ms": 1.0,
+                         "cv_pct": 0.5}]
+    phases_path.write_text(json.dumps(doc))
+    out = report.phase_breakdown(doc, run_json(inputs))
+    rows = {r["phases"]: r for r in out["rows"]}
+    assert rows["persistent2, training"]["above"] == "—" and rows["persistent2, v4 scalar next-batch staging"]["above"] == "—"
+    steps = run_json(inputs)["recipe"]["steps_per_epoch"]
+    a, b = 900.0 / steps, 1000.0 / steps
+    assert (f'"persistent2, training" {a:.2f} µs a step against "persistent2, v4 scalar next-batch staging" '
+            f"{b:.2f} µs in the same process, {b - a:.2f} µs") in out["sentence"]
+    assert out["sentence"].rstrip().endswith("less.")
