@@ -897,7 +897,7 @@ def _ceilings_text(ceil: dict, rates: dict, file_name: str, run_gpu) -> str:
              f"on the CUDA cores{mm_median}")
     if tf32 is not None:
         text += (f" ({fmt_sig3(tf32['tflops'])} TFLOP/s with TF32 on, for context only: our "
-                 f"kernels are FP32 on the CUDA cores)")
+                 f"kernels run on the CUDA cores)")
     text += f". The ridge point is {fmt_sig3(rates['ridge'])} FLOP/byte."
     run_name = run_gpu.get("name") if isinstance(run_gpu, dict) else None
     if ceil.get("gpu") and run_name and ceil["gpu"] != run_name:
@@ -990,6 +990,12 @@ def roofline_section(ceil: dict | None, profiles: dict, run: dict, rel, results_
         f"not modelled. The minimum bytes can come from the L2 cache"
         f"{f' ({fmt_g(l2 / 2**20)} MiB)' if _is_number(l2) else ''} rather than device memory, "
         f"so a fraction of the copy ceiling can pass 100%.")
+    if (run.get("build") or {}).get("accumulate") == "double":
+        out["method"] += (" This build accumulates the stepwise GEMMs and column sums in float64 "
+                          "(run.json build.accumulate): their multiply-adds are float64 FMAs, which "
+                          "sm_90 issues at half the float32 rate (CUDA C++ Programming Guide, "
+                          "arithmetic instruction throughput; not measured here), so against "
+                          "their own ceiling those rows' compute fractions are twice the ones shown.")
     names = [HEADLINE_PATH] + [p for p in ROOFLINE_EXTRA_PATHS if p in profiles and p != HEADLINE_PATH]
     if "persistent" in names:
         out["method"] += (" The `persistent` kernel runs a whole epoch: its FLOPs are those of "

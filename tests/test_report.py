@@ -986,3 +986,16 @@ def test_phase_breakdown_compares_the_persistent2_rows_apart(inputs):
     assert (f'"persistent2, training" {a:.2f} µs a step against "persistent2, v4 scalar next-batch staging" '
             f"{b:.2f} µs in the same process, {b - a:.2f} µs") in out["sentence"]
     assert out["sentence"].rstrip().endswith("less.")
+
+
+def test_roofline_says_when_the_stepwise_gemms_accumulate_in_float64(inputs):
+    """build.accumulate == "double" adds the half-rate caveat to the roofline's method, and the
+    setup table names the accumulator; a build without the field (older runs) gets neither."""
+    text = render(inputs)
+    assert "float64 FMAs" not in text and "Stepwise GEMM accumulator" not in text
+    run = run_json(inputs)
+    run["build"]["accumulate"] = "double"
+    save_run(inputs, run)
+    text = render(inputs)
+    assert "their multiply-adds are float64 FMAs" in text
+    assert "| Stepwise GEMM accumulator | double (" in text
