@@ -703,13 +703,12 @@ def phase_breakdown(phases: dict, run: dict) -> dict:
         sentence += (f" (The training run's `persistent` path: median {fmt_ms(run_median)} ms an "
                      f"epoch, {float(run_median) * 1000.0 / steps:.2f} µs a step.)")
     training2 = PERSISTENT2_MASK | 7
-    for m in sorted(other - {training2}):
-        if training2 in us:
-            d = us[training2] - us[m]
-            sentence += (f" The `persistent2` rows time that kernel's whole two-barrier epoch: "
-                         f"\"{label[training2]}\" {us[training2]:.2f} µs a step against \"{label[m]}\" "
-                         f"{us[m]:.2f} µs in the same process, {abs(d):.2f} µs "
-                         f"({fmt_pct(abs(d) / us[m])}) {'less' if d < 0 else 'more'}.")
+    for m in sorted(other - {training2}) if training2 in us else []:
+        d = us[training2] - us[m]
+        sentence += (f" The `persistent2` rows time that kernel's whole two-barrier epoch: "
+                     f"\"{label[training2]}\" {us[training2]:.2f} µs a step against \"{label[m]}\" "
+                     f"{us[m]:.2f} µs in the same process, {abs(d):.2f} µs "
+                     f"({fmt_pct(abs(d) / us[m])}) {'less' if d < 0 else 'more'}.")
     return {"rows": rows, "sentence": sentence, "steps": steps}
 
 

@@ -252,6 +252,31 @@ constexpr int kWnOffset = kRowsC * (kTileC + kTileCJ);  // W1 tile, new values [
 constexpr int kXnOffset = kWnOffset + kTileC * kTileCJ; // next batch's inputs [128][32]
 constexpr int kPersist2Floats = kXnOffset + kRowsC * kTileC;
 
+// Stages rows [rc, rc + rows) of the batch starting at `base`, inputs [i0, i0 + 32), into
+// Xs[kRowsC][kTileC] (zeros past `rows` and past I) for phase C and persistent2's next batch.
+// vec (I % 4 == 0): 16-byte loads, 4 a thread, each behind one order lookup, instead of 16
+// scalar loads behind 16 lookups; same layout and values, so results are bitwise the same.
+__device__ __forceinline__ void stage_x_chunk(const Persist& P, float* Xs, int base, int rc, int rows, int i0,
+                                              bool vec) {
+  const int I = P.in, tid = threadIdx.x;
+  if (vec) {
+    constexpr int kXq = kTileC / 4;  // float4s per staged row
+    for (int e = tid; e < kRowsC * kXq; e += kThreads) {
+      const int r = e / kXq, v = e % kXq, i = i0 + 4 * v;
+      const float4 x = r < rows && i < I
+                           ? __ldg(reinterpret_cast<const float4*>(
+                                 P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
+                           : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = x;
+    }
+  } else {
+    for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
+      const int r = e / kTileC, i = i0 + e % kTileC;
+      Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+    }
+  }
+}
+
 // persistent2: the split-K pre-activations of one W1 tile for the batch starting at `base`:
 //   partials[ti][r][j] = Σ_{i in tile ti} X[order[base + r]][i] · W1[i][j],  j in tile tj.
 // The W1 tile comes from shared memory when the caller has just updated it (wn_ready), else it
@@ -267,28 +292,10 @@ __device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int 
       Wn[e] = i < I && j < Hd ? ldcg(P.params + (size_t)i * Hd + j) : 0.f;
     }
   }
-  // v5: 16-byte staging of the next batch's inputs when I % 4 == 0 (784 is): 4 float4 loads per
-  // thread, each behind one order lookup, instead of 16 scalar loads behind 16 lookups; the
-  // layout and values are the scalar form's, so results are bitwise the same (as v4 in phase C).
+  // v5: the next batch's inputs staged with 16-byte loads (v4's phase-C staging, stage_x_chunk).
   const bool vec = (I % 4 == 0) && !(P.phases & kScalarStagingPartials);
   for (int rc = 0; rc < nb; rc += kRowsC) {
-    const int rows = min(kRowsC, nb - rc);
-    if (vec) {
-      constexpr int kXq = kTileC / 4;  // float4s per staged row
-      for (int e = tid; e < kRowsC * kXq; e += kThreads) {
-        const int r = e / kXq, v = e % kXq, i = i0 + 4 * v;
-        const float4 x = r < rows && i < I
-                             ? __ldg(reinterpret_cast<const float4*>(
-                                   P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
-                             : make_float4(0.f, 0.f, 0.f, 0.f);
-        *reinterpret_cast<float4*>(Xn + r * kTileC + 4 * v) = x;
-      }
-    } else {
-      for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
-        const int r = e / kTileC, i = i0 + e % kTileC;
-        Xn[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
-      }
-    }
+    stage_x_chunk(P, Xn, base, rc, min(kRowsC, nb - rc), i0, vec);
     __syncthreads();
     float acc[16][2] = {};
 #pragma unroll 4
@@ -344,16 +351,9 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
   const bool vec = (I % 4 == 0) && (Hd % 4 == 0) && !(P.phases & kScalarStagingC);
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
+    stage_x_chunk(P, Xs, base, rc, rows, i0, vec);
     if (vec) {
-      constexpr int kXq = kTileC / 4, kDq = kTileCJ / 4;  // float4s per staged row
-      for (int e = tid; e < kRowsC * kXq; e += kThreads) {
-        const int r = e / kXq, v = e % kXq, i = i0 + 4 * v;
-        const float4 x = r < rows && i < I
-                             ? __ldg(reinterpret_cast<const float4*>(
-                                   P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
-                             : make_float4(0.f, 0.f, 0.f, 0.f);
-        *reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = x;
-      }
+      constexpr int kDq = kTileCJ / 4;  // float4s per staged row
       for (int e = tid; e < kRowsC * kDq; e += kThreads) {
         const int r = e / kDq, v = e % kDq, j = j0 + 4 * v;
         const float4 d = r < rows && j < Hd
@@ -362,10 +362,6 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
         *reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = d;
       }
     } else {
-      for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
-        const int r = e / kTileC, c = e % kTileC, i = i0 + c;
-        Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
-      }
       for (int e = tid; e < kRowsC * kTileCJ; e += kThreads) {
         const int r = e / kTileCJ, c = e % kTileCJ, j = j0 + c;
         Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
