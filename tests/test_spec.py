@@ -1,0 +1,123 @@
+"""spec/: the layout, the statistics and the atomic writes every other module relies on."""
+from __future__ import annotations
+
+import os
+import re
+import statistics
+
+import numpy as np
+import pytest
+
+from spec import files, layout, stats
+from spec.layout import RECIPE_SHAPE, Shape
+
+
+def test_offsets_of_the_recipe_shape():
+    o = layout.offsets(RECIPE_SHAPE)
+    assert o == layout.Offsets(0, 784 * 256, 784 * 256 + 256, 784 * 256 + 256 + 2560, 203_530)
+    assert layout.n_params(RECIPE_SHAPE) == 203_530 == o.total
+
+
+def test_split_gives_views_in_order_and_join_inverts_it():
+    s = Shape(3, 4, 2)
+    flat = np.arange(layout.n_params(s), dtype=np.float32)
+    t = layout.split(flat, s)
+    assert t["W1"].shape == (3, 4) and t["b1"].shape == (4,)
+    assert t["W2"].shape == (4, 2) and t["b2"].shape == (2,)
+    assert t["W1"][1, 2] == 1 * 4 + 2            # row-major: W1[i, j] joins input i to unit j
+    assert t["b1"][0] == 12 and t["W2"][0, 1] == 17 and t["b2"][-1] == flat[-1]
+    t["b2"][0] = -1                               # views, not copies
+    assert flat[-2] == -1
+    back = layout.join(t["W1"], t["b1"], t["W2"], t["b2"])
+    assert back.dtype == np.float32 and np.array_equal(back, flat)
+
+
+def test_split_and_join_reject_wrong_shapes():
+    with pytest.raises(ValueError, match=r"expected \(26,\)"):
+        layout.split(np.zeros(25), Shape(3, 4, 2))
+    with pytest.raises(ValueError, match="do not form"):
+        layout.join(np.zeros((3, 4)), np.zeros(5), np.zeros((4, 2)), np.zeros(2))
+    with pytest.raises(ValueError, match="at least 1"):
+        layout.offsets((0, 4, 2))
+
+
+def test_workspace_floats_is_submission_h_formula():
+    # batch*in + batch + 2 batch*hidden + 2 batch*out + total, for 784-256-10 at batch 128
+    assert layout.workspace_floats(RECIPE_SHAPE, 128) == 100_352 + 128 + 65_536 + 2_560 + 203_530
+
+
+def test_status_names_follow_the_enum_of_submission_h():
+    text = (files.ROOT / "cuda" / "submission.h").read_text()
+    enum = re.search(r"enum MlpStatus \{(.*?)\};", text, re.S).group(1)
+    values = [int(v) for v in re.findall(r"MLP_\w+\s*=\s*(\d+)", enum)]
+    assert values == list(range(len(layout.STATUS_NAMES)))
+    assert layout.STATUS_NAMES[0] == "ok" and layout.STATUS_NAMES[4] == "CUDA error"
+
+
+def test_memory_ledger_of_the_recipe():
+    led = layout.memory_ledger(RECIPE_SHAPE, 128, 6000, 10_000, epochs=20)
+    p = 203_530 * 4
+    assert led["parameters_bytes"] == led["gradients_bytes"] == p == 814_120
+    assert led["optimizer_state_bytes"] == {"sgd": 0, "sgd_momentum": p, "adam": 2 * p}
+    assert led["activations_bytes"] == 128 * (784 + 512 + 20) * 4
+    assert led["data_images_bytes"] == 16_000 * 784 * 4
+    assert led["data_bytes"] == 16_000 * 784 * 4 + 6000 * 4
+    assert led["order_bytes"] == 20 * 6000 * 4
+    assert led["total_sgd_momentum_bytes"] == 3 * p + led["activations_bytes"] + led["data_bytes"] + 480_000
+    assert layout.memory_ledger(RECIPE_SHAPE, 128, 6000, 10_000)["order_bytes"] == 0
+
+
+def test_summary_matches_main_cu_definitions():
+    t = [3.0, 1.0, 2.0, 10.0]
+    s = stats.summary(t)
+    assert s["median"] == 2.5 and s["mean"] == 4.0 and s["min"] == 1.0 and s["max"] == 10.0
+    assert s["cv_pct"] == pytest.approx(100 * statistics.stdev(t) / 4.0)   # n - 1, not n
+    assert s["cv_pct"] != pytest.approx(100 * statistics.pstdev(t) / 4.0)
+    assert stats.summary([5.0, 1.0, 3.0])["median"] == 3.0
+    assert stats.summary([2.0])["cv_pct"] == 0.0
+    with pytest.raises(ValueError):
+        stats.summary([])
+
+
+def test_last_n_mean():
+    assert stats.last_n_mean([0, 0, 1, 2, 3, 4, 5]) == 3.0
+    assert stats.last_n_mean([1, 2, 3], n=2) == 2.5
+    with pytest.raises(ValueError, match="at least 5"):
+        stats.last_n_mean([1, 2, 3])
+
+
+def test_write_text_replaces_atomically_with_open_mode(tmp_path):
+    p = tmp_path / "sub" / "a.txt"
+    files.write_text(p, "one")
+    files.write_text(p, "two")
+    assert p.read_text() == "two"
+    assert os.stat(p).st_mode & 0o777 == files._default_mode()
+    assert [q.name for q in p.parent.iterdir()] == ["a.txt"]
+
+
+def test_write_all_writes_every_file_or_none(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.bin"
+    files.write_all({a: "A", b: b"B"})
+    assert a.read_text() == "A" and b.read_bytes() == b"B"
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(OSError):                  # the second target's folder is a file
+        files.write_all({a: "new A", blocked / "c.txt": "C"})
+    assert a.read_text() == "A"                   # the first target untouched
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["a.txt", "b.bin", "file"]
+
+
+def test_load_toml_names_the_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("a = = 1\n")
+    with pytest.raises(SystemExit, match="bad.toml: malformed TOML"):
+        files.load_toml(bad)
+    with pytest.raises(SystemExit, match="file not found"):
+        files.load_toml(tmp_path / "none.toml")
+    assert files.load_toml(files.RECIPE_PATH)["hidden_dim"] == 256
+
+
+def test_spec_imports_neither_harness_nor_analysis():
+    for f in (files.ROOT / "spec").glob("*.py"):
+        src = f.read_text()
+        assert not re.search(r"^\s*(from|import)\s+(harness|analysis)\b", src, re.M), f.name
