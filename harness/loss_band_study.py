@@ -31,6 +31,7 @@ import numpy as np
 
 from harness import atomic
 from harness.config import BUILD_DIR, DATA_DIR, ROOT, load_recipe
+from harness import np_reference
 from harness.dataset import load_dataset
 
 OUT_JSON = ROOT / "docs" / "loss_band_study.json"
@@ -62,51 +63,12 @@ MODE_TITLES = {"float32": "float32", "float32_f64_accumulate": "float32, float64
 
 def train_losses(init: np.ndarray, orders: np.ndarray, X: np.ndarray, y: np.ndarray, recipe: dict,
                  dtype, accumulate=None) -> list[float]:
-    """Mean training loss per sample of each epoch; parameters, activations and gradients stored
-    in `dtype`. Matrix products and column sums accumulate in `accumulate` (default: `dtype`) and
-    round once to `dtype`, the bias added before that rounding. The equations are the CUDA
-    kernels' (cuda/submission.h): H = ReLU(X·W1 + b1), Z = H·W2 + b2, stable softmax
-    cross-entropy averaged over the batch, v = μv − lr·g, p += v on one flat buffer."""
-    acc = accumulate or dtype
-    I, Hd, O = recipe["input_dim"], recipe["hidden_dim"], recipe["output_dim"]
-    B, lr, mu = recipe["batch"], dtype(recipe["lr"]), dtype(recipe["momentum"])
-    p = init.astype(dtype).copy()
-    v = np.zeros_like(p)
-    n1, n2, n3 = I * Hd, I * Hd + Hd, I * Hd + Hd + Hd * O
-    W1, b1, W2, b2 = (p[:n1].reshape(I, Hd), p[n1:n2], p[n2:n3].reshape(Hd, O), p[n3:])  # views of p
-
-    def mm(a, b, bias=None):  # a·b (+ bias) accumulated in `acc`, rounded once to `dtype`
-        if acc is dtype:
-            return a @ b if bias is None else a @ b + bias
-        r = a.astype(acc) @ b.astype(acc)
-        return (r if bias is None else r + bias.astype(acc)).astype(dtype)
-
-    def colsum(a):
-        return a.sum(axis=0) if acc is dtype else a.astype(acc).sum(axis=0).astype(dtype)
-
-    Xd = X.astype(dtype)
-    losses = []
-    for order in orders:
-        total = 0.0
-        for s in range(0, len(order), B):
-            idx = order[s:s + B]
-            xb, yb, nb = Xd[idx], y[idx], len(idx)
-            H = np.maximum(mm(xb, W1, b1), 0)
-            Z = mm(H, W2, b2)
-            Zs = Z - Z.max(axis=1, keepdims=True)
-            E = np.exp(Zs)
-            S = E.sum(axis=1, keepdims=True)
-            total += float(np.sum(np.log(S[:, 0]) - Zs[np.arange(nb), yb], dtype=np.float64))
-            dZ = E / S
-            dZ[np.arange(nb), yb] -= 1
-            dZ /= dtype(nb)
-            dH = mm(dZ, W2.T) * (H > 0)
-            g = np.concatenate([mm(xb.T, dH).ravel(), colsum(dH), mm(H.T, dZ).ravel(), colsum(dZ)])
-            v *= mu
-            v -= lr * g
-            p += v
-        losses.append(total / len(orders[0]))
-    return losses
+    """Mean training loss per sample of each epoch: harness/np_reference.py's trainer with the
+    recipe's shape, batch, lr and momentum, values stored in `dtype`, matrix products and column
+    sums accumulated in `accumulate` (default: `dtype`)."""
+    shape = (recipe["input_dim"], recipe["hidden_dim"], recipe["output_dim"])
+    return np_reference.train_losses(init, orders, X, y, recipe["batch"], recipe["lr"],
+                                     recipe["momentum"], shape, dtype, accumulate)
 
 
 def study(seeds: list[int], epochs: int, band: float, host: Path = BUILD_DIR / "mlp_host") -> dict:

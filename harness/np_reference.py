@@ -1,11 +1,12 @@
-"""A plain numpy float64 reference of the MLP training workload (cuda/submission.h's equations).
+"""The one numpy trainer of the MLP workload (cuda/submission.h's equations); only numpy and spec.
 
-Deliberately independent of the rest of the harness and of torch: only numpy. Everything is
-computed in float64 whatever the input dtype, so it can serve as the yardstick for the CUDA
-kernels, the PyTorch baseline and a C++ float64 reference.
+By default everything is float64 whatever the input dtype: the yardstick for the CUDA kernels,
+the PyTorch baseline and the C++ float64 reference. `dtype` and `accumulate` select the other
+precisions the loss-band study compares (harness/loss_band_study.py): values stored in `dtype`,
+every matrix product and column sum accumulated in `accumulate` (default: `dtype`) and rounded
+once to `dtype`, the bias added before that rounding (what cuda/kernels.cuh's stepwise GEMMs do).
 
-Model (shape = (in, hidden, out), parameters in ONE flat buffer [W1 | b1 | W2 | b2], W1 and W2
-row-major so that W1[i, j] joins input i to hidden unit j):
+Model (parameters in ONE flat buffer, spec/layout.py):
     H = ReLU(X·W1 + b1)          Z = H·W2 + b2
     loss = mean_i( logsumexp(Z_i) - Z_i[label_i] )
     dZ = (softmax(Z) - onehot(labels)) / B
@@ -17,79 +18,72 @@ from __future__ import annotations
 
 import numpy as np
 
+from spec import layout
+
 
 def offsets(shape) -> dict:
-    """Offsets (in elements) of w1, b1, w2, b2 in the flat buffer, and its total length."""
-    n_in, n_hidden, n_out = (int(x) for x in shape)
-    w1 = 0
-    b1 = w1 + n_in * n_hidden
-    w2 = b1 + n_hidden
-    b2 = w2 + n_hidden * n_out
-    total = b2 + n_out
-    return {"w1": w1, "b1": b1, "w2": w2, "b2": b2, "total": total}
+    """spec.layout.offsets as a dict {"w1", "b1", "w2", "b2", "total"}."""
+    return layout.offsets(shape)._asdict()
 
 
 def unpack(params, shape):
     """Views (W1 [in×hidden], b1, W2 [hidden×out], b2) into the flat buffer `params`."""
-    n_in, n_hidden, n_out = (int(x) for x in shape)
-    o = offsets(shape)
-    if params.shape != (o["total"],):
-        raise ValueError(f"params has shape {params.shape}, expected ({o['total']},)")
-    W1 = params[o["w1"]:o["b1"]].reshape(n_in, n_hidden)
-    b1 = params[o["b1"]:o["w2"]]
-    W2 = params[o["w2"]:o["b2"]].reshape(n_hidden, n_out)
-    b2 = params[o["b2"]:o["total"]]
-    return W1, b1, W2, b2
+    t = layout.split(params, shape)
+    return t["W1"], t["b1"], t["W2"], t["b2"]
 
 
-def forward(params, X, shape):
-    """H = ReLU(X·W1 + b1), Z = H·W2 + b2, both float64."""
-    params = np.asarray(params, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
+def _mm(a, b, bias, dtype, acc):
+    """a·b (+ bias) accumulated in `acc`, rounded once to `dtype`."""
+    if acc is dtype:
+        return a @ b if bias is None else a @ b + bias
+    r = a.astype(acc) @ b.astype(acc)
+    return (r if bias is None else r + bias.astype(acc)).astype(dtype)
+
+
+def _colsum(a, dtype, acc):
+    return a.sum(axis=0) if acc is dtype else a.astype(acc).sum(axis=0).astype(dtype)
+
+
+def forward(params, X, shape, dtype=np.float64, accumulate=None):
+    """H = ReLU(X·W1 + b1), Z = H·W2 + b2, both in `dtype`."""
+    acc = accumulate or dtype
+    params, X = np.asarray(params, dtype=dtype), np.asarray(X, dtype=dtype)
     W1, b1, W2, b2 = unpack(params, shape)
-    H = np.maximum(X @ W1 + b1, 0.0)
-    Z = H @ W2 + b2
-    return H, Z
+    H = np.maximum(_mm(X, W1, b1, dtype, acc), 0)
+    return H, _mm(H, W2, b2, dtype, acc)
 
 
-def loss_and_dz(Z, labels):
-    """Mean softmax cross-entropy over the batch and dZ = (softmax(Z) - onehot) / B.
-
-    Stable for large logits: each row's max is subtracted before exponentiating.
-    """
-    Z = np.asarray(Z, dtype=np.float64)
+def loss_and_dz(Z, labels, dtype=np.float64):
+    """Mean softmax cross-entropy over the batch (summed in float64) and dZ = (softmax(Z) -
+    onehot) / B in `dtype`. Stable for large logits: each row's max is subtracted first."""
+    Z = np.asarray(Z, dtype=dtype)
     labels = np.asarray(labels).astype(np.int64)
     B = Z.shape[0]
-    shifted = Z - Z.max(axis=1, keepdims=True)
-    log_sum = np.log(np.exp(shifted).sum(axis=1))
     rows = np.arange(B)
-    losses = log_sum - shifted[rows, labels]          # logsumexp(Z_i) - Z_i[label_i]
-    softmax = np.exp(shifted - log_sum[:, None])
-    dZ = softmax.copy()
-    dZ[rows, labels] -= 1.0
-    dZ /= B
-    return float(losses.mean()), dZ
+    shifted = Z - Z.max(axis=1, keepdims=True)
+    E = np.exp(shifted)
+    S = E.sum(axis=1, keepdims=True)
+    loss = float(np.sum(np.log(S[:, 0]) - shifted[rows, labels], dtype=np.float64)) / B
+    dZ = E / S
+    dZ[rows, labels] -= 1
+    dZ /= dtype(B)
+    return loss, dZ
 
 
-def backward(params, X, H, dZ, shape):
-    """Flat float64 gradients in the parameter layout (see the module docstring)."""
-    params = np.asarray(params, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
-    H = np.asarray(H, dtype=np.float64)
-    dZ = np.asarray(dZ, dtype=np.float64)
+def backward(params, X, H, dZ, shape, dtype=np.float64, accumulate=None):
+    """Flat gradients in the parameter layout (see the module docstring), in `dtype`."""
+    acc = accumulate or dtype
+    params, X, H, dZ = (np.asarray(a, dtype=dtype) for a in (params, X, H, dZ))
     _, _, W2, _ = unpack(params, shape)
-    grads = np.zeros(offsets(shape)["total"], dtype=np.float64)
-    dW1, db1, dW2, db2 = unpack(grads, shape)          # views into `grads`
-    dW2[...] = H.T @ dZ
-    db2[...] = dZ.sum(axis=0)
-    dH = (dZ @ W2.T) * (H > 0)
-    dW1[...] = X.T @ dH
-    db1[...] = dH.sum(axis=0)
-    return grads
+    dH = _mm(dZ, W2.T, None, dtype, acc) * (H > 0)
+    return layout.join(_mm(X.T, dH, None, dtype, acc), _colsum(dH, dtype, acc),
+                       _mm(H.T, dZ, None, dtype, acc), _colsum(dZ, dtype, acc), dtype=dtype)
 
 
 def step(params, velocity, grads, lr, mu):
-    """One SGD-with-momentum step, in place: v = mu*v - lr*g ; w = w + v."""
+    """One SGD-with-momentum step, in place: v = mu*v - lr*g ; w = w + v (lr, mu in the
+    parameters' dtype)."""
+    lr, mu = params.dtype.type(lr), params.dtype.type(mu)
     velocity *= mu
     velocity -= lr * grads
     params += velocity
@@ -100,37 +94,37 @@ def shape_of(params, X, n_out: int = 10, n_hidden: int | None = None):
     """Infer (in, hidden, out) from the flat parameter count, the input width and out."""
     n_in = X.shape[1]
     if n_hidden is None:
-        # total = in*h + h + h*out + out  ->  h = (total - out) / (in + 1 + out)
-        n_hidden, rem = divmod(params.shape[0] - n_out, n_in + 1 + n_out)
-        if rem:
+        unit = layout.n_params((n_in, 1, n_out)) - n_out   # parameters per hidden unit
+        n_hidden, rem = divmod(params.shape[0] - n_out, unit)
+        if rem or n_hidden < 1:
             raise ValueError("cannot infer the hidden width from the parameter count")
-    return (n_in, n_hidden, n_out)
+    return layout.Shape(n_in, n_hidden, n_out)
 
 
-def train_epoch(params, velocity, X, y, order_row, batch, lr, mu, shape=None):
-    """One epoch in place over float64 `params`/`velocity`; returns the per-step batch-mean losses.
+def train_epoch(params, velocity, X, y, order_row, batch, lr, mu, shape=None, accumulate=None):
+    """One epoch in place over `params`/`velocity` (both of one dtype: the storage precision);
+    returns the per-step batch-mean losses (float64).
 
-    Step t takes rows order_row[t*batch : (t+1)*batch] (the last batch may be short).
-    """
+    Step t takes rows order_row[t*batch : (t+1)*batch] (the last batch may be short)."""
     if shape is None:
         shape = shape_of(params, X)
+    dtype = params.dtype.type
+    if velocity.dtype != params.dtype:
+        raise ValueError(f"velocity is {velocity.dtype}, parameters {params.dtype}")
     order_row = np.asarray(order_row)
-    n = order_row.shape[0]
     losses = []
-    for start in range(0, n, batch):
+    for start in range(0, order_row.shape[0], batch):
         idx = order_row[start:start + batch]
-        Xb = np.asarray(X[idx], dtype=np.float64)
-        yb = y[idx]
-        H, Z = forward(params, Xb, shape)
-        loss, dZ = loss_and_dz(Z, yb)
-        grads = backward(params, Xb, H, dZ, shape)
-        step(params, velocity, grads, lr, mu)
+        Xb = np.asarray(X[idx], dtype=dtype)
+        H, Z = forward(params, Xb, shape, dtype, accumulate)
+        loss, dZ = loss_and_dz(Z, y[idx], dtype)
+        step(params, velocity, backward(params, Xb, H, dZ, shape, dtype, accumulate), lr, mu)
         losses.append(loss)
     return np.array(losses, dtype=np.float64)
 
 
 def evaluate(params, X, y, shape=None, chunk: int = 4096):
-    """(accuracy as a fraction, mean cross-entropy loss) over all rows of X."""
+    """(accuracy as a fraction, mean cross-entropy loss) over all rows of X, in float64."""
     if shape is None:
         shape = shape_of(np.asarray(params), X)
     correct = 0
@@ -149,6 +143,17 @@ def epoch_loss(step_losses, n_samples, batch):
     """Mean loss per sample over an epoch: each step's batch-mean weighted by its batch size."""
     sizes = [min(batch, n_samples - s) for s in range(0, n_samples, batch)]
     return float(np.dot(np.asarray(step_losses, dtype=np.float64), sizes) / n_samples)
+
+
+def train_losses(init_params, orders, X, y, batch, lr, mu, shape=None, dtype=np.float64,
+                 accumulate=None) -> list[float]:
+    """The mean training loss per sample of each epoch of `orders` from `init_params`, stored in
+    `dtype`, accumulated in `accumulate` (default `dtype`); no evaluation."""
+    params = np.asarray(init_params).astype(dtype)          # a copy
+    velocity = np.zeros_like(params)
+    X = np.asarray(X).astype(dtype)
+    return [epoch_loss(train_epoch(params, velocity, X, y, order, batch, lr, mu, shape, accumulate),
+                       len(order), batch) for order in orders]
 
 
 def train(init_params, order, data, batch, lr, mu, epochs=None, shape=None):
