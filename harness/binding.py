@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.config import BUILD_DIR
-
-STATUS = {0: "ok", 1: "not implemented", 2: "invalid argument", 3: "unsupported shape", 4: "CUDA error"}
+from spec import layout
+from spec.files import BUILD_DIR
 
 
 class MlpShape(ctypes.Structure):
@@ -22,21 +21,13 @@ class MlpShape(ctypes.Structure):
 
 class SubmissionStatus(RuntimeError):
     def __init__(self, fn: str, status: int):
-        super().__init__(f"{fn} returned {STATUS.get(status, status)}")
+        name = layout.STATUS_NAMES[status] if 0 <= status < len(layout.STATUS_NAMES) else status
+        super().__init__(f"{fn} returned {name}")
         self.status = status
 
 
 class CudaFailure(RuntimeError):
     pass
-
-
-def offsets(shape) -> dict:
-    n_in, n_h, n_out = shape
-    o = {"w1": 0, "b1": n_in * n_h}
-    o["w2"] = o["b1"] + n_h
-    o["b2"] = o["w2"] + n_h * n_out
-    o["total"] = o["b2"] + n_out
-    return o
 
 
 class Submission:
@@ -129,7 +120,7 @@ class Submission:
 
     def backward(self, shape, params, X, H, dZ, want_dx=False):
         B = X.shape[0]
-        n = offsets(shape)["total"]
+        n = layout.n_params(shape)
         args = [self.to_device(a.astype(np.float32)) for a in (params, X, H, dZ)]
         dg, dHs = self.poisoned(n), self.poisoned(B * shape[1])
         dX = self.poisoned(B * shape[0]) if want_dx else None
@@ -152,7 +143,7 @@ class Submission:
     def train_epoch(self, shape, params, velocity, X_all, labels_all, order, batch, lr, mu):
         n = order.size
         steps = -(-n // batch)
-        ws_floats = batch * shape[0] + batch + 2 * batch * shape[1] + 2 * batch * shape[2] + offsets(shape)["total"]
+        ws_floats = layout.workspace_floats(shape, batch)
         dp, dv = self.to_device(params.astype(np.float32)), self.to_device(velocity.astype(np.float32))
         dX, dy, do = (self.to_device(X_all.astype(np.float32)), self.to_device(labels_all.astype(np.int32)),
                       self.to_device(order.astype(np.int32)))

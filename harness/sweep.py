@@ -15,7 +15,7 @@ The point they share (width 256, batch 128) is run once. Each point, labelled "h
   3. collection: per CUDA path and PyTorch variant the median epoch, its CV, the test accuracy,
      images per second and µs per step; the best CUDA path (the passed path with the lowest
      median) over eager and over cuda-graph; the measured memory peaks beside a ledger computed
-     from the shapes (ledger()); GPU-seconds per 1,000 images.
+     from the shapes (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
 
 A point that fails (a path fails, the binary stops, the baseline fails, a time limit) is recorded
 with its error and the sweep goes on. results/sweep.json is written atomically after every point,
@@ -35,8 +35,10 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from harness import atomic
-from harness.config import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, load_recipe
+from spec import files
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
+from spec.recipe import load_recipe
 
 WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 BATCHES = (32, 128, 512, 2048)
@@ -49,18 +51,9 @@ SWEEP_JSON = "sweep.json"
 POINT_JSON = "point.json"      # per point: its record's inputs (how it was run, what stopped it)
 POINT_CONFIG_KEYS = ("epochs", "paths", "pytorch_variants", "data_dir", "train_size")
 FULL_TRAIN_SIZE = 60_000       # data/full (invoke data --full)
-FLOAT_BYTES = 4                # float32 parameters, gradients, state, activations, images
-LABEL_BYTES = 4                # int32 labels, as the binary holds them
 COST_IMAGES = 1000             # cost is GPU-seconds per this many training images
 DEFAULT_TIMEOUT_S = 300        # per subprocess (the binary, the baseline) of one point
 LOG_TAIL_LINES = 20
-
-GRADIENT_NOTE = ("the fused and graph paths and PyTorch keep one; the persistent path keeps "
-                 "none: each gradient element goes straight into its momentum update")
-DATA_NOTE = ("the train and test images as float32 and the train labels as int32, as the binary "
-             "holds them (its test labels stay on the host; PyTorch keeps both label sets on the "
-             "device as int64)")
-
 
 def label(hidden: int, batch: int) -> str:
     """The point's name and folder: h256_b128."""
@@ -89,39 +82,11 @@ def sweep_points(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHE
 
 # ----------------------------------------------------------------------------- arithmetic
 
-def n_params(in_dim: int, hidden: int, out_dim: int) -> int:
-    """Parameters of an in-hidden-out MLP: W1, b1, W2, b2."""
-    return in_dim * hidden + hidden + hidden * out_dim + out_dim
-
-
 def ledger(n_params_: int, hidden: int, batch: int, in_dim: int, out_dim: int,
            train_size: int, test_size: int, epochs: int | None = None) -> dict:
-    """Device memory the shapes call for, in bytes (float32 values, int32 labels and order).
-
-    parameters, gradients (a flat buffer; the persistent path holds none, GRADIENT_NOTE),
-    optimizer state for plain SGD (none), SGD with momentum (one velocity per parameter: the
-    recipe's) and Adam (two moments), activations of one step (X, H, dH, Z, dZ: batch x
-    (in + 2 hidden + 2 out)), the data on the device (DATA_NOTE), and, when `epochs` is given,
-    the epoch orders the binary uploads (epochs x train_size int32). total_sgd_momentum_bytes
-    adds the recipe's items: parameters, gradients, momentum state, activations, data, order.
-    """
-    p = int(n_params_) * FLOAT_BYTES
-    act = int(batch) * (int(in_dim) + 2 * int(hidden) + 2 * int(out_dim)) * FLOAT_BYTES
-    images = (int(train_size) + int(test_size)) * int(in_dim) * FLOAT_BYTES
-    labels = int(train_size) * LABEL_BYTES
-    order = int(epochs) * int(train_size) * LABEL_BYTES if epochs is not None else 0
-    out = {
-        "parameters_bytes": p,
-        "gradients_bytes": p,
-        "optimizer_state_bytes": {"sgd": 0, "sgd_momentum": p, "adam": 2 * p},
-        "activations_bytes": act,
-        "data_images_bytes": images,
-        "data_labels_bytes": labels,
-        "data_bytes": images + labels,
-        "order_bytes": order,
-    }
-    out["total_sgd_momentum_bytes"] = p + p + p + act + images + labels + order
-    return out
+    """spec.layout.memory_ledger under its old name and arguments, until analysis/report.py
+    imports spec (n_params_ is implied by the shape)."""
+    return memory_ledger((in_dim, hidden, out_dim), batch, train_size, test_size, epochs)
 
 
 def _finite(x) -> bool:
@@ -259,10 +224,10 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
     mem = run.get("memory") or {}
     in_dim, out_dim = recipe.get("input_dim"), recipe.get("output_dim")
     led = None
-    if all(isinstance(recipe.get(k), int) for k in ("n_params", "input_dim", "output_dim",
-                                                       "train_size", "test_size")):
-        led = ledger(recipe["n_params"], rec["hidden"], rec["batch"], in_dim, out_dim,
-                     recipe["train_size"], recipe["test_size"], recipe.get("epochs"))
+    if all(isinstance(recipe.get(k), int) for k in ("input_dim", "output_dim", "train_size",
+                                                       "test_size")):
+        led = memory_ledger((in_dim, rec["hidden"], out_dim), rec["batch"], recipe["train_size"],
+                            recipe["test_size"], recipe.get("epochs"))
     rec["memory"] = {
         "cuda_peak_used_bytes": mem.get("peak_used_bytes"),
         "device_total_bytes": mem.get("device_total_bytes"),
@@ -448,7 +413,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         rec["pytorch_command"] = (shlex.join(["python" if x == sys.executable else x
                                               for x in tcmd]) if tcmd else None)
         rec["exit_code"] = rc
-        atomic.write_json(pdir / POINT_JSON, {
+        files.write_json(pdir / POINT_JSON, {
             "schema": 1, "point": point, "binary_error": binary_error,
             "pytorch": pytorch, "pytorch_error": pytorch_error,
             "command": rec["command"], "pytorch_command": rec["pytorch_command"],
@@ -457,7 +422,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         doc["points"].append(rec)
         doc.update(_summary(doc["points"]))
         doc["complete"] = i == n
-        atomic.write_json(out_path, doc)
+        files.write_json(out_path, doc)
         print(progress_line(i, n, rec, time.perf_counter() - t0), flush=True)
     ok = sum(1 for r in doc["points"] if r["status"] == "ok")
     print(f"sweep: {ok}/{n} points without a problem; wrote {_rel(out_path)}", flush=True)
@@ -512,7 +477,7 @@ def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
     doc.update(_summary(doc["points"]))
     doc["complete"] = all((results_dir / SWEEP_DIR / p["label"]).is_dir() for p in points)
     if write:
-        atomic.write_json(results_dir / SWEEP_JSON, doc)
+        files.write_json(results_dir / SWEEP_JSON, doc)
     return doc
 
 

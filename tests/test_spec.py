@@ -59,9 +59,10 @@ def test_memory_ledger_of_the_recipe():
     p = 203_530 * 4
     assert led["parameters_bytes"] == led["gradients_bytes"] == p == 814_120
     assert led["optimizer_state_bytes"] == {"sgd": 0, "sgd_momentum": p, "adam": 2 * p}
-    assert led["activations_bytes"] == 128 * (784 + 512 + 20) * 4
-    assert led["data_images_bytes"] == 16_000 * 784 * 4
-    assert led["data_bytes"] == 16_000 * 784 * 4 + 6000 * 4
+    assert led["activations_bytes"] == 128 * (784 + 512 + 20) * 4 == 673_792   # X, H, dH, Z, dZ
+    assert led["data_images_bytes"] == 16_000 * 784 * 4 == 50_176_000
+    assert led["data_labels_bytes"] == 6000 * 4
+    assert led["data_bytes"] == 50_200_000
     assert led["order_bytes"] == 20 * 6000 * 4
     assert led["total_sgd_momentum_bytes"] == 3 * p + led["activations_bytes"] + led["data_bytes"] + 480_000
     assert layout.memory_ledger(RECIPE_SHAPE, 128, 6000, 10_000)["order_bytes"] == 0

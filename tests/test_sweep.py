@@ -17,6 +17,7 @@ import pytest
 
 from analysis import sweep_report
 from harness import sweep
+from spec import layout
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "sweep"
@@ -35,23 +36,6 @@ def no_git(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- arithmetic
-
-def test_ledger_784_256_10_batch_128():
-    n = sweep.n_params(784, 256, 10)
-    assert n == 203_530
-    led = sweep.ledger(n, 256, 128, 784, 10, train_size=6000, test_size=10_000, epochs=20)
-    assert led["parameters_bytes"] == 814_120
-    assert led["gradients_bytes"] == 814_120
-    assert led["optimizer_state_bytes"] == {"sgd": 0, "sgd_momentum": 814_120, "adam": 1_628_240}
-    # X, H, dH, Z, dZ: 128 x (784 + 2*256 + 2*10) floats
-    assert led["activations_bytes"] == 128 * 1316 * 4 == 673_792
-    assert led["data_images_bytes"] == 16_000 * 784 * 4 == 50_176_000
-    assert led["data_labels_bytes"] == 6000 * 4
-    assert led["data_bytes"] == 50_200_000
-    assert led["order_bytes"] == 20 * 6000 * 4
-    assert led["total_sgd_momentum_bytes"] == 3 * 814_120 + 673_792 + 50_200_000 + 480_000
-    assert sweep.ledger(n, 256, 128, 784, 10, 6000, 10_000)["order_bytes"] == 0
-
 
 def test_metrics_arithmetic():
     m = sweep.metrics({"median_ms": 2.0, "cv_pct": 1.5, "test_accuracy": 0.85, "passed": True,
@@ -393,7 +377,7 @@ def test_baseline_batch_override_and_full_layout_data(tmp_path):
     res = tmp_path / "res"
     res.mkdir()
     np.save(res / "init_params.npy",
-            rng.normal(0, 0.05, sweep.n_params(784, 32, 10)).astype(np.float32))
+            rng.normal(0, 0.05, layout.n_params((784, 32, 10))).astype(np.float32))
     np.save(res / "order.npy", np.stack([rng.permutation(300) for _ in range(2)]).astype(np.int32))
     out = pb.run_all(res, ["eager"], device="cpu", batch=100, data_dir=full)
     assert len(out["variants"]["eager"]["epoch_ms"]) == 1
