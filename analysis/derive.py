@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 
-from analysis.nsys_csv import kernel_labels
+from analysis.labels import kernel_labels
 
 EPOCH_RANGE = "profile-epoch"
 
@@ -65,7 +65,7 @@ def total_kernel_instances(kern: pd.DataFrame) -> int:
 
 
 def kernel_label_map(kern: pd.DataFrame) -> dict[str, str]:
-    """{kernel name: its short label}, the labels unique within this table (nsys_csv.kernel_labels)."""
+    """{kernel name: its short label}, the labels unique within this table (labels.kernel_labels)."""
     names = kern["name"].tolist()
     return dict(zip(names, kernel_labels(names)))
 

@@ -10,7 +10,7 @@ Three reports are read, each into a pandas DataFrame with normalised columns:
         time_pct, total_ns, instances, avg_ns, med_ns, min_ns, max_ns, stddev_ns, name,
         raw_name, style
 
-What survives: a file or the captured stdout of `nsys stats` (notice and progress lines such as
+What is read: a file or the captured stdout of `nsys stats` (notice and progress lines such as
 "Generating SQLite file ..." or "Processing [...] with [...]..." before the header, blank lines,
 several reports in one text: the table after the matching "Processing [...] with [.../R.py]"
 line is preferred); quoted names with commas ("void gemm<(Op)0>(int, int, const float *)");
@@ -21,17 +21,20 @@ default); older releases' column names ("Time(%)", "Total Time", "Average", "Min
 with thousands separators. NVTX range names may carry a domain prefix ("mlp:profile-epoch",
 ":profile-epoch"): `name` drops it, `raw_name` keeps what nsys wrote.
 
-A text without a recognisable header for the report raises ValueError with one line that names the
-file (or "<text>").
+Everything else is an error, raised as NsysCsvError (a ValueError) with one line naming the file (or
+"<text>") and the line: no recognisable header for the report; a header without data rows; a row
+whose cell count differs from the header's (a missing cell, an unquoted comma in a name); a stray
+quote (RFC 4180: a quote only around a whole cell, doubled inside it); a blank line followed by
+more rows of the table; a non-numeric number cell; a file that is not UTF-8. A UTF-8 byte-order
+mark and CRLF line ends are accepted. Rows are split by the csv module (strict) and checked cell
+by cell against the RFC 4180 grammar, then mapped to the columns above: nothing is dropped.
 """
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 
@@ -70,11 +73,19 @@ _BASE = {
 _TIME_FIELDS = ("total", "avg", "med", "min", "max", "stddev")
 
 _HEADER_RE = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<unit>[^()]*)\))?\s*$")
-_REPORT_MARK_RE = re.compile(r"with \[(?P<script>[^\]]*)\]|Executing '(?P<exec>[^']+)'")
+# "Processing [x.sqlite] with [.../cuda_api_sum.py]..." and "Executing 'cuda_api_sum' stats report":
+# anchored, so a kernel name holding "with [" is never taken for one.
+_REPORT_MARK_RE = re.compile(r"^\s*(?:Processing \[.*?\] with \[(?P<script>[^\]]*)\]"
+                             r"|Executing '(?P<exec>[^']+)')")
+
+
+
+class NsysCsvError(ValueError):
+    """A malformed nsys stats CSV: one line naming the file and the line."""
 
 
 class _Source:
-    """The text to parse and the label used in error messages."""
+    """The lines to parse and the label used in error messages."""
 
     def __init__(self, path_or_text, label: str | None = None):
         if isinstance(path_or_text, Path) or (isinstance(path_or_text, str)
@@ -83,19 +94,43 @@ class _Source:
             path = Path(path_or_text)
             self.label = label or str(path)
             try:
-                self.text = path.read_text(encoding="utf-8", errors="replace")
+                data = path.read_bytes()
             except FileNotFoundError:
-                raise ValueError(f"{self.label}: file not found") from None
+                raise NsysCsvError(f"{self.label}: file not found") from None
+            except OSError as exc:
+                raise NsysCsvError(f"{self.label}: cannot read ({exc.strerror})") from None
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[:exc.start].count(b"\n") + 1
+                raise NsysCsvError(f"{self.label}: line {line}: not UTF-8") from None
         else:
             self.label = label or "<text>"
-            self.text = str(path_or_text)
+            text = str(path_or_text)
+        # str.splitlines would also split at \x0b, \x1c, U+2028 ...: only CR, LF and CRLF end a line.
+        self.lines = re.split(r"\r\n|\r|\n", text.removeprefix("\ufeff"))
+
+    def fail(self, index: int, what: str) -> NsysCsvError:
+        return NsysCsvError(f"{self.label}: line {index + 1}: {what}")
+
+
+# One RFC 4180 cell: quoted (quotes doubled inside) or unquoted (no quote at all).
+_CELL = r'(?:"(?:[^"]|"")*"|[^",]*)'
+_ROW_RE = re.compile(rf"^{_CELL}(?:,{_CELL})*$")
+
+
+def _split(line: str) -> list[str] | None:
+    """The cells of one CSV line, or None when it is not RFC 4180 (a stray quote)."""
+    if not _ROW_RE.match(line):
+        return None
+    return next(csv.reader([line], strict=True))
 
 
 def _parse_header(fields: list[str]) -> dict[int, tuple[str, float | None]] | None:
     """Map column index -> (canonical field, ns factor or None); None if not a summary header."""
     out: dict[int, tuple[str, float | None]] = {}
     for i, raw in enumerate(fields):
-        cell = raw.strip().lstrip("\ufeff")
+        cell = raw.strip()
         if not cell or cell.lower().startswith("row#"):
             continue
         compact = cell.lower().replace(" ", "")
@@ -113,8 +148,6 @@ def _parse_header(fields: list[str]) -> dict[int, tuple[str, float | None]] | No
                 return None  # a time column in a unit we do not know: not a header we read
             factor = _UNIT_NS.get(unit, _UNIT_NS.get(unit.lower(), 1.0)) if unit else 1.0
             out[i] = (field, factor)
-        elif field == "time_pct":
-            out[i] = ("time_pct", None)
         else:
             out[i] = (field, None)
     return out
@@ -147,48 +180,9 @@ def _report_of_marker(line: str) -> str | None:
     return script[:-3] if script.endswith(".py") else script
 
 
-def _split(line: str) -> list[str]:
-    return next(csv.reader([line], skipinitialspace=False))
-
-
-def _find_table(src: _Source, kind: str) -> tuple[list[str], list[list[str]]]:
-    """The header fields and data rows of the best-matching table in the text."""
-    lines = src.text.splitlines()
-    candidates = []  # (preferred, header line index)
-    current_report = None
-    for idx, line in enumerate(lines):
-        report = _report_of_marker(line)
-        if report is not None:
-            current_report = report
-            continue
-        if "," not in line:
-            continue
-        try:
-            fields = _split(line)
-        except csv.Error:
-            continue
-        header = _parse_header(fields)
-        if header and _kind_accepts(kind, header, fields):
-            candidates.append((current_report in REPORT_NAMES[kind], idx))
-    if not candidates:
-        wanted = "/".join(REPORT_NAMES[kind][:2])
-        raise ValueError(f"{src.label}: no recognisable nsys {wanted} CSV header")
-    preferred = [idx for pref, idx in candidates if pref]
-    start = preferred[0] if preferred else candidates[0][1]
-    header_fields = _split(lines[start])
-    width = len(_strip_trailing_empty(header_fields))
-    rows = []
-    for line in lines[start + 1:]:
-        if not line.strip():
-            break
-        try:
-            fields = _strip_trailing_empty(_split(line))
-        except csv.Error:
-            break
-        if len(fields) != width:
-            break
-        rows.append(fields)
-    return header_fields, rows
+def _is_header(fields: list[str] | None) -> bool:
+    return bool(fields) and any(_kind_accepts(k, h, fields) for k in REPORT_NAMES
+                                if (h := _parse_header(fields)))
 
 
 def _strip_trailing_empty(fields: list[str]) -> list[str]:
@@ -198,14 +192,80 @@ def _strip_trailing_empty(fields: list[str]) -> list[str]:
     return out
 
 
-def _number(text: str, src: _Source, column: str) -> float:
+def _find_table(src: _Source, kind: str) -> tuple[int, list[str], list[tuple[int, list[str]]]]:
+    """(header line index, header cells, [(line index, cells)] of the data rows) of the table
+    of this kind: the one after a matching "Processing [...] with [.../R.py]" line if any, else
+    the first. A malformed row is an error, never the table's end."""
+    lines = src.lines
+    candidates = []  # (preferred, header line index)
+    current_report = None
+    for idx, line in enumerate(lines):
+        report = _report_of_marker(line)
+        if report is not None:
+            current_report = report
+            continue
+        if "," not in line:
+            continue
+        fields = _split(line)
+        if fields is None:
+            continue
+        header = _parse_header(fields)
+        if header and _kind_accepts(kind, header, fields):
+            candidates.append((current_report in REPORT_NAMES[kind], idx))
+    if not candidates:
+        wanted = "/".join(REPORT_NAMES[kind][:2])
+        raise NsysCsvError(f"{src.label}: no recognisable nsys {wanted} CSV header")
+    preferred = [idx for pref, idx in candidates if pref]
+    start = preferred[0] if preferred else candidates[0][1]
+    header = _strip_trailing_empty(_split(lines[start]))
+    rows: list[tuple[int, list[str]]] = []
+    idx = start + 1
+    while idx < len(lines):
+        line = lines[idx]
+        if not line.strip():
+            _check_after_blank(src, lines, idx, len(header))
+            break
+        if _report_of_marker(line) is not None:
+            break  # the next report of a captured stdout
+        fields = _split(line)
+        if fields is None:
+            raise src.fail(idx, "malformed CSV row (a quote that does not enclose a whole cell)")
+        fields = _strip_trailing_empty(fields)
+        if len(fields) != len(header):
+            raise src.fail(idx, f"{len(fields)} cells, the header (line {start + 1}) has "
+                                f"{len(header)}")
+        rows.append((idx, fields))
+        idx += 1
+    if not rows:
+        raise src.fail(start, "a header without data rows")
+    return start, header, rows
+
+
+def _check_after_blank(src: _Source, lines: list[str], blank: int, width: int) -> None:
+    """After a blank line the table has ended: a further row of the same width (not a header or
+    report marker) means rows were cut off by a blank line."""
+    for idx in range(blank + 1, len(lines)):
+        line = lines[idx]
+        if not line.strip():
+            continue
+        if _report_of_marker(line) is not None or "," not in line:
+            return
+        fields = _split(line)
+        if fields is not None and _is_header(fields):
+            return
+        if fields is None or len(_strip_trailing_empty(fields)) == width:
+            raise src.fail(blank, f"a blank line inside the table (line {idx + 1} continues it)")
+        return
+
+
+def _number(text: str, src: _Source, idx: int, column: str) -> float:
     cell = text.strip().replace(",", "").replace("\u202f", "").replace("%", "")
     if cell in ("", "-", "N/A", "nan", "NaN"):
         return math.nan
     try:
         return float(cell)
     except ValueError:
-        raise ValueError(f"{src.label}: non-numeric value {text!r} in column {column!r}") from None
+        raise src.fail(idx, f"non-numeric value {text!r} in column {column!r}") from None
 
 
 def _strip_domain(raw: str) -> str:
@@ -217,36 +277,23 @@ def _strip_domain(raw: str) -> str:
 
 
 def _frame(src: _Source, kind: str) -> pd.DataFrame:
-    header_fields, rows = _find_table(src, kind)
+    _, header_fields, rows = _find_table(src, kind)
     header = _parse_header(header_fields)
-    assert header is not None
-    # The block of CSV text of this table, read by pandas (every cell as a string).
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    width = len(_strip_trailing_empty(header_fields))
-    writer.writerow([f"c{i}" for i in range(width)])
-    writer.writerows(rows)
-    buf.seek(0)
-    raw = pd.read_csv(buf, dtype=str, keep_default_na=False)
     count_col = "num_calls" if kind == "api" else "instances"
+    columns = NVTX_COLUMNS if kind == "nvtx" else (API_COLUMNS if kind == "api" else KERN_COLUMNS)
     data: dict[str, list] = {}
     for i, (field, factor) in header.items():
-        if i >= width:
-            continue
-        cells = raw[f"c{i}"].tolist() if len(raw) else []
         column = header_fields[i].strip()
+        cells = [(idx, fields[i]) for idx, fields in rows]
         if field in ("name", "range"):
-            data["raw_name"] = [c.strip() for c in cells]
+            data["raw_name"] = [c.strip() for _, c in cells]
         elif field == "style":
-            data["style"] = [c.strip() for c in cells]
-        elif field == "count":
-            data[count_col] = [_number(c, src, column) for c in cells]
-        elif field == "time_pct":
-            data["time_pct"] = [_number(c, src, column) for c in cells]
+            data["style"] = [c.strip() for _, c in cells]
         else:
-            data[f"{field}_ns"] = [_number(c, src, column) * factor for c in cells]
-    n = len(raw)
-    columns = NVTX_COLUMNS if kind == "nvtx" else (API_COLUMNS if kind == "api" else KERN_COLUMNS)
+            key = {"count": count_col, "time_pct": "time_pct"}.get(field, f"{field}_ns")
+            scale = factor if factor is not None else 1.0
+            data[key] = [_number(c, src, idx, column) * scale for idx, c in cells]
+    n = len(rows)
     raw_names = data.pop("raw_name", [""] * n)
     if kind == "nvtx":
         data["name"] = [_strip_domain(r) for r in raw_names]
@@ -277,84 +324,3 @@ def read_api_sum(path_or_text, label: str | None = None) -> pd.DataFrame:
 def read_nvtx_sum(path_or_text, label: str | None = None) -> pd.DataFrame:
     """nvtx_sum (nvtxsum) as a DataFrame; `label` names the input in errors."""
     return _frame(_Source(path_or_text, label), "nvtx")
-
-
-# Longest template-argument text kept in a label; longer ones are cut with "...".
-LABEL_TEMPLATE_MAX = 40
-_QUALIFIER_RE = re.compile(r"\b[A-Za-z_]\w*::")
-
-
-def _split_signature(text: str) -> str:
-    """The name part of a demangled signature: the text before the first '(' outside '<...>'
-    (template arguments may hold parentheses: "k<(mlp::Col)0>(int)")."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth > 0:
-            depth -= 1
-        elif ch == "(" and depth == 0 and i > 0:
-            return text[:i]
-    return text
-
-
-def _last_component(text: str) -> str:
-    """'mlp::k_colsum<(mlp::Col)0>' -> 'k_colsum<(mlp::Col)0>': the last '::' part outside '<>'."""
-    depth, start = 0, 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth > 0:
-            depth -= 1
-        elif depth == 0 and text.startswith("::", i):
-            start = i + 2
-            i += 1
-        i += 1
-    return text[start:]
-
-
-def kernel_base_name(name: str) -> str:
-    """A short label for one kernel row: the function name without namespace, return type or
-    parameter list, with its template arguments kept (namespace qualifiers dropped inside them),
-    so two instances of one template stay apart:
-
-        'mlp::k_dW1(int, int, const float *, float *)'                 -> 'k_dW1'
-        'void mlp::k_colsum<(mlp::Col)1>(int, int, const float *, ...)' -> 'k_colsum<(Col)1>'
-
-    Template arguments longer than LABEL_TEMPLATE_MAX characters are cut with '...'."""
-    text = name.strip()
-    if text.startswith("void "):
-        text = text[5:]
-    text = _last_component(_split_signature(text).strip()).strip()
-    lt = text.find("<")
-    if lt > 0 and text.endswith(">"):
-        args = _QUALIFIER_RE.sub("", text[lt + 1:-1]).strip()
-        if len(args) > LABEL_TEMPLATE_MAX:
-            args = args[:LABEL_TEMPLATE_MAX - 3].rstrip() + "..."
-        text = f"{text[:lt]}<{args}>"
-    return text or name.strip()
-
-
-def kernel_labels(names: Iterable[str]) -> list[str]:
-    """kernel_base_name of each name, made unique: where two rows still share a label (overloads,
-    or template arguments cut to the same text), each gets ' #1', ' #2', ... in the given order."""
-    names = list(names)
-    labels = [kernel_base_name(n) for n in names]
-    counts: dict[str, int] = {}
-    for label in labels:
-        counts[label] = counts.get(label, 0) + 1
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        if counts[label] > 1:
-            seen[label] = seen.get(label, 0) + 1
-            label = f"{label} #{seen[label]}"
-        out.append(label)
-    return out
-
-
-def report_csv_names(path_name: str, reports: Iterable[str]) -> list[str]:
-    """File names that `nsys stats --output <dir>/<path_name>` writes for these reports."""
-    return [f"{path_name}_{r}.csv" for r in reports]

@@ -62,7 +62,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.nsys_csv import kernel_base_name, kernel_labels
+from analysis.labels import enum_argument, kernel_base_name, kernel_labels
+from spec.kernels import ENUMS
 
 FLOAT_BYTES = 4   # float32 values
 INT_BYTES = 4     # int32 labels and order
@@ -76,14 +77,6 @@ MEMORY_BOUND = "memory-bound"
 COMPUTE_BOUND = "compute-bound"
 NOT_MODELLED = "not modelled"
 NOT_TIMED = "not timed"
-
-# Scoped-enum template arguments of cuda/kernels.cuh, in declaration order (the value nsys
-# prints as "(mlp::Col)0" is the index here).
-ENUMS = {
-    "k_colsum": ("Col", ("db1", "db2")),
-    "k_add_bias": ("Layer", ("hidden", "logits")),
-    "k_momentum_tensor": ("Tensor", ("W1", "b1", "W2", "b2")),
-}
 
 # What each modelled kernel computes (cuda/paths.cu, cuda/persistent.cu), for the report.
 WHAT = {
@@ -209,7 +202,6 @@ def epoch_model(s: Shape) -> dict[str, dict]:
 
 
 _BASE_RE = re.compile(r"^(?P<func>[A-Za-z_]\w*)(?:<(?P<arg>.*)>)?$")
-_CAST_RE = re.compile(r"^\(\s*(?P<enum>\w+)\s*\)\s*(?P<value>\d+)$")
 
 
 def model_key(name: str) -> str | None:
@@ -221,19 +213,8 @@ def model_key(name: str) -> str | None:
         return None
     func, arg = m.group("func"), m.group("arg")
     if func in ENUMS:
-        if arg is None:
-            return None
-        enum, values = ENUMS[func]
-        cast = _CAST_RE.match(arg)
-        if cast:
-            if cast.group("enum") != enum or int(cast.group("value")) >= len(values):
-                return None
-            value = values[int(cast.group("value"))]
-        elif arg in values:  # the enumerator's name, as another demangler may write it
-            value = arg
-        else:
-            return None
-        return f"{func}<{value}>"
+        value = enum_argument(func, arg)
+        return None if value is None else f"{func}<{value}>"
     if arg is not None or func not in WHAT:
         return None
     return func

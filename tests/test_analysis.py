@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from analysis import derive
-from analysis.nsys_csv import (API_COLUMNS, KERN_COLUMNS, NVTX_COLUMNS, kernel_base_name,
-                               kernel_labels, read_api_sum, read_kern_sum, read_nvtx_sum)
+from analysis.labels import kernel_base_name, kernel_labels, operation_label
+from analysis.nsys_csv import (API_COLUMNS, KERN_COLUMNS, NVTX_COLUMNS, NsysCsvError,
+                               read_api_sum, read_kern_sum, read_nvtx_sum)
 
 NSYS = Path(__file__).resolve().parent / "fixtures" / "nsys"
 STEPS = 47
@@ -243,10 +244,10 @@ def test_row_number_column_trailing_commas_and_thousands_separators():
     assert nvtx.loc[0, "total_ns"] == 5529058 and nvtx.loc[0, "name"] == "profile-epoch"
 
 
-def test_header_only_gives_an_empty_frame():
+def test_header_only_is_an_error_naming_the_line():
     header, _ = rows_of(fixture("fused", "cuda_gpu_kern_sum"))
-    kern = read_kern_sum(write_csv(header, []))
-    assert list(kern.columns) == KERN_COLUMNS and kern.empty
+    with pytest.raises(NsysCsvError, match=r"^<text>: line 1: a header without data rows$"):
+        read_kern_sum(write_csv(header, []))
 
 
 def test_no_header_raises_value_error_naming_the_file(tmp_path):

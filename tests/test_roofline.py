@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from analysis import report, roofline
+from spec.kernels import ENUMS
 from analysis.nsys_csv import read_kern_sum
 from harness import ceilings as ceilings_mod
 from harness.config import ROOT
@@ -115,13 +116,16 @@ def test_epoch_model_sums_the_true_batches():
     assert model["k_momentum_flat"]["bytes"] == 47 * 5 * P * 4
 
 
-def test_enum_order_matches_kernels_cuh():
-    src = (ROOT / "cuda" / "kernels.cuh").read_text()
-    for func, (enum, values) in roofline.ENUMS.items():
-        m = re.search(rf"enum class {enum}\s*\{{([^}}]*)\}}", src)
-        assert m, enum
+def test_enum_order_matches_the_cuda_sources():
+    """spec.kernels.ENUMS, the one Python copy of the enumerators' order, against the C++."""
+    src = "\n".join(p.read_text() for p in sorted((ROOT / "cuda").iterdir())
+                    if p.suffix in (".cuh", ".h", ".cu"))
+    for func, (enum, values) in ENUMS.items():
+        found = re.findall(rf"enum class {enum}\s*\{{([^}}]*)\}}", src)
+        assert len(found) == 1, enum
+        m = re.match(r"(.*)", found[0], re.S)
         assert tuple(v.strip() for v in m.group(1).split(",")) == values, enum
-    assert roofline.ENUMS["k_colsum"][1][1] == "db2"  # (mlp::Col)1 is db2
+    assert ENUMS["k_colsum"][1][1] == "db2"  # (mlp::Col)1 is db2
 
 
 def test_every_kernel_of_the_real_captures_is_modelled():

@@ -1,0 +1,296 @@
+"""The JSON schemas of results/*.json and `validate`, which checks a parsed document against one
+without changing it.
+
+    validate(doc, "run", "results/run.json")   # raises SchemaError or returns None
+
+A SchemaError's text is one line naming the file and the field:
+`results/run.json: paths.fused.'median_ms': expected a number or null, got the string 'fast'`;
+a missing key: `results/run.json: missing key recipe.'steps_per_epoch'`.
+Only the fields a reader uses are described; other keys pass unchecked (documents grow).
+docs/formats.md describes each file; this module is what the report holds them to.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+
+class SchemaError(ValueError):
+    """A document that does not fit its schema: one line, the file and the field."""
+
+
+# ----------------------------------------------------------------------------- the types
+
+class _Type:
+    what = "a value"
+
+    def check(self, value, where: str, fail: Callable) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _Any(_Type):
+    what = "any value"
+
+    def check(self, value, where, fail):
+        pass
+
+
+class _Scalar(_Type):
+    def __init__(self, kinds, what, positive=False, finite=False):
+        self.kinds, self.what, self.positive, self.finite = kinds, what, positive, finite
+
+    def check(self, value, where, fail):
+        if isinstance(value, bool) and bool not in self.kinds:
+            fail(where, self.what, value)
+        if not isinstance(value, self.kinds):
+            fail(where, self.what, value)
+        if self.finite and not math.isfinite(value):
+            fail(where, self.what, value)
+        if self.positive and not value > 0:
+            fail(where, self.what, value)
+
+
+class Opt(_Type):
+    """The inner type or null."""
+
+    def __init__(self, inner: _Type):
+        self.inner = inner
+        self.what = f"{inner.what} or null"
+
+    def check(self, value, where, fail):
+        if value is not None:
+            self.inner.check(value, where, lambda w, _what, v: fail(w, self.what, v)
+                             if w == where else fail(w, _what, v))
+
+
+class Const(_Type):
+    def __init__(self, value):
+        self.value = value
+        self.what = repr(value)
+
+    def check(self, value, where, fail):
+        if type(value) is not type(self.value) or value != self.value:
+            fail(where, self.what, value)
+
+
+class OneOf(_Type):
+    def __init__(self, *values):
+        self.values = values
+        self.what = "one of " + ", ".join(repr(v) for v in values)
+
+    def check(self, value, where, fail):
+        if not isinstance(value, str) or value not in self.values:
+            fail(where, self.what, value)
+
+
+class Arr(_Type):
+    def __init__(self, item: _Type, nonempty: bool = False):
+        self.item, self.nonempty = item, nonempty
+        self.what = "a non-empty list" if nonempty else "a list"
+
+    def check(self, value, where, fail):
+        if not isinstance(value, list) or (self.nonempty and not value):
+            fail(where, self.what, value)
+        for i, v in enumerate(value):
+            self.item.check(v, f"{where}[{i}]", fail)
+
+
+class Map(_Type):
+    """An object of any keys, each value of one type."""
+    what = "an object"
+
+    def __init__(self, value: _Type):
+        self.value = value
+
+    def check(self, value, where, fail):
+        if not isinstance(value, dict):
+            fail(where, self.what, value)
+        for k, v in value.items():
+            self.value.check(v, _join(where, k), fail)
+
+
+class Obj(_Type):
+    """An object with the given fields; `required` must be present, the rest may be absent.
+    Keys not listed pass unchecked."""
+    what = "an object"
+
+    def __init__(self, fields: dict, required: tuple = ()):
+        self.fields, self.required = fields, tuple(required)
+
+    def check(self, value, where, fail):
+        if not isinstance(value, dict):
+            fail(where, self.what, value)
+        for key in self.required:
+            if key not in value:
+                raise SchemaError(f"missing key {_shown(_join(where, key))}")
+        for key, kind in self.fields.items():
+            if key in value:
+                kind.check(value[key], _join(where, key), fail)
+
+
+def _join(where: str, key) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _shown(where: str) -> str:
+    """A field as messages show it, its last key quoted: points[0].cuda.fused.'median_ms'."""
+    head, dot, last = where.rpartition(".")
+    if "[" in last or not last:
+        return where or "the top level"
+    return f"{head}{dot}{last!r}"
+
+
+ANY = _Any()
+NUM = _Scalar((int, float), "a number")
+POS = _Scalar((int, float), "a positive number", positive=True, finite=True)
+INT = _Scalar((int,), "an integer")
+STR = _Scalar((str,), "a string")
+BOOL = _Scalar((bool,), "true or false")
+ONUM, OINT, OSTR, OBOOL = Opt(NUM), Opt(INT), Opt(STR), Opt(BOOL)
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "a list" if value else "an empty list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+# ----------------------------------------------------------------------------- the schemas
+
+# One timed run of a CUDA path (run.json) or a PyTorch variant (pytorch.json).
+_TIMING = {"error": OSTR, "epoch_ms": Arr(NUM), "warmup_epoch_ms": ONUM, "mean_ms": ONUM,
+           "median_ms": ONUM, "min_ms": ONUM, "max_ms": ONUM, "cv_pct": ONUM,
+           "test_accuracy": ONUM, "test_accuracy_per_epoch": Arr(ONUM),
+           "test_accuracy_last5_mean": ONUM, "loss_per_epoch": Arr(ONUM)}
+
+RUN = Obj({
+    "schema": INT, "date_utc": STR, "commit": STR, "run_id": STR,
+    "submission": STR, "gated_path": OSTR, "run_command": STR, "reference_source": STR,
+    "gpu": Obj({"name": STR, "compute_capability": STR, "sm_count": INT, "l2_bytes": ONUM,
+                "driver": STR, "driver_api_version": OINT, "runtime_version": OINT,
+                "toolkit_version": OINT}),
+    "recipe": Obj({"steps_per_epoch": INT, "input_dim": INT, "hidden_dim": INT,
+                   "output_dim": INT, "batch": INT, "epochs": INT, "train_size": INT,
+                   "test_size": INT, "n_params": INT, "lr": NUM, "momentum": NUM, "seed": INT},
+                  required=("steps_per_epoch",)),
+    "memory": Map(ONUM),
+    "cases": Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit": ONUM,
+                      "detail": STR}, required=("id", "name", "passed", "value", "limit"))),
+    "hints": Arr(STR),
+    "paths": Map(Obj(_TIMING | {
+        "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONUM,
+        "parity_limit": ONUM, "parity_vs_fp64": ONUM, "deterministic": OBOOL,
+        "accuracy_gap_pp": ONUM}, required=("passed",))),
+    "reference_fp64": Obj(_TIMING | {"passed": BOOL}),
+    "build": Obj({"arch": STR, "accumulate": STR, "make_command": STR, "command": STR,
+                  "submission": STR}),
+}, required=("cases", "paths", "recipe", "gpu"))
+
+PYTORCH = Obj({
+    "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
+    "date_utc": STR, "commit": STR,
+    "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONUM,
+                                   "compile_seconds": ONUM})),
+}, required=("variants",))
+
+PHASES = Obj({
+    "schema": Const(2), "source": STR, "steps_per_epoch": INT, "converted_from": STR,
+    "date_utc": STR, "commit": STR,
+    "variants": Arr(Obj({"kernel": STR, "phases": Arr(OneOf("A", "B", "C")), "staging": STR,
+                         "production": BOOL, "label": STR, "median_ms": POS, "cv_pct": ONUM},
+                        required=("kernel", "phases", "staging", "production", "label",
+                                  "median_ms")), nonempty=True),
+}, required=("schema", "variants"))
+
+SANITIZE = Obj({
+    "schema": INT, "clean": BOOL, "complete": BOOL, "planned_runs": OINT,
+    "date_utc": STR, "commit": STR,
+    "runs": Arr(Obj({"tool": STR, "target": STR, "errors": OINT, "exit_code": OINT,
+                     "timed_out": BOOL, "seconds": ONUM},
+                    required=("tool", "target", "errors", "exit_code"))),
+}, required=("runs",))
+
+_RATE = {"copy": "gb_per_s", "fp32_matmul": "tflops", "tf32_matmul": "tflops"}
+CEILINGS = Obj({
+    "schema": INT, "gpu": OSTR, "torch_version": OSTR, "date_utc": STR, "commit": STR,
+    "copy": Obj({"gb_per_s": POS, "bytes": ONUM, "tensor_bytes": ONUM, "timed": ONUM},
+                required=("gb_per_s",)),
+    "fp32_matmul": Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",)),
+    "tf32_matmul": Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",)),
+}, required=("copy", "fp32_matmul"))
+
+_METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONUM, "cv_pct": ONUM,
+                    "min_ms": ONUM, "max_ms": ONUM, "test_accuracy": ONUM,
+                    "images_per_s": ONUM, "step_us": ONUM, "gpu_s_per_1000_images": ONUM,
+                    "launches_per_step": ONUM, "max_memory_allocated_bytes": ONUM}))
+_LEDGER = Obj({"parameters_bytes": ONUM, "gradients_bytes": ONUM, "activations_bytes": ONUM,
+               "data_bytes": ONUM, "order_bytes": ONUM, "total_sgd_momentum_bytes": ONUM,
+               "optimizer_state_bytes": Map(ONUM)}, required=("optimizer_state_bytes",))
+SWEEP = Obj({
+    "schema": Const(1), "date_utc": OSTR, "commit": OSTR, "driver": OSTR,
+    "torch_version": OSTR, "torch_cuda_version": OSTR, "complete": BOOL,
+    "gpu": Opt(Obj({"name": OSTR, "compute_capability": OSTR})), "notes": Map(OSTR),
+    "config": Obj({"widths": Arr(INT), "batches": Arr(INT), "width_sweep_batch": INT,
+                   "batch_sweep_hidden": INT, "input_dim": INT, "output_dim": INT,
+                   "cost_images": INT, "paths": Arr(STR), "pytorch_variants": Arr(STR),
+                   "data_dir": OSTR, "lr": NUM, "momentum": NUM},
+                  required=("widths", "batches", "width_sweep_batch", "batch_sweep_hidden",
+                            "input_dim", "output_dim", "cost_images")),
+    "points": Arr(Obj({
+        "label": STR, "hidden": INT, "batch": INT, "status": STR, "sweeps": Arr(STR),
+        "errors": Arr(STR), "cuda": Map(_METRICS), "pytorch": Map(_METRICS),
+        "best_cuda_path": OSTR, "best_cuda": _METRICS, "command": OSTR,
+        "pytorch_command": OSTR,
+        "ratio_best_cuda_vs_eager": ONUM, "ratio_best_cuda_vs_cuda_graph": ONUM,
+        "steps_per_epoch": ONUM, "n_params": ONUM, "train_size": ONUM, "test_size": ONUM,
+        "epochs": ONUM,
+        "memory": Opt(Obj({"cuda_peak_used_bytes": ONUM,
+                           "torch_max_memory_allocated_bytes": Opt(Map(ONUM)),
+                           "ledger": Opt(_LEDGER)})),
+    }, required=("label", "hidden", "batch", "status", "sweeps", "errors", "cuda",
+                 "pytorch"))),
+}, required=("schema", "config", "points"))
+
+
+def _sweep_checks(doc) -> str | None:
+    for i, p in enumerate(doc["points"]):
+        best = p.get("best_cuda_path")
+        if best is not None and best not in p["cuda"]:
+            return f"points[{i}].best_cuda_path: {best!r} is not among its CUDA paths"
+    return None
+
+
+SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
+    "run": (RUN, None), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
+    "sanitize": (SANITIZE, None), "ceilings": (CEILINGS, None), "sweep": (SWEEP, _sweep_checks),
+}
+
+
+def validate(doc, name: str, path) -> None:
+    """Check `doc` (parsed JSON) against the schema `name` (a key of SCHEMAS); raise SchemaError
+    with one line naming `path` and the field. `doc` is never changed."""
+    kind, extra = SCHEMAS[name]
+
+    def fail(where, what, value):
+        raise SchemaError(f"{_shown(where)}: expected {what}, got {_describe(value)}")
+
+    try:
+        if not isinstance(doc, dict):
+            fail("", "an object", doc)
+        kind.check(doc, "", fail)
+        problem = extra(doc) if extra else None
+        if problem:
+            raise SchemaError(problem)
+    except SchemaError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
