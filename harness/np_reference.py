@@ -92,13 +92,9 @@ def step(params, velocity, grads, lr, mu):
 
 def shape_of(params, X, n_out: int = 10, n_hidden: int | None = None):
     """Infer (in, hidden, out) from the flat parameter count, the input width and out."""
-    n_in = X.shape[1]
     if n_hidden is None:
-        unit = layout.n_params((n_in, 1, n_out)) - n_out   # parameters per hidden unit
-        n_hidden, rem = divmod(params.shape[0] - n_out, unit)
-        if rem or n_hidden < 1:
-            raise ValueError("cannot infer the hidden width from the parameter count")
-    return layout.Shape(n_in, n_hidden, n_out)
+        return layout.infer_shape(params.shape[0], X.shape[1], n_out)
+    return layout.Shape(X.shape[1], n_hidden, n_out)
 
 
 def train_epoch(params, velocity, X, y, order_row, batch, lr, mu, shape=None, accumulate=None):

@@ -62,6 +62,15 @@ def n_params(shape) -> int:
     return offsets(shape).total
 
 
+def infer_shape(total: int, n_in: int, out: int) -> Shape:
+    """The shape whose buffer holds `total` floats, given in and out; ValueError if none does."""
+    per_unit = n_params((n_in, 1, out)) - out          # in + 1 + out floats per hidden unit
+    hidden, rem = divmod(int(total) - int(out), per_unit)
+    if rem or hidden < 1:
+        raise ValueError(f"{total} parameters do not fit an MLP {n_in}-h-{out}")
+    return Shape(int(n_in), hidden, int(out))
+
+
 def split(flat, shape) -> dict:
     """Views {"W1": [in × hidden], "b1", "W2": [hidden × out], "b2"} into the flat buffer."""
     s, o = as_shape(shape), offsets(shape)

@@ -18,6 +18,13 @@ def test_offsets_of_the_recipe_shape():
     assert layout.n_params(RECIPE_SHAPE) == 203_530 == o.total
 
 
+def test_infer_shape_inverts_n_params():
+    assert layout.infer_shape(203_530, 784, 10) == RECIPE_SHAPE
+    assert layout.infer_shape(layout.n_params((784, 4096, 10)), 784, 10).hidden == 4096
+    with pytest.raises(ValueError, match="do not fit"):
+        layout.infer_shape(203_531, 784, 10)
+
+
 def test_split_gives_views_in_order_and_join_inverts_it():
     s = Shape(3, 4, 2)
     flat = np.arange(layout.n_params(s), dtype=np.float32)
