@@ -8,8 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness import atomic
-from harness.config import BUILD_DIR, ROOT
+from spec.files import BUILD_DIR, ROOT, write_json
 
 DEFAULT_ARCH = "sm_90"  # the H200 this benchmark is measured on
 
@@ -75,7 +74,7 @@ def build(arch: str | None = None, submission: str | None = None, build_dir: Pat
             "make_command": shlex.join(["make", f"ARCH={arch}"] + ([f"SUBMISSION={submission}"] if submission else [])
                                        + ([f"ACCUM={accumulate}"] if accumulate != ACCUMULATORS[0] else [])),
             "nvcc_command": nvcc}
-    atomic.write_json(build_dir / "build_info.json", info)
+    write_json(build_dir / "build_info.json", info)
     return info
 
 

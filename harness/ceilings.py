@@ -13,21 +13,20 @@
 - tf32_matmul: the same product with TF32 allowed (tensor cores), for context only: our kernels
   are FP32 on the CUDA cores, so the roofline uses fp32_matmul.
 
-The TF32 setting is put back as it was. The file is written atomically (harness.atomic); its
+The TF32 setting is put back as it was. The file is written atomically (spec.files); its
 format is in docs/formats.md. Without a CUDA device (or without PyTorch) it prints one line and
 exits with status 1, writing nothing.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from harness.atomic import write_json
-from harness.config import RESULTS_DIR
+from spec.files import RESULTS_DIR, write_json
+from spec.stats import summary
 
 SCHEMA = 1
 COPY_TENSOR_BYTES = 2 * 2**30  # 2 GiB of float32
@@ -40,20 +39,20 @@ DEFAULT_OUT = RESULTS_DIR / "ceilings.json"
 
 def copy_summary(tensor_bytes: int, times_ms: list[float], warmup: int) -> dict:
     """The copy entry of ceilings.json from the timed copies (ms each)."""
-    median = statistics.median(times_ms)
+    s = summary(times_ms)
     moved = 2 * tensor_bytes
-    return {"bytes": moved, "tensor_bytes": tensor_bytes, "median_ms": median,
-            "gb_per_s": moved / (median / 1e3) / 1e9, "warmup": warmup,
-            "timed": len(times_ms), "min_ms": min(times_ms), "max_ms": max(times_ms)}
+    return {"bytes": moved, "tensor_bytes": tensor_bytes, "median_ms": s["median"],
+            "gb_per_s": moved / (s["median"] / 1e3) / 1e9, "warmup": warmup,
+            "timed": len(times_ms), "min_ms": s["min"], "max_ms": s["max"]}
 
 
 def matmul_summary(n: int, times_ms: list[float], warmup: int, allow_tf32: bool) -> dict:
     """A matmul entry of ceilings.json from the timed products (ms each)."""
-    median = statistics.median(times_ms)
+    s = summary(times_ms)
     flop = 2 * n ** 3
-    return {"n": n, "flop": flop, "median_ms": median, "tflops": flop / (median / 1e3) / 1e12,
+    return {"n": n, "flop": flop, "median_ms": s["median"], "tflops": flop / (s["median"] / 1e3) / 1e12,
             "allow_tf32": allow_tf32, "warmup": warmup, "timed": len(times_ms),
-            "min_ms": min(times_ms), "max_ms": max(times_ms)}
+            "min_ms": s["min"], "max_ms": s["max"]}
 
 
 def _timed(torch, fn, warmup: int, timed: int) -> list[float]:

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import config
-from harness.atomic import write_bytes
+from spec.files import DATA_DIR, ROOT, write_bytes
 
 # --- the source --------------------------------------------------------------------------------
 DEB_PACKAGE = "dataset-fashion-mnist"
@@ -84,7 +83,7 @@ def _show(path) -> str:
     """A path as messages print it: relative to the repository root when inside it."""
     p = Path(path)
     try:
-        return str(p.resolve().relative_to(config.ROOT))
+        return str(p.resolve().relative_to(ROOT))
     except (ValueError, OSError):
         return str(p)
 
@@ -164,7 +163,7 @@ def encode_idx(array: np.ndarray) -> bytes:
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-def read_sha256sums(data_dir=config.DATA_DIR) -> dict[str, str]:
+def read_sha256sums(data_dir=DATA_DIR) -> dict[str, str]:
     """{file name: sha256 hex} from data_dir/SHA256SUMS; a malformed line raises DataError."""
     path = Path(data_dir) / SUMS_NAME
     try:
@@ -194,7 +193,7 @@ def format_sha256sums(sums: dict[str, str]) -> str:
     return "".join(f"{sums[n]}  {n}\n" for n in sorted(sums))
 
 
-def verify_sha256(data_dir=config.DATA_DIR) -> dict[str, str]:
+def verify_sha256(data_dir=DATA_DIR) -> dict[str, str]:
     """Check every file listed in data_dir/SHA256SUMS; return the listing. Raises DataError."""
     data_dir = Path(data_dir)
     sums = read_sha256sums(data_dir)
@@ -234,7 +233,7 @@ def _load_pair(data_dir: Path, img: str, lab: str, count: int):
     return images, labels
 
 
-def load_raw(data_dir=config.DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
+def load_raw(data_dir=DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
     """The shipped files as uint8 arrays: train_images (6000,28,28), train_labels (6000,),
     test_images (10000,28,28), test_labels (10000,). verify: check SHA256SUMS first."""
     data_dir = Path(data_dir)
@@ -255,7 +254,7 @@ def to_float(images: np.ndarray) -> np.ndarray:
     return images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
 
 
-def load_dataset(data_dir=config.DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
+def load_dataset(data_dir=DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
     """train_images (6000,784) / test_images (10000,784) float32 in [0,1] (pixel / 255),
     train_labels / test_labels int32. verify: check data/SHA256SUMS first."""
     raw = load_raw(data_dir, verify=verify)
@@ -273,7 +272,7 @@ def _verify_official(data: bytes, name: str, where: str) -> None:
                         f" {want}, got {len(data)} bytes with {got}")
 
 
-def load_full_raw(data_dir=config.DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
+def load_full_raw(data_dir=DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
     """The official 60,000-image train split from data/full/ (made by `invoke data --full`),
     verified against the official hashes: train_images (60000,28,28), train_labels (60000,)."""
     full = Path(data_dir) / FULL_DIR
@@ -413,7 +412,7 @@ def _write(path: Path, data: bytes) -> None:
     print(f"data: wrote {_show(path)} ({len(data)} bytes)", flush=True)
 
 
-def build_data(data_dir=config.DATA_DIR, deb=None, full: bool = False, check: bool = True) -> dict:
+def build_data(data_dir=DATA_DIR, deb=None, full: bool = False, check: bool = True) -> dict:
     """Rebuild data_dir from the Debian package (downloaded with apt-get when deb is None).
 
     Verifies the .deb and the decompressed official files, writes the shipped files and
@@ -491,7 +490,7 @@ def main(argv=None) -> int:
                     help="also write the official 60,000-image train split to data/full/")
     ap.add_argument("--deb", type=Path, default=None,
                     help=f"use this copy of {DEB_FILENAME} instead of apt-get download")
-    ap.add_argument("--data-dir", type=Path, default=config.DATA_DIR, help="default: data/")
+    ap.add_argument("--data-dir", type=Path, default=DATA_DIR, help="default: data/")
     ap.add_argument("--no-check", action="store_true",
                     help="do not compare with the SHA256SUMS present before the rebuild")
     args = ap.parse_args(argv)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import atomic
-from harness.config import BUILD_DIR, DATA_DIR, ROOT, load_recipe
+from spec.files import BUILD_DIR, DATA_DIR, ROOT, write_json, write_text
+from spec.recipe import load_recipe
 from harness import np_reference
 from harness.dataset import load_dataset
 
@@ -177,8 +177,8 @@ def main(argv=None) -> int:
         raise SystemExit("error: --seeds and --epochs must be >= 1 and --band in (0, 1)")
     seeds = [load_recipe()["seed"]] + list(range(1, args.seeds))
     doc = study(seeds, args.epochs, args.band)
-    atomic.write_json(OUT_JSON, doc)
-    atomic.write_text(OUT_MD, render_md(doc))
+    write_json(OUT_JSON, doc)
+    write_text(OUT_MD, render_md(doc))
     print(f"wrote {OUT_JSON.relative_to(ROOT)} and {OUT_MD.relative_to(ROOT)}: seeds outside the band: "
           + ", ".join(f"{t} {doc['seeds_outside_band'][m]} of {doc['seeds']}" for m, t in MODE_TITLES.items()))
     return 0

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from harness.config import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
 CAPTURE_RANGE = "profile-epoch"

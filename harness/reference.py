@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.config import BUILD_DIR, DATA_DIR, RECIPE_PATH, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, RECIPE_PATH, ROOT
 
 REFERENCE_DIR = DATA_DIR / "reference"
 

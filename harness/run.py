@@ -8,9 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness import atomic
 from harness.build import load_build_info
-from harness.config import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 
 def git_commit() -> str:
@@ -60,5 +59,5 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     data["run_command"] = shlex.join(cmd)
     data["commit"] = git_commit()
     data["gpu"]["driver"] = driver_version()
-    atomic.write_json(run_json, data)
+    write_json(run_json, data)
     return rc

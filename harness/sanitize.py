@@ -14,8 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import atomic
-from harness.config import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
@@ -95,7 +94,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     def save(complete: bool) -> bool:
         done = [r for r in rows if r is not None]
         clean = complete and len(done) == len(plan) and all(r["errors"] == 0 and r["exit_code"] == 0 for r in done)
-        atomic.write_json(Path(results_dir) / "sanitize.json",
+        write_json(Path(results_dir) / "sanitize.json",
                           {"schema": 1, "complete": complete, "clean": clean, "planned_runs": len(plan),
                            "runs": done})
         return clean

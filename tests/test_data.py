@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import config
+from spec import files as config
 from harness import dataset as ds
 from harness.dataset import DataError
 

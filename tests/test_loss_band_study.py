@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.config import BUILD_DIR, DATA_DIR, load_recipe
+from spec.files import BUILD_DIR, DATA_DIR
+from spec.recipe import load_recipe
 from harness.dataset import load_dataset
 from harness.loss_band_study import MODE_TITLES, effect, render_md, seed_inputs, study, train_losses
 from harness.reference import REFERENCE_DIR

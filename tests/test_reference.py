@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness import reference
-from harness.config import load_recipe
+from spec.recipe import load_recipe
 
 
 def test_shipped_reference_regenerates_bit_identically(tmp_path):

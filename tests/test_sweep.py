@@ -333,7 +333,7 @@ def test_real_baseline_through_the_driver_on_cpu(tmp_path):
     """The sweep's baseline command (--results, --variants, --batch, --data, --device) against
     harness.pytorch_baseline itself, on the CPU, with the fake binary's weights and order."""
     pytest.importorskip("torch")
-    from harness.config import DATA_DIR
+    from spec.files import DATA_DIR
     from harness.dataset import load_dataset
     try:
         load_dataset(DATA_DIR)
