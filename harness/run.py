@@ -6,6 +6,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 from harness.build import load_build_info
@@ -36,27 +37,59 @@ def driver_version() -> str:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
+# mlp_train's exit statuses (cuda/exit_status.h, docs/formats.md), one meaning each.
+EXIT_PASS, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CUDA_ERROR, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_MEANINGS = {EXIT_PASS: "every gate case passed", EXIT_GATE_FAILED: "the gate failed",
+                 EXIT_BAD_INPUT: "bad input", EXIT_CUDA_ERROR: "CUDA error",
+                 EXIT_INTERNAL: "internal error"}
+
+
+class RunFailed(Exception):
+    """mlp_train stopped without writing this run's run.json; `code` is the exit status to give
+    (the binary's, or 4 where the binary gave one without a meaning)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
 def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
-             extra_args: list[str] | tuple[str, ...] = ()) -> int:
-    """Run build/mlp_train; returns its exit code (0 pass, 1 a gate case failed); other codes stop."""
+             extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None) -> int:
+    """Run build/mlp_train with a fresh --run-id; complete results/run.json with the build, the
+    command, the commit and the driver; return the exit status (0 pass, 1 a gate case failed).
+
+    Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input),
+    3 (CUDA error), 4 (internal error) or any other status, or when results/run.json is not
+    this run's (its run_id differs: the binary stopped before writing it)."""
     info = load_build_info(build_dir)
-    binary = Path(build_dir) / "mlp_train"
+    binary = Path(binary) if binary else Path(build_dir) / "mlp_train"
     if not binary.exists():
         raise SystemExit(f"error: {binary} missing: run `invoke build` first")
+
     def rel(p: Path) -> str:
         return os.path.relpath(Path(p).resolve(), ROOT)
 
+    run_id = uuid.uuid4().hex
     cmd = [rel(binary), "--data", rel(data_dir), "--out", rel(results_dir), *extra_args]
-    print("run: " + shlex.join(cmd), flush=True)
-    rc = subprocess.run(cmd, cwd=ROOT).returncode
-    if rc not in (0, 1):
-        raise SystemExit(f"error: mlp_train exited with status {rc} (its message is above)")
+    shown = shlex.join(cmd)                     # the command as a user would repeat it
+    print("run: " + shlex.join([*cmd, "--run-id", run_id]), flush=True)
+    rc = subprocess.run([*cmd, "--run-id", run_id], cwd=ROOT).returncode
     run_json = Path(results_dir) / "run.json"
-    data = json.loads(run_json.read_text())
+    if rc not in (EXIT_PASS, EXIT_GATE_FAILED):
+        meaning = EXIT_MEANINGS.get(rc, "no documented meaning")
+        raise RunFailed(f"error: mlp_train exited with status {rc} ({meaning}; its message is "
+                        f"above); {rel(run_json)} left as it was", rc if rc in EXIT_MEANINGS else EXIT_INTERNAL)
+    try:
+        data = json.loads(run_json.read_text())
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("run_id") != run_id:
+        raise RunFailed(f"error: mlp_train exited with status {rc} but wrote no run.json for this run "
+                        f"({rel(run_json)} is missing or another run's); left as it was", EXIT_INTERNAL)
     data["build"] = {"command": info["nvcc_command"], "make_command": info["make_command"],
                      "arch": info["arch"], "submission": info["submission"],
                      "accumulate": info.get("accumulate", "float")}  # builds before the choice used float
-    data["run_command"] = shlex.join(cmd)
+    data["run_command"] = shown
     data["commit"] = git_commit()
     data["gpu"]["driver"] = driver_version()
     write_json(run_json, data)

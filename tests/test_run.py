@@ -1,0 +1,91 @@
+"""harness/run.py against a fake mlp_train: each exit status by its meaning, and a run.json that
+is this run's only when its run_id is the one passed (issue 17, item 1)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from harness import run
+
+FAKE = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+out = args[args.index("--out") + 1]
+run_id = args[args.index("--run-id") + 1] if "--run-id" in args else None
+mode = os.environ["FAKE_MODE"]
+if mode == "write":
+    json.dump({{"run_id": run_id, "gpu": {{"name": "fake"}}, "cases": []}}, open(out + "/run.json", "w"))
+print("fake mlp_train " + mode, file=sys.stderr)
+sys.exit(int(os.environ["FAKE_RC"]))
+"""
+
+STALE = {"run_id": "an-older-run", "gpu": {"name": "old"}, "commit": "old-commit",
+         "run_command": "old command"}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "build_info.json").write_text(json.dumps(
+        {"arch": "sm_90", "submission": "cuda/submission_ref.cu", "accumulate": "double",
+         "make_command": "make ARCH=sm_90", "nvcc_command": "nvcc -O3"}))
+    fake = build / "mlp_train"
+    fake.write_text(FAKE.format(python=sys.executable))
+    fake.chmod(0o755)
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setattr(run, "git_commit", lambda: "test-commit")
+    monkeypatch.setattr(run, "driver_version", lambda: "test-driver")
+
+    (results / "run.json").write_text(json.dumps(STALE))
+
+    def go(mode, rc):
+        monkeypatch.setenv("FAKE_MODE", mode)
+        monkeypatch.setenv("FAKE_RC", str(rc))
+        return run.run_gate(build_dir=build, data_dir=tmp_path, results_dir=results)
+    return go, results
+
+
+@pytest.mark.parametrize("rc", [0, 1])
+def test_a_run_that_wrote_its_run_json_is_completed(setup, rc, capsys):
+    go, results = setup
+    assert go("write", rc) == rc
+    doc = json.loads((results / "run.json").read_text())
+    assert doc["commit"] == "test-commit" and doc["gpu"]["driver"] == "test-driver"
+    assert doc["build"]["arch"] == "sm_90" and doc["build"]["accumulate"] == "double"
+    passed_id = capsys.readouterr().out.split("--run-id ")[1].split()[0]
+    assert doc["run_id"] == passed_id != STALE["run_id"]
+    assert "--run-id" not in doc["run_command"]      # the command a user repeats
+
+
+@pytest.mark.parametrize("rc, meaning", [(2, "bad input"), (3, "CUDA error"), (4, "internal error"),
+                                         (139, "no documented meaning")])
+def test_other_statuses_leave_run_json_untouched(setup, rc, meaning):
+    go, results = setup
+    before = (results / "run.json").read_bytes()
+    with pytest.raises(run.RunFailed, match=rf"status {rc} \({meaning};") as exc:
+        go("silent", rc)
+    assert exc.value.code == (rc if rc <= 4 else 4)
+    assert (results / "run.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("rc", [0, 1])
+def test_a_stale_run_json_is_not_this_runs(setup, rc):
+    """Status 0 or 1 without this run's run.json (the issue's repro: a stale file got a new
+    commit and command): an error, and the stale file keeps its commit."""
+    go, results = setup
+    before = (results / "run.json").read_bytes()
+    with pytest.raises(run.RunFailed, match="wrote no run.json for this run"):
+        go("silent", rc)
+    assert (results / "run.json").read_bytes() == before
+
+
+def test_no_run_json_at_all(setup):
+    go, results = setup
+    (results / "run.json").unlink()
+    with pytest.raises(run.RunFailed, match="missing or another run's"):
+        go("silent", 0)
+    assert not (results / "run.json").exists()
