@@ -2,24 +2,36 @@
 
     invoke build run profile report     the whole benchmark on a CUDA machine
     invoke test                         the test suite (GPU tests skip without a GPU)
+    invoke gpu.session --commit C       a lent GPU machine's evidence, stage by stage
+    invoke --list                       every task, grouped
+
+Tasks that shell out echo their commands; a failure ends with one line and a non-zero status.
 """
 from __future__ import annotations
 
+import shlex
 import sys
 
-from invoke import task
+from invoke import Collection, Exit, task
 
+
+def _exit_on(rc: int, message: str) -> None:
+    if rc:
+        raise Exit(message, code=rc)
+
+
+# ----------------------------------------------------------------------------- the benchmark
 
 @task(help={"full": "also rebuild data/full/ (the 60,000-image train split, not committed)",
             "deb": "use this dataset-fashion-mnist .deb instead of downloading it"})
 def data(c, full=False, deb=None):
     """Rebuild data/ from Debian's dataset-fashion-mnist package and check it against the committed hashes."""
     from harness.dataset import DataError, build_data
-    from harness.config import DATA_DIR
+    from spec.files import DATA_DIR
     try:
         build_data(DATA_DIR, deb=deb, full=full)
     except DataError as exc:
-        sys.exit(f"error: {exc}")
+        raise Exit(f"error: {exc}", code=2) from None
 
 
 @task(help={"arch": "target architecture, e.g. sm_90 (default: the GPU present, else sm_90)",
@@ -36,18 +48,21 @@ def build(c, arch=None, submission=None, accumulate="double"):
             "epochs": "override the recipe's epoch count"})
 def run(c, paths=None, pytorch=True, epochs=None):
     """Gate the build (cases 1-8), write results/run.json, then run the PyTorch baseline."""
-    from harness.run import run_gate
+    from harness.run import RunFailed, run_gate
     extra = []
     if paths:
         extra += ["--paths", paths]
     if epochs:
         extra += ["--epochs", str(epochs)]
-    rc = run_gate(extra_args=extra)
+    try:
+        rc = run_gate(extra_args=extra)
+    except RunFailed as exc:
+        raise Exit(str(exc), code=exc.code) from None
     if pytorch:
         from harness import pytorch_baseline
-        pytorch_baseline.main([] if not epochs else ["--epochs", str(epochs)])
-    if rc != 0:
-        sys.exit("gate: a case 1-7 failed (table above); results/run.json records it")
+        _exit_on(pytorch_baseline.main([] if not epochs else ["--epochs", str(epochs)]) or 0,
+                 "pytorch: the baseline failed (its message is above)")
+    _exit_on(rc, "gate: a case 1-7 failed (table above); results/run.json records it")
 
 
 @task(help={"paths": "comma-separated kernel paths to profile (default: every path of the build)",
@@ -62,18 +77,25 @@ def profile(c, paths=None, pytorch=True):
 def report(c):
     """Render RESULTS.md from results/, profile/, predictions.toml and GAPS.toml (works without a GPU)."""
     from analysis.report import main as render_main
-    render_main([])
+    _exit_on(render_main([]) or 0, "report: rendering failed (its message is above)")
 
 
-@task(help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression"})
-def test(c, gpu=False, k=None):
-    """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
+def pytest_command(gpu: bool = False, k: str | None = None, files=()) -> str:
+    """The pytest command line `invoke test` runs, quoted for the shell (shlex.join)."""
     args = [sys.executable, "-m", "pytest", "-q", "-ra"]
     if gpu:
         args += ["-m", "gpu"]
     if k:
         args += ["-k", k]
-    c.run(" ".join(args), pty=False)
+    return shlex.join([*args, *files])
+
+
+@task(iterable=["file"],
+      help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression",
+            "file": "a test file or node id (repeatable; default: all of tests/)"})
+def test(c, gpu=False, k=None, file=None):
+    """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
+    c.run(pytest_command(gpu, k, file or ()), pty=False, echo=True)
 
 
 @task(pre=[build, run, profile, report])
@@ -87,15 +109,14 @@ def sanitize(c, paths=None, tools=None):
     """compute-sanitizer on a short run of every kernel path and on the entry points; results/sanitize.json."""
     from harness.sanitize import TOOLS, sanitize as run_sanitize
     rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
-    if rc:
-        sys.exit("sanitize: errors found (results/sanitize.json)")
+    _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
 
 @task
 def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
     from harness.reference import main as reference_main
-    reference_main()
+    _exit_on(reference_main(), "reference: regeneration failed")
 
 
 @task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",
@@ -115,7 +136,7 @@ def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
                     epochs=int(epochs), pytorch=pytorch, data_dir=data_dir, train_size=train_size)
     render_sweep([])
     if not any(p["best_cuda"] is not None for p in doc["points"]):
-        sys.exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)")
+        raise Exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)", code=1)
 
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})
@@ -126,6 +147,53 @@ def ceilings(c, out=None):
     the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
     which the report's roofline section sets each profiled kernel against."""
     from harness.ceilings import main as ceilings_main
-    rc = ceilings_main([] if out is None else ["--out", out])
-    if rc:
-        sys.exit(rc)
+    _exit_on(ceilings_main([] if out is None else ["--out", out]), "ceilings: not measured (see above)")
+
+
+# ----------------------------------------------------------------------------- gpu: lent machines
+
+@task(help={"stages": "comma-separated, run in the fixed order build,ceilings,run,phases,profile,"
+                      "pytest,sanitize,sweep,ncu,accum (default: build..sanitize)",
+            "commit": "the commit run.json names (MLP_COMMIT; the machine's .git can be stale)",
+            "run-paths": "the kernel paths the run stage times (default: all)",
+            "out": "pack the evidence into OUT/evidence.tgz (default: $OUT when set)"})
+def session(c, stages=None, commit=None, run_paths=None, out=None):
+    """A GPU session's evidence, stage by stage, each under its own time limit.
+
+    Logs go to results/logs/<stage>.log, exit statuses to results/logs/stages.txt; with OUT the
+    session packs results/, profile/ and SWEEP.md (no .npy, no .sqlite) into OUT/evidence.tgz."""
+    from harness import gpu_session
+    try:
+        names = gpu_session.parse_stages(stages)
+    except ValueError as exc:
+        raise Exit(f"error: {exc}", code=2) from None
+    _exit_on(gpu_session.session(names, commit=commit, run_paths=run_paths, out=out),
+             "gpu.session: a stage did not exit 0 (results/logs/stages.txt)")
+
+
+@task
+def phases(c):
+    """The persistent kernel's phase breakdown: make and run build/persistent_phases -> results/persistent_phases.json."""
+    from harness.phases import phases as run_phases
+    _exit_on(run_phases(), "gpu.phases: build/persistent_phases failed (its message is above)")
+
+
+@task
+def ncu(c):
+    """Nsight Compute counters (--clock-control none) of the persistent kernel and the fused path's two widest rows -> results/ncu/."""
+    from harness.ncu_counters import main as ncu_main
+    _exit_on(ncu_main(), "gpu.ncu: a profile failed (results/ncu/<name>.log)")
+
+
+@task(help={"out": "the runs' folder (default: results/experiments/accumulate)"})
+def accumulate_ab(c, out=None):
+    """float64 vs float32 accumulation: builds build/f32acc, alternates both builds' stepwise paths on one GPU.
+
+    Summarise with `python -m analysis.accumulate_ab` (results/experiments/accumulate/README.md)."""
+    from harness import accumulate_ab as ab
+    _exit_on(ab.main(**({"out_dir": out} if out else {})), "gpu.accumulate-ab: the float build failed")
+
+
+gpu = Collection("gpu", session, phases, ncu, accumulate_ab)
+gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
+ns = Collection(data, build, run, profile, report, test, all, sanitize, reference, sweep, ceilings, gpu)

@@ -1,0 +1,87 @@
+"""Nsight Compute counters of the kernels that bound the epoch (`invoke gpu.ncu`): the persistent
+path's one-launch epoch and the fused path's two widest rows. --clock-control none leaves the
+clocks as the timed runs see them (ncu otherwise locks them to base). Writes
+results/ncu/<name>.ncu-rep, its raw-metric and details pages as <name>_raw.csv and
+<name>_details.csv (analysis/ncu_csv.py reads them) and <name>.log. Run after `invoke build`;
+$NCU names another ncu."""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+
+
+class Target(NamedTuple):
+    name: str        # the files' name
+    path: str        # mlp_train --profile PATH
+    kernels: str     # ncu -k regex:...
+    count: int       # ncu -c: launches to profile
+
+
+TARGETS = (Target("persistent", "persistent", "k_persistent_epoch$", 1),
+           Target("fused", "fused", "k_fwd_hidden_bias_relu|k_dW1", 2))
+
+
+def _rel(p) -> str:
+    return os.path.relpath(Path(p).resolve(), ROOT)
+
+
+def profile_command(ncu: str, t: Target, report: Path, binary: Path, data_dir: Path,
+                    application_replay: bool = False) -> list[str]:
+    return [ncu, "--clock-control", "none", "--set", "full",
+            *(["--replay-mode", "application"] if application_replay else []),
+            "-k", f"regex:{t.kernels}", "-c", str(t.count), "-o", _rel(report), "-f",
+            _rel(binary), "--data", _rel(data_dir), "--profile", t.path]
+
+
+def profile(t: Target, ncu: str, out_dir: Path, binary: Path, data_dir: Path) -> bool:
+    """One target into out_dir; the final files appear only when every step succeeded."""
+    tmp = out_dir / f".{t.name}"                 # ncu adds .ncu-rep
+    rep = tmp.with_name(tmp.name + ".ncu-rep")
+    rep.unlink(missing_ok=True)
+    log = out_dir / f"{t.name}.log"
+    print(f"ncu: {t.name} (path {t.path}, kernels {t.kernels})", flush=True)
+    with open(log, "w") as fh:
+        ok = False
+        # Cooperative launches replay per kernel where the tool allows it, else per application.
+        for application in (False, True):
+            if application:
+                print(f"ncu: {t.name}: kernel replay failed; retrying with --replay-mode application",
+                      flush=True)
+            cmd = profile_command(ncu, t, tmp, binary, data_dir, application)
+            fh.write("$ " + shlex.join(cmd) + "\n")
+            fh.flush()
+            if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode == 0:
+                ok = True
+                break
+    if not ok:
+        print(f"ncu: {t.name} failed (see {_rel(log)})", flush=True)
+        return False
+    pages = {}
+    for page in ("raw", "details"):
+        res = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            print(f"ncu: {t.name}: --import --page {page} failed: {res.stderr.strip()}", flush=True)
+            return False
+        pages[page] = res.stdout
+    for page, text in pages.items():
+        tmp_csv = out_dir / f".{t.name}_{page}.csv"
+        tmp_csv.write_text(text)
+        os.replace(tmp_csv, out_dir / f"{t.name}_{page}.csv")
+    os.replace(rep, out_dir / f"{t.name}.ncu-rep")
+    return True
+
+
+def main(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
+         ncu: str | None = None, targets=TARGETS) -> int:
+    """Every target; 0 when all succeeded, else 1."""
+    ncu = ncu or os.environ.get("NCU", "ncu")
+    out_dir = Path(results_dir) / "ncu"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ok = [profile(t, ncu, out_dir, Path(build_dir) / "mlp_train", data_dir) for t in targets]
+    return 0 if all(ok) else 1

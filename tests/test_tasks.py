@@ -1,0 +1,147 @@
+"""tasks.py and the GPU-session drivers it orchestrates (harness/gpu_session.py, ncu_counters.py,
+accumulate_ab.py), run on the CPU with stand-in commands."""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from harness import accumulate_ab, gpu_session, ncu_counters
+from spec.files import ROOT
+
+import tasks
+
+
+def _invoke(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_pytest_arguments_are_quoted():
+    cmd = tasks.pytest_command(k="a and b", files=["tests/test_x.py::t[1 2]"])
+    assert shlex.split(cmd)[-3:] == ["-k", "a and b", "tests/test_x.py::t[1 2]"]
+
+
+def test_invoke_test_passes_a_k_expression_with_spaces():
+    res = _invoke("--dry", "test", "-k", "a and b")
+    assert res.returncode == 0, res.stderr
+    assert "-k 'a and b'" in res.stdout
+
+
+def test_invoke_list_shows_every_step_and_no_shell_driver_is_left():
+    out = _invoke("--list").stdout
+    for name in ("build", "run", "profile", "report", "data", "test", "sanitize", "reference",
+                 "sweep", "ceilings", "all", "gpu.session", "gpu.phases", "gpu.ncu",
+                 "gpu.accumulate-ab"):
+        assert f"  {name} " in out, name
+    assert not list((ROOT / "harness").glob("*.sh"))
+
+
+def test_unknown_stage_is_one_line_and_status_2():
+    res = _invoke("gpu.session", "--stages", "build,nope")
+    assert res.returncode == 2
+    assert res.stderr.strip() == ("error: --stages: unknown stage 'nope' (stages: "
+                                  + ", ".join(gpu_session.STAGE_NAMES) + ")")
+
+
+def test_parse_stages_default_and_order():
+    assert gpu_session.parse_stages(None) == list(gpu_session.DEFAULT_STAGES)
+    assert gpu_session.parse_stages("run, build") == ["run", "build"]
+    assert [s.name for s in gpu_session.all_stages()][:7] == list(gpu_session.DEFAULT_STAGES)
+    assert gpu_session.all_stages("fused")[2].argv[-2:] == ("--paths", "fused")
+
+
+def _py(code: str) -> tuple[str, ...]:
+    return (sys.executable, "-c", code)
+
+
+def test_session_limits_logs_and_packs(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_session, "KILL_GRACE_S", 1)
+    results, profile, out = tmp_path / "results", tmp_path / "profile", tmp_path / "out"
+    for d in (results, profile, out):
+        d.mkdir()
+    (results / "run.json").write_text("{}")
+    (results / "init_params.npy").write_bytes(b"x" * 100)
+    (profile / "fused.sqlite").write_bytes(b"x")
+    (profile / "fused_cuda_gpu_kern_sum.csv").write_text("a,b\n")
+    stages = [gpu_session.Stage("build", 30, _py("import os; print('built', os.environ['MLP_COMMIT'])")),
+              gpu_session.Stage("run", 1, _py("import time; print('slow'); time.sleep(60)")),
+              gpu_session.Stage("phases", 30, _py("import sys; print('phases'); sys.exit(3)")),
+              gpu_session.Stage("sweep", 30, _py("print('not selected')"))]
+    rc = gpu_session.session(["phases", "run", "build"], commit="abc123", out=str(out),
+                             results_dir=results, profile_dir=profile, stages=stages, root=tmp_path)
+    assert rc == 1
+    logs = results / "logs"
+    assert (logs / "stages.txt").read_text().splitlines() == [
+        "build: exit 0", "run: exit 124 (time limit)", "phases: exit 3"]
+    assert (logs / "build.log").read_text() == "built abc123\n"
+    assert (logs / "run.log").read_text() == "slow\n"
+    assert not (logs / "sweep.log").exists()
+    assert not (profile / "fused.sqlite").exists()
+    with tarfile.open(out / "evidence.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"results/run.json", "results/logs/stages.txt", "profile/fused_cuda_gpu_kern_sum.csv"} <= names
+    assert not any(n.endswith((".npy", ".sqlite")) for n in names)
+
+
+FAKE_NCU = """#!{python}
+import sys
+a = sys.argv[1:]
+if "--import" in a:
+    print("page," + a[a.index("--page") + 1]); sys.exit(0)
+if "--replay-mode" not in a and "persistent" in a[-1]:
+    print("kernel replay unsupported"); sys.exit(1)
+open(a[a.index("-o") + 1] + ".ncu-rep", "w").write("rep " + a[-1])
+"""
+
+
+def test_ncu_retries_with_application_replay_and_writes_all_pages(tmp_path):
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_NCU.format(python=sys.executable))
+    fake.chmod(0o755)
+    assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(fake)) == 0
+    out = tmp_path / "ncu"
+    for name in ("persistent", "fused"):
+        assert (out / f"{name}.ncu-rep").read_text() == f"rep {name}"
+        assert (out / f"{name}_raw.csv").read_text() == "page,raw\n"
+        assert (out / f"{name}_details.csv").read_text() == "page,details\n"
+    assert "--replay-mode application" in (out / "persistent.log").read_text()
+    assert "--replay-mode" not in (out / "fused.log").read_text()
+    assert not list(out.glob(".*"))
+
+
+FAKE_TRAIN = """#!{python}
+import json, sys
+a = sys.argv[1:]
+out = a[a.index("--out") + 1]
+open(out + "/run.json", "w").write(json.dumps({{"argv": a, "bin": {name!r}}}))
+open(out + "/order.npy", "w").write("x")
+"""
+
+
+def test_accumulate_ab_alternates_the_two_builds(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    (build / "f32acc").mkdir(parents=True)
+    (build / "build_info.json").write_text(json.dumps({"arch": "sm_90"}))
+    for acc, path in accumulate_ab.binaries(build).items():
+        path.write_text(FAKE_TRAIN.format(python=sys.executable, name=acc))
+        path.chmod(0o755)
+    made = []
+    monkeypatch.setattr(accumulate_ab, "make_command",
+                        lambda *a: made.append(a) or [sys.executable, "-c", "print('made')"])
+    out = tmp_path / "ab"
+    assert accumulate_ab.main(out_dir=out, build_dir=build, data_dir=tmp_path) == 0
+    assert made[0][0] == "sm_90" and made[0][-1] == "float"
+    for rnd in (1, 2):
+        for acc in ("double", "float"):
+            doc = json.loads((out / f"{acc}_{rnd}" / "run.json").read_text())
+            assert doc["bin"] == acc and doc["argv"][-4:] == ["--paths", "unfused,fused,graph",
+                                                              "--reference", "shipped"]
+            assert not list((out / f"{acc}_{rnd}").glob("*.npy"))
+    monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
+    assert accumulate_ab.main(out_dir=out, build_dir=build, data_dir=tmp_path) == 2
