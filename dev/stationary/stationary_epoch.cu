@@ -1,0 +1,399 @@
+// dev/stationary/stationary_epoch.cu — standalone check and benchmark of cuda/stationary.cuh.
+//
+//   1. data: data/train6000-* IDX files (float32(p)/255 as cuda/dataset.cpp loads them), else
+//      seeded random bytes over 255; initial parameters as torch.nn.Linear (uniform ±1/√fan_in,
+//      SplitMix64), each epoch's order a seeded Fisher–Yates shuffle
+//   2. the byte conversion: pixel(p) == float32(p)/255 bitwise for all 256 bytes, host and device
+//   3. a short run (3 full steps and a tail of 112, non-zero initial velocity) against a float64
+//      CPU reference of the same steps: every parameter, velocity and step loss
+//   4. one full epoch (47 steps) against float64 (the gate's one-epoch parity limit) and a
+//      bitwise rerun
+//   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
+// Exit status: 0 PASS, 1 a check failed, 2 bad arguments, 3 a CUDA error or unsupported device.
+//
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -o build/stationary_epoch
+//          dev/stationary/stationary_epoch.cu   (one line; see dev/stationary/README.md)
+// Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../../cuda/rng.h"
+#include "../../cuda/stationary.cuh"
+
+namespace {
+constexpr int kIn = 784, kHid = 256, kOut = 10, kBatch = 128;
+constexpr float kLr = 0.1f, kMu = 0.9f;
+constexpr uint64_t kSeed = 20260829;
+const MlpOffsets kOff = mlp_offsets(MlpShape{kIn, kHid, kOut});
+
+#define CK(call)                                                                                     \
+  do {                                                                                               \
+    cudaError_t e_ = (call);                                                                         \
+    if (e_ != cudaSuccess) {                                                                         \
+      std::fprintf(stderr, "stationary_epoch: %s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorName(e_), cudaGetErrorString(e_));                                    \
+      std::exit(3);                                                                                  \
+    }                                                                                                \
+  } while (0)
+
+bool g_fail = false;
+void verdict(const char* what, double value, double limit) {
+  const bool ok = std::isfinite(value) && value <= limit;
+  if (!ok) g_fail = true;
+  std::printf("  %-44s %.3e  (limit %.3e)  %s\n", what, value, limit, ok ? "PASS" : "FAIL");
+}
+
+// IDX files as cuda/dataset.cpp reads them; false when absent.
+bool load_idx(const std::string& path, int want_dims, std::vector<uint8_t>& data, int& count) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto be32 = [&](size_t o) { return (uint32_t)b[o] << 24 | (uint32_t)b[o + 1] << 16 | (uint32_t)b[o + 2] << 8 | b[o + 3]; };
+  if (b.size() < 8 || be32(0) != (0x800u | (uint32_t)want_dims)) return false;
+  size_t n = 1, header = 4 + 4 * (size_t)want_dims;
+  for (int d = 0; d < want_dims; ++d) n *= be32(4 + 4 * (size_t)d);
+  if (b.size() != header + n) return false;
+  count = (int)be32(4);
+  data.assign(b.begin() + (long)header, b.end());
+  return true;
+}
+
+// One step of the recipe in float64 on rows order[base .. base + nb).
+struct Ref {
+  std::vector<double> p, v;
+  double min_margin = 1e300;  // smallest |pre-activation| / its term scale seen (ReLU kink distance)
+  double step(const std::vector<float>& X, const std::vector<int>& y, const int* rows, int nb) {
+    const double* W1 = p.data() + kOff.w1; const double* b1 = p.data() + kOff.b1;
+    const double* W2 = p.data() + kOff.w2; const double* b2 = p.data() + kOff.b2;
+    std::vector<double> A((size_t)nb * kHid), S((size_t)nb * kHid), H((size_t)nb * kHid), dZ((size_t)nb * kOut);
+    std::vector<double> g(kOff.total, 0.0), dH((size_t)nb * kHid);
+    double loss = 0;
+    for (int r = 0; r < nb; ++r) {
+      const float* x = X.data() + (size_t)rows[r] * kIn;
+      double* a = A.data() + (size_t)r * kHid; double* s = S.data() + (size_t)r * kHid;
+      for (int j = 0; j < kHid; ++j) { a[j] = b1[j]; s[j] = std::fabs(b1[j]); }
+      for (int k = 0; k < kIn; ++k) {
+        const double xk = x[k];
+        if (xk == 0) continue;
+        for (int j = 0; j < kHid; ++j) { a[j] += xk * W1[(size_t)k * kHid + j]; s[j] += std::fabs(xk * W1[(size_t)k * kHid + j]); }
+      }
+      for (int j = 0; j < kHid; ++j) {
+        H[(size_t)r * kHid + j] = a[j] > 0 ? a[j] : 0;
+        if (s[j] > 0) min_margin = std::min(min_margin, std::fabs(a[j]) / s[j]);
+      }
+      double z[kOut], m = -1e300;
+      for (int o = 0; o < kOut; ++o) {
+        z[o] = b2[o];
+        for (int j = 0; j < kHid; ++j) z[o] += H[(size_t)r * kHid + j] * W2[j * kOut + o];
+        m = std::max(m, z[o]);
+      }
+      double se = 0;
+      for (int o = 0; o < kOut; ++o) se += std::exp(z[o] - m);
+      const int lab = y[(size_t)rows[r]];
+      loss += std::log(se) - (z[lab] - m);
+      for (int o = 0; o < kOut; ++o) dZ[(size_t)r * kOut + o] = (std::exp(z[o] - m) / se - (o == lab)) / nb;
+    }
+    double* gW1 = g.data() + kOff.w1; double* gb1 = g.data() + kOff.b1;
+    double* gW2 = g.data() + kOff.w2; double* gb2 = g.data() + kOff.b2;
+    for (int r = 0; r < nb; ++r) {
+      for (int j = 0; j < kHid; ++j) {
+        double acc = 0;
+        for (int o = 0; o < kOut; ++o) {
+          acc += dZ[(size_t)r * kOut + o] * W2[j * kOut + o];
+          gW2[j * kOut + o] += H[(size_t)r * kHid + j] * dZ[(size_t)r * kOut + o];
+        }
+        dH[(size_t)r * kHid + j] = A[(size_t)r * kHid + j] > 0 ? acc : 0;
+        gb1[j] += dH[(size_t)r * kHid + j];
+      }
+      for (int o = 0; o < kOut; ++o) gb2[o] += dZ[(size_t)r * kOut + o];
+      const float* x = X.data() + (size_t)rows[r] * kIn;
+      for (int k = 0; k < kIn; ++k) {
+        const double xk = x[k];
+        if (xk == 0) continue;
+        for (int j = 0; j < kHid; ++j) gW1[(size_t)k * kHid + j] += xk * dH[(size_t)r * kHid + j];
+      }
+    }
+    for (size_t i = 0; i < kOff.total; ++i) {
+      v[i] = (double)kMu * v[i] - (double)kLr * g[i];
+      p[i] += v[i];
+    }
+    return loss / nb;
+  }
+};
+
+// ‖a − b‖ / ‖b‖ over [lo, hi).
+double rel_norm(const std::vector<double>& a, const std::vector<double>& b, size_t lo, size_t hi) {
+  double num = 0, den = 0;
+  for (size_t i = lo; i < hi; ++i) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+__global__ void k_pixel_selftest(float* out) { out[threadIdx.x] = mlp::wstat::pixel(threadIdx.x); }
+
+struct Dev {
+  float *params, *velocity, *X, *loss;
+  int *labels, *order;
+};
+
+// Runs one epoch of n samples from (p0, v0) with `order_h`; returns params, velocity, losses.
+void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, const std::vector<float>& v0,
+               const std::vector<int>& order_h, int n, std::vector<float>& p, std::vector<float>& v, std::vector<float>& loss) {
+  const int steps = (n + kBatch - 1) / kBatch;
+  CK(cudaMemcpy(d.params, p0.data(), p0.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.velocity, v0.data(), v0.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.order, order_h.data(), (size_t)n * 4, cudaMemcpyHostToDevice));
+  std::vector<float> nan_loss((size_t)steps, NAN);
+  CK(cudaMemcpy(d.loss, nan_loss.data(), (size_t)steps * 4, cudaMemcpyHostToDevice));
+  const int st = mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, 0);
+  if (st != MLP_OK) {
+    std::fprintf(stderr, "stationary_epoch: launch failed (status %d): %s\n", st, cudaGetErrorString(cudaGetLastError()));
+    std::exit(3);
+  }
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "stationary_epoch: epoch failed: %s (a trap here means a grid wait timed out: blocks not co-resident?)\n",
+                 cudaGetErrorString(e));
+    std::exit(3);
+  }
+  p.resize(p0.size()); v.resize(v0.size()); loss.resize((size_t)steps);
+  CK(cudaMemcpy(p.data(), d.params, p.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(v.data(), d.velocity, v.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(loss.data(), d.loss, loss.size() * 4, cudaMemcpyDeviceToHost));
+}
+
+// Compares a device run with float64 over every tensor: Δparams and velocity norm-wise, the worst
+// element relative to its tensor's largest reference value, and each step loss.
+void compare(const char* label, const std::vector<float>& p0, const std::vector<float>& p, const std::vector<float>& v,
+             const std::vector<float>& loss, const Ref& ref, const std::vector<double>& ref_loss, double tol) {
+  const char* names[4] = {"W1", "b1", "W2", "b2"};
+  const size_t lo[4] = {kOff.w1, kOff.b1, kOff.w2, kOff.b2}, hi[4] = {kOff.b1, kOff.w2, kOff.b2, kOff.total};
+  std::vector<double> dg(p.size()), dr(p.size()), vg(v.begin(), v.end());
+  for (size_t i = 0; i < p.size(); ++i) { dg[i] = (double)p[i] - p0[i]; dr[i] = ref.p[i] - p0[i]; }
+  std::printf("%s (tolerance %.3e; worst element / largest |ref| in brackets, for information)\n", label, tol);
+  for (int t = 0; t < 4; ++t) {
+    double worst = 0, big = 0;
+    for (size_t i = lo[t]; i < hi[t]; ++i) { worst = std::max(worst, std::fabs(dg[i] - dr[i])); big = std::max(big, std::fabs(dr[i])); }
+    char what[96];
+    std::snprintf(what, sizeof what, "%s update |dP-dRef|/|dRef| [%.1e]", names[t], big > 0 ? worst / big : worst);
+    verdict(what, rel_norm(dg, dr, lo[t], hi[t]), tol);
+    worst = big = 0;
+    for (size_t i = lo[t]; i < hi[t]; ++i) { worst = std::max(worst, std::fabs(vg[i] - ref.v[i])); big = std::max(big, std::fabs(ref.v[i])); }
+    std::snprintf(what, sizeof what, "%s velocity |v-vRef|/|vRef| [%.1e]", names[t], big > 0 ? worst / big : worst);
+    verdict(what, rel_norm(vg, ref.v, lo[t], hi[t]), tol);
+  }
+  double worst_loss = 0;
+  for (size_t t = 0; t < loss.size(); ++t) worst_loss = std::max(worst_loss, std::fabs(loss[t] - ref_loss[t]) / std::fabs(ref_loss[t]));
+  char what[96];
+  std::snprintf(what, sizeof what, "step losses (%zu), worst relative", loss.size());
+  verdict(what, worst_loss, tol);
+  std::printf("  closest ReLU kink in float64: |a|/scale = %.2e (float32 resolves ~6e-8)\n", ref.min_margin);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = "data";
+  int force_cluster = 0, epochs = 30;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--data" && i + 1 < argc) data = argv[++i];
+    else if (a == "--cluster" && i + 1 < argc) force_cluster = std::atoi(argv[++i]);
+    else if (a == "--epochs" && i + 1 < argc) epochs = std::atoi(argv[++i]);
+    else { std::fprintf(stderr, "usage: stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N>=20]\n"); return 2; }
+  }
+  if ((force_cluster != 0 && force_cluster != 8 && force_cluster != 4) || epochs < 20) {
+    std::fprintf(stderr, "stationary_epoch: --cluster takes 8 or 4, --epochs at least 20\n");
+    return 2;
+  }
+
+  // ---- 1. data, parameters, orders ----
+  std::vector<uint8_t> pix, lab;
+  int n_img = 0, n_lab = 0;
+  int n_total = 6000;
+  const bool real = load_idx(data + "/train6000-images-idx3-ubyte", 3, pix, n_img) &&
+                    load_idx(data + "/train6000-labels-idx1-ubyte", 1, lab, n_lab) && n_img == n_lab && n_img >= 6000;
+  if (!real) {
+    SplitMix64 r(kSeed ^ 0x5157);
+    pix.resize((size_t)n_total * kIn);
+    lab.resize((size_t)n_total);
+    for (auto& b : pix) b = (uint8_t)(r.next() >> 56);
+    for (auto& l : lab) l = (uint8_t)(r.next() % kOut);
+  }
+  std::vector<float> X((size_t)n_total * kIn);
+  for (size_t i = 0; i < X.size(); ++i) X[i] = (float)pix[i] / 255.0f;  // cuda/dataset.cpp's formula
+  std::vector<int> y(lab.begin(), lab.begin() + n_total);
+  std::printf("data: %s, %d samples\n", real ? (data + "/train6000-*").c_str() : "seeded random bytes/255", n_total);
+
+  std::vector<float> p0(kOff.total), vz(kOff.total, 0.f), vr(kOff.total);
+  {
+    SplitMix64 r(stream_seed(kSeed, kStreamInit, 0));
+    auto fill = [&](size_t lo, size_t hi, double bound) {
+      for (size_t i = lo; i < hi; ++i) p0[i] = (float)((2 * r.uniform() - 1) * bound);
+    };
+    fill(kOff.w1, kOff.w2, 1 / std::sqrt((double)kIn));  // W1 and b1: fan_in 784
+    fill(kOff.w2, kOff.total, 1 / std::sqrt((double)kHid));
+    for (auto& v : vr) v = (float)((2 * r.uniform() - 1) * 1e-3);
+  }
+  auto make_order = [&](int epoch) {
+    std::vector<int> o((size_t)n_total);
+    for (int i = 0; i < n_total; ++i) o[(size_t)i] = i;
+    SplitMix64 r(stream_seed(kSeed, kStreamOrder, (uint64_t)epoch));
+    for (int i = n_total - 1; i > 0; --i) std::swap(o[(size_t)i], o[(size_t)(r.next() % (uint64_t)(i + 1))]);
+    return o;
+  };
+
+  Dev d{};
+  CK(cudaMalloc(&d.params, kOff.total * 4));
+  CK(cudaMalloc(&d.velocity, kOff.total * 4));
+  CK(cudaMalloc(&d.X, X.size() * 4));
+  CK(cudaMalloc(&d.labels, (size_t)n_total * 4));
+  CK(cudaMalloc(&d.order, (size_t)n_total * 4));
+  CK(cudaMalloc(&d.loss, 64 * 4));
+  CK(cudaMemcpy(d.X, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.labels, y.data(), y.size() * 4, cudaMemcpyHostToDevice));
+
+  // ---- 2. the byte conversion ----
+  {
+    int host_bad = 0;
+    for (unsigned p = 0; p < 256; ++p) {
+      const float a = mlp::wstat::pixel(p), b = (float)p / 255.0f;
+      host_bad += std::memcmp(&a, &b, 4) != 0;
+    }
+    float* dp = nullptr;
+    CK(cudaMalloc(&dp, 256 * 4));
+    k_pixel_selftest<<<1, 256>>>(dp);
+    CK(cudaGetLastError());
+    std::vector<float> got(256);
+    CK(cudaMemcpy(got.data(), dp, 256 * 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(dp));
+    int dev_bad = 0;
+    for (unsigned p = 0; p < 256; ++p) {
+      const float b = (float)p / 255.0f;
+      dev_bad += std::memcmp(&got[p], &b, 4) != 0;
+    }
+    std::printf("byte conversion: pixel(p) == float(p)/255 bitwise for all 256 bytes: host %d, device %d mismatches  %s\n",
+                host_bad, dev_bad, host_bad + dev_bad == 0 ? "PASS" : "FAIL");
+    if (host_bad + dev_bad) g_fail = true;
+  }
+
+  mlp::StationaryPlan plan;
+  const int st = mlp::stationary_prepare(&plan, MlpShape{kIn, kHid, kOut}, d.X, n_total, kBatch, 0, force_cluster);
+  if (st != MLP_OK) {
+    std::fprintf(stderr, "stationary_epoch: prepare: %s (status %d; needs sm_90+, clusters, and %s co-resident)\n",
+                 st == MLP_ERR_UNSUPPORTED ? "unsupported" : "CUDA error", st,
+                 force_cluster == 4 ? "32 clusters of 4" : "16 clusters of 8 or 32 of 4");
+    return 3;
+  }
+  {
+    cudaFuncAttributes fa{};
+    if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8>));
+    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4>));
+    std::printf("config: %s; max active clusters %d; %d registers/thread, %zu B local (spills)\n", plan.what.c_str(),
+                plan.max_active_clusters, fa.numRegs, (size_t)fa.localSizeBytes);
+    if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");
+  }
+
+  // ---- 3. short run: 3 full steps + a tail of 112, non-zero initial velocity ----
+  const double eps = std::ldexp(1.0, -24), terms = std::sqrt((double)(kIn + kHid + 2));
+  {
+    const int n = 3 * kBatch + 112, steps = 4;
+    const std::vector<int> order = make_order(0);
+    std::vector<float> p, v, loss;
+    run_epoch(plan, d, p0, vr, order, n, p, v, loss);
+    Ref ref{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(vr.begin(), vr.end())};
+    std::vector<double> ref_loss;
+    for (int t = 0; t < steps; ++t) ref_loss.push_back(ref.step(X, y, order.data() + t * kBatch, std::min(kBatch, n - t * kBatch)));
+    // Norm-wise float32 sums of ~√(784+256+2) terms a step (the gate's case-2 scale), times 16
+    // for the gradient products and the momentum recursion, per step.
+    const double tol = 16.0 * steps * terms * eps;
+    compare("short run: 4 steps (3 x 128 + 112), v0 != 0, against float64", p0, p, v, loss, ref, ref_loss, tol);
+  }
+
+  // ---- 4. one full epoch against float64, and a bitwise rerun ----
+  std::vector<float> pe, ve, le;
+  {
+    const std::vector<int> order = make_order(0);
+    run_epoch(plan, d, p0, vz, order, n_total, pe, ve, le);
+    Ref ref{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(kOff.total, 0.0)};
+    std::vector<double> ref_loss;
+    const int steps = (n_total + kBatch - 1) / kBatch;
+    for (int t = 0; t < steps; ++t) ref_loss.push_back(ref.step(X, y, order.data() + t * kBatch, std::min(kBatch, n_total - t * kBatch)));
+    std::vector<double> dg(pe.size()), dr(pe.size());
+    for (size_t i = 0; i < pe.size(); ++i) { dg[i] = (double)pe[i] - p0[i]; dr[i] = ref.p[i] - p0[i]; }
+    std::printf("full epoch: %d steps against float64 (the gate's one-epoch parity limit 1e-2 of the update)\n", steps);
+    verdict("all parameters |dP-dRef|/|dRef|", rel_norm(dg, dr, 0, pe.size()), 1e-2);
+    double wl = 0;
+    for (int t = 0; t < steps; ++t) wl = std::max(wl, std::fabs(le[(size_t)t] - ref_loss[(size_t)t]) / ref_loss[(size_t)t]);
+    verdict("step losses, worst relative", wl, 1e-2);
+    std::printf("  step loss 0 %.6f (float64 %.6f), step %d %.6f (float64 %.6f); closest kink %.2e\n", le[0], ref_loss[0],
+                steps - 1, le[(size_t)steps - 1], ref_loss[(size_t)steps - 1], ref.min_margin);
+    std::vector<float> p2, v2, l2;
+    run_epoch(plan, d, p0, vz, order, n_total, p2, v2, l2);
+    const bool same = std::memcmp(p2.data(), pe.data(), pe.size() * 4) == 0 && std::memcmp(v2.data(), ve.data(), ve.size() * 4) == 0 &&
+                      std::memcmp(l2.data(), le.data(), le.size() * 4) == 0;
+    std::printf("  bitwise rerun (params, velocity, step losses): %s\n", same ? "identical  PASS" : "DIFFERENT  FAIL");
+    if (!same) g_fail = true;
+  }
+
+  // ---- 5. timing: training continues from epoch 0's result, a new order each epoch ----
+  {
+    const int warm = 3, steps = (n_total + kBatch - 1) / kBatch;
+    std::vector<std::vector<int>> orders;
+    std::vector<int*> d_orders;
+    for (int e = 0; e < warm + epochs; ++e) {
+      orders.push_back(make_order(1 + e));
+      int* o = nullptr;
+      CK(cudaMalloc(&o, (size_t)n_total * 4));
+      CK(cudaMemcpy(o, orders.back().data(), (size_t)n_total * 4, cudaMemcpyHostToDevice));
+      d_orders.push_back(o);
+    }
+    CK(cudaMemcpy(d.params, pe.data(), pe.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.velocity, ve.data(), ve.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<cudaEvent_t> ev((size_t)(warm + epochs) + 1);
+    for (auto& e : ev) CK(cudaEventCreate(&e));
+    CK(cudaEventRecord(ev[0], 0));
+    for (int e = 0; e < warm + epochs; ++e) {
+      if (mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d_orders[(size_t)e], n_total, kBatch, kLr, kMu, d.loss, 0) != MLP_OK) {
+        std::fprintf(stderr, "stationary_epoch: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+        return 3;
+      }
+      CK(cudaEventRecord(ev[(size_t)e + 1], 0));
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<double> ms;
+    for (int e = warm; e < warm + epochs; ++e) {
+      float m = 0;
+      CK(cudaEventElapsedTime(&m, ev[(size_t)e], ev[(size_t)e + 1]));
+      ms.push_back(m);
+    }
+    std::vector<float> lz((size_t)steps);
+    CK(cudaMemcpy(lz.data(), d.loss, lz.size() * 4, cudaMemcpyDeviceToHost));
+    bool finite = true;
+    for (float l : lz) finite = finite && std::isfinite(l);
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    double mean = 0, var = 0;
+    for (double m : ms) mean += m;
+    mean /= ms.size();
+    for (double m : ms) var += (m - mean) * (m - mean);
+    const double cv = 100.0 * std::sqrt(var / ms.size()) / mean;
+    std::printf("timing: %d epochs after %d warm-up: median %.4f ms (min %.4f, max %.4f), CV %.2f%%, %.2f us/step; last epoch's losses %s\n",
+                epochs, warm, med, sorted.front(), sorted.back(), cv, 1000.0 * med / steps, finite ? "finite" : "NOT FINITE");
+    std::printf("  launch: %s\n", plan.cooperative ? "cooperative attribute + clusters" : "clusters (cooperative attribute refused)");
+    if (!finite) g_fail = true;
+    for (auto& e : ev) CK(cudaEventDestroy(e));
+    for (int* o : d_orders) CK(cudaFree(o));
+  }
+  mlp::stationary_release(&plan);
+  CK(cudaFree(d.params)); CK(cudaFree(d.velocity)); CK(cudaFree(d.X));
+  CK(cudaFree(d.labels)); CK(cudaFree(d.order)); CK(cudaFree(d.loss));
+  std::printf("%s\n", g_fail ? "FAIL" : "PASS");
+  return g_fail ? 1 : 0;
+}
