@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from spec import layout
+
 
 class LinearFn(torch.autograd.Function):
     """Y = X·W + b with W [in × out]."""
@@ -103,17 +105,9 @@ class ManualMLP(nn.Module):
     @torch.no_grad()
     def load_flat(self, flat) -> "ManualMLP":
         """Copy a flat [W1 | b1 | W2 | b2] buffer (numpy or tensor) into the parameters."""
-        flat = torch.as_tensor(np.asarray(flat) if not torch.is_tensor(flat) else flat)
-        n_in, n_hidden, n_out = self.shape
-        o1 = n_in * n_hidden
-        o2 = o1 + n_hidden
-        o3 = o2 + n_hidden * n_out
-        if flat.numel() != o3 + n_out:
-            raise ValueError(f"flat buffer has {flat.numel()} values, expected {o3 + n_out}")
-        self.W1.copy_(flat[:o1].reshape(n_in, n_hidden))
-        self.b1.copy_(flat[o1:o2])
-        self.W2.copy_(flat[o2:o3].reshape(n_hidden, n_out))
-        self.b2.copy_(flat[o3:])
+        flat = flat.detach().cpu().numpy() if torch.is_tensor(flat) else np.asarray(flat)
+        for name, value in layout.split(flat, self.shape).items():
+            getattr(self, name).copy_(torch.as_tensor(np.ascontiguousarray(value)))
         return self
 
     def flat(self) -> torch.Tensor:

@@ -30,6 +30,7 @@ def have_gpu() -> bool:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when nvidia-smi -L lists none)")
+    config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow')")
 
 
 def pytest_collection_modifyitems(config, items):
