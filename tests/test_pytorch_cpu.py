@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from harness import config, np_reference  # noqa: E402
 from harness import manual_ops  # noqa: E402
 from harness import pytorch_baseline as pb  # noqa: E402
+from spec import layout  # noqa: E402
 
 RECIPE = config.load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 512, 256, 64, RECIPE["batch"]
@@ -72,7 +73,7 @@ def test_gradcheck_softmax_xent(scale):
 def test_manual_mlp_matches_reference():
     rng = np.random.default_rng(3)
     shape = (20, 8, 4)
-    flat = rng.normal(0, 0.5, np_reference.offsets(shape)["total"])
+    flat = rng.normal(0, 0.5, layout.n_params(shape))
     X = rng.uniform(0, 1, (9, 20))
     y = rng.integers(0, 4, 9)
     model = manual_ops.ManualMLP(*shape, dtype=torch.float64).load_flat(flat)
@@ -115,11 +116,11 @@ def small():
     except Exception:  # noqa: BLE001 - the equations are under test here, not the data files
         data = _synthetic_data(rng)
     shape = (784, HIDDEN, 10)
-    o = np_reference.offsets(shape)
-    init = np.zeros(o["total"], dtype=np.float32)
-    init[o["w1"]:o["b1"]] = rng.normal(0, np.sqrt(2 / 784), 784 * HIDDEN)
-    init[o["w2"]:o["b2"]] = rng.normal(0, np.sqrt(2 / HIDDEN), HIDDEN * 10)
-    init[o["b1"]:o["w2"]] = rng.normal(0, 0.01, HIDDEN)
+    o = layout.offsets(shape)
+    init = np.zeros(o.total, dtype=np.float32)
+    init[o.w1:o.b1] = rng.normal(0, np.sqrt(2 / 784), 784 * HIDDEN)
+    init[o.w2:o.b2] = rng.normal(0, np.sqrt(2 / HIDDEN), HIDDEN * 10)
+    init[o.b1:o.w2] = rng.normal(0, 0.01, HIDDEN)
     order = np.stack([rng.permutation(N_TRAIN) for _ in range(2)]).astype(np.int32)
     # the float64 reference: epoch 0 per-step losses from the same init and order
     p = init.astype(np.float64)
@@ -250,7 +251,8 @@ def full_inputs():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", pb.VARIANTS)
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v in pb.FULL_ONLY
+                                     else v for v in pb.VARIANTS])
 def test_gpu_variant_accuracy(full_inputs, variant):
     init, order, data, ref_acc = full_inputs
     entry = pb.run_variant(variant, init, order, data, RECIPE, device="cuda")
