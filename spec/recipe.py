@@ -1,17 +1,83 @@
-"""The training recipe (recipe.toml) as the harness reads it.
+"""The training recipe (recipe.toml) as the harness reads it: every key checked against the same
+bounds as the binary's (cuda/bounds.cpp; `build/mlp_host limits` prints them as JSON and
+tests/test_recipe.py checks that the two agree).
 
-The derived values the harness uses are added: steps_per_epoch and n_params (spec/layout.py)."""
+A recipe holds exactly the keys of BOUNDS, each once (TOML rejects a duplicate): an integer key
+an integer, a real key an integer or a finite float, each inside its closed interval; and
+batch <= train_size, batch * hidden_dim <= MAX_BATCH_TIMES_HIDDEN. Anything else is a RecipeError:
+one line naming the file and the key (uncaught, it ends the program with that line, status 1).
+load_recipe adds the derived values the harness uses: steps_per_epoch and n_params."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import NamedTuple
 
 from spec import layout
 from spec.files import RECIPE_PATH, load_toml
 
 
+class Bound(NamedTuple):
+    integer: bool
+    lo: float
+    hi: float
+
+
+# key -> bound, in recipe order (cuda/bounds.cpp's kBounds; the reasons are written there).
+BOUNDS = {
+    "input_dim": Bound(True, 1, 4096),
+    "hidden_dim": Bound(True, 1, 16384),
+    "output_dim": Bound(True, 1, 256),
+    "batch": Bound(True, 1, 65536),
+    "lr": Bound(False, 1e-6, 10),
+    "momentum": Bound(False, 0, 0.999),
+    "epochs": Bound(True, 1, 1000),
+    "seed": Bound(True, 0, 2**53 - 1),
+    "train_size": Bound(True, 32, 60000),
+    "test_size": Bound(True, 1, 10000),
+}
+MAX_BATCH_TIMES_HIDDEN = 2**27   # floats per activation buffer
+
+
+class RecipeError(SystemExit):
+    """A recipe that the binary would refuse; str() is the one line."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _interval(b: Bound) -> str:
+    return f"[{b.lo:g}, {b.hi:g}]" if not b.integer else f"[{int(b.lo)}, {int(b.hi)}]"
+
+
+def validate(recipe: dict, where: str = "recipe") -> dict:
+    """`recipe` itself when it is a valid recipe, else RecipeError naming `where` and the key."""
+    if not isinstance(recipe, dict):
+        raise RecipeError(f"error: {where}: expected a table of key = value")
+    for key in recipe:
+        if key not in BOUNDS:
+            raise RecipeError(f"error: {where}: unknown key {key} (keys: {', '.join(BOUNDS)})")
+    for key, b in BOUNDS.items():
+        if key not in recipe:
+            raise RecipeError(f"error: {where}: missing key {key}")
+        v = recipe[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (b.integer and not isinstance(v, int)):
+            want = "an integer" if b.integer else "a number"
+            raise RecipeError(f"error: {where}: {key} = {v!r} is not {want}")
+        if not (math.isfinite(v) and b.lo <= v <= b.hi):
+            raise RecipeError(f"error: {where}: {key} = {v!r} is out of range {_interval(b)}")
+    if recipe["batch"] > recipe["train_size"]:
+        raise RecipeError(f"error: {where}: batch {recipe['batch']} is larger than train_size "
+                          f"{recipe['train_size']}")
+    if recipe["batch"] * recipe["hidden_dim"] > MAX_BATCH_TIMES_HIDDEN:
+        raise RecipeError(f"error: {where}: batch * hidden_dim = {recipe['batch'] * recipe['hidden_dim']} "
+                          f"exceeds {MAX_BATCH_TIMES_HIDDEN} (2^27 floats per activation buffer)")
+    return recipe
+
+
 def load_recipe(path: Path = RECIPE_PATH) -> dict:
-    """The training recipe as a dict, with steps_per_epoch and n_params added."""
-    recipe = load_toml(path)
+    """The validated training recipe as a dict, with steps_per_epoch and n_params added."""
+    recipe = validate(load_toml(path), str(path))
     n, b = recipe["train_size"], recipe["batch"]
     recipe["steps_per_epoch"] = (n + b - 1) // b
     recipe["n_params"] = layout.n_params(shape(recipe))
@@ -21,3 +87,10 @@ def load_recipe(path: Path = RECIPE_PATH) -> dict:
 def shape(recipe: dict) -> layout.Shape:
     """The recipe's (input_dim, hidden_dim, output_dim)."""
     return layout.Shape(recipe["input_dim"], recipe["hidden_dim"], recipe["output_dim"])
+
+
+def limits() -> dict:
+    """The bounds as `mlp_host limits` prints them: {key: [lo, hi], ..., "batch_times_hidden": [1, N]}."""
+    out = {k: [int(b.lo), int(b.hi)] if b.integer else [float(b.lo), float(b.hi)] for k, b in BOUNDS.items()}
+    out["batch_times_hidden"] = [1, MAX_BATCH_TIMES_HIDDEN]
+    return out
