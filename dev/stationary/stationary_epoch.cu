@@ -228,6 +228,8 @@ int main(int argc, char** argv) {
   std::vector<float> X((size_t)n_total * kIn);
   for (size_t i = 0; i < X.size(); ++i) X[i] = (float)pix[i] / 255.0f;  // cuda/dataset.cpp's formula
   std::vector<int> y(lab.begin(), lab.begin() + n_total);
+  for (int l : y)
+    if (l < 0 || l >= kOut) { std::fprintf(stderr, "stationary_epoch: label %d out of range 0..9\n", l); return 2; }
   std::printf("data: %s, %d samples\n", real ? (data + "/train6000-*").c_str() : "seeded random bytes/255", n_total);
 
   std::vector<float> p0(kOff.total), vz(kOff.total, 0.f), vr(kOff.total);
