@@ -661,9 +661,10 @@ inline int stationary_prepare(StationaryPlan* p, MlpShape s, const float* X_all,
     return MLP_ERR_CUDA;
   if (major < 9 || !cluster_ok) return MLP_ERR_UNSUPPORTED;
   stationary_release(p);
+  // A shape the device cannot take (too little shared memory, say) counts as 0 clusters.
   int m8 = 0, m4 = 0;
-  if (force_cluster != 4 && wstat::max_clusters<8>(&m8) != cudaSuccess) return MLP_ERR_CUDA;
-  if (force_cluster != 8 && wstat::max_clusters<4>(&m4) != cudaSuccess) return MLP_ERR_CUDA;
+  if (force_cluster != 4 && wstat::max_clusters<8>(&m8) != cudaSuccess) m8 = 0, (void)cudaGetLastError();
+  if (force_cluster != 8 && wstat::max_clusters<4>(&m4) != cudaSuccess) m4 = 0, (void)cudaGetLastError();
   int st;
   if (force_cluster != 4 && m8 >= wstat::Cfg<8>::kClusters) {
     st = wstat::prepare_as<8>(p, X_all, n_total, stream);
