@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "../../cuda/rng.h"
-#include "../../cuda/stationary.cuh"
+#include "../../cuda/stationary_host.cuh"
 
 namespace {
 constexpr int kIn = 784, kHid = 256, kOut = 10, kBatch = 128;
