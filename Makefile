@@ -84,6 +84,12 @@ $(BUILD)/asan/%.o: cuda/%.cpp $(HEADERS)
 $(BUILD)/asan/mlp_host: cuda/host_tool.cpp $(ASAN_OBJ) $(HEADERS)
 	$(CXX) $(ASAN_CXXFLAGS) $< $(ASAN_OBJ) -o $@
 
+# dev/persistent_phases.cu, the persistent kernels' phase breakdown (a dev experiment; not part of
+# `all`, `invoke gpu.phases` builds and runs it): build/persistent_phases --data data --out results
+PHASES_OBJ := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/submission.o $(HOST_OBJ)
+$(BUILD)/persistent_phases: dev/persistent_phases.cu $(PHASES_OBJ) $(HEADERS) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) $< $(PHASES_OBJ) -o $@
+
 # The nvcc command line every CUDA object is compiled with (recorded in results/run.json).
 .PHONY: print-nvcc
 print-nvcc:

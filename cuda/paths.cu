@@ -11,28 +11,19 @@
 namespace mlp {
 
 Workspace carve_workspace(MlpShape s, int batch, float* ws) {
-  size_t b = (size_t)batch;
+  const MlpWorkspaceOffsets o = mlp_workspace_offsets(s, batch);
   Workspace w;
-  w.Xb = ws;
-  w.yb = reinterpret_cast<int*>(w.Xb + b * s.in);  // int32 in float-sized slots
-  w.H = reinterpret_cast<float*>(w.yb + b);
-  w.dH = w.H + b * s.hidden;
-  w.Z = w.dH + b * s.hidden;
-  w.dZ = w.Z + b * s.out;
-  w.grads = w.dZ + b * s.out;
+  w.Xb = ws + o.x;
+  w.yb = reinterpret_cast<int*>(ws + o.labels);  // int32 in float-sized slots
+  w.H = ws + o.h;
+  w.dH = ws + o.dh;
+  w.Z = ws + o.z;
+  w.dZ = ws + o.dz;
+  w.grads = ws + o.grads;
   return w;
 }
 
-const char* status_name(int status) {
-  switch (status) {
-    case MLP_OK: return "ok";
-    case MLP_ERR_NOT_IMPLEMENTED: return "not implemented";
-    case MLP_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case MLP_ERR_UNSUPPORTED: return "unsupported shape";
-    case MLP_ERR_CUDA: return "CUDA error";
-    default: return "unknown status";
-  }
-}
+const char* status_name(int status) { return mlp_status_name(status); }
 
 // ---- shared launches -------------------------------------------------------------------------
 namespace {

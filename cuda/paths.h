@@ -3,7 +3,8 @@
 //   unfused     17 launches per step (bias, ReLU, mask and each tensor's update are passes)
 //   fused       10 launches per step (bias/ReLU/mask in GEMM epilogues, one flat update)
 //   graph       the fused epoch captured once into a CUDA graph, replayed with cudaGraphLaunch
-//   persistent  one cooperative launch per epoch, grid-wide barriers between phases
+//   persistent  one cooperative launch per epoch, three grid-wide barriers a step
+//   persistent2 the same with two barriers a step (opt-in: only when named in --paths)
 //   submission  the linked submission's mlp_train_epoch (only when it is not ours)
 #pragma once
 #include <cuda_runtime.h>
@@ -83,13 +84,13 @@ const char* status_name(int status);
 // linked, so its epoch is a path of its own ("submission").
 std::vector<std::string> path_names(bool external_submission);
 std::unique_ptr<KernelPath> make_path(const std::string& name);
-// cuda/persistent.cu. `phases` (bits A=1, B=2, C=4) < 7 only for the phase-time breakdown:
-// such an epoch does not train correctly.
+// cuda/persistent.cu: one cooperative launch an epoch, three grid barriers a step. `phases` must
+// be 7 (every phase; anything else throws std::invalid_argument): the phase-time breakdown is
+// dev/persistent_phases.cu now; the parameter goes when cuda/main.cu's --persistent-phases does.
 std::unique_ptr<KernelPath> make_persistent_path(int phases = 7);
-// Experimental, not yet measured: two grid barriers a step (docs/PERFLOG.md). Only run when
-// named in --paths; not among path_names(), so a default run does not depend on it.
-// `phases` as for make_persistent_path; only its staging bits (8, 16) change persistent2, and
-// only for the phase-breakdown benchmark.
+// persistent2: two grid barriers a step; measured faster than persistent on the H200 (1.126 vs
+// 0.909 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
+// in --paths, not among path_names(), so a default run does not depend on it.
 std::unique_ptr<KernelPath> make_persistent2_path(int phases = 7);
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused

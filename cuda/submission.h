@@ -9,7 +9,7 @@
 // Conventions that hold for every entry point:
 //  * Every pointer is a DEVICE pointer (cudaMalloc'd), except the MlpShape passed by value.
 //  * Every matrix is row-major and dense: element (r, c) of an R×C matrix is at [r*C + c].
-//  * Parameters live in ONE flat float32 buffer, in this order (offsets in mlp_offsets below):
+//  * Parameters live in ONE flat float32 buffer, in this order (offsets: mlp_offsets, model.h):
 //        W1 [in × hidden] | b1 [hidden] | W2 [hidden × out] | b2 [out]
 //    Gradients and the momentum velocity use the same layout.
 //  * Work is enqueued on `stream` and may run asynchronously; the caller synchronises. Return
@@ -24,6 +24,11 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
+// MlpShape, MlpOffsets, mlp_offsets (the flat parameter layout) and mlp_workspace_floats. They
+// live in model.h, not here, because the kernels and host tools share them and must build them
+// without CUDA headers (this file needs cudaStream_t); a submission still includes only this file.
+#include "model.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,35 +42,16 @@ enum MlpStatus {
   MLP_ERR_CUDA = 4,             // a CUDA call or launch failed
 };
 
-// Layer widths. The recipe is {784, 256, 10}; sweeps use other hidden widths.
-typedef struct MlpShape {
-  int in;      // input features (784)
-  int hidden;  // hidden units (256)
-  int out;     // classes (10)
-} MlpShape;
-
-// Offsets (in floats) of each tensor inside the flat parameter buffer, and its total length.
-typedef struct MlpOffsets {
-  size_t w1, b1, w2, b2, total;
-} MlpOffsets;
-
-static inline MlpOffsets mlp_offsets(MlpShape s) {
-  MlpOffsets o;
-  o.w1 = 0;
-  o.b1 = o.w1 + (size_t)s.in * (size_t)s.hidden;
-  o.w2 = o.b1 + (size_t)s.hidden;
-  o.b2 = o.w2 + (size_t)s.hidden * (size_t)s.out;
-  o.total = o.b2 + (size_t)s.out;
-  return o;
-}
-
-// Floats of scratch space that mlp_train_epoch may use, for batches of up to `batch` rows:
-// the gathered batch X [batch × in], its labels [batch] (stored as int32 in float-sized slots),
-// H [batch × hidden], Z and dZ [batch × out] each, dH [batch × hidden], the gradients [total].
-static inline size_t mlp_workspace_floats(MlpShape s, int batch) {
-  size_t b = (size_t)batch;
-  return b * (size_t)s.in + b + 2 * b * (size_t)s.hidden + 2 * b * (size_t)s.out +
-         mlp_offsets(s).total;
+// The status names (for messages; spec/layout.py STATUS_NAMES is the same list).
+static inline const char* mlp_status_name(int status) {
+  switch (status) {
+    case MLP_OK: return "ok";
+    case MLP_ERR_NOT_IMPLEMENTED: return "not implemented";
+    case MLP_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case MLP_ERR_UNSUPPORTED: return "unsupported shape";
+    case MLP_ERR_CUDA: return "CUDA error";
+    default: return "unknown status";
+  }
 }
 
 // 1. Forward pass for `batch` rows.
@@ -101,7 +87,7 @@ int mlp_step(float* params, float* velocity, const float* grads, size_t n, float
 //    labels_all [n_total], run forward, loss, backward and one momentum step (the last batch
 //    may be short: 6000 = 46·128 + 112). Write each step's mean batch loss to step_loss[t]
 //    (device, ceil(n_samples / batch) floats). `workspace` holds at least
-//    mlp_workspace_floats(s, batch) floats. No host synchronisation inside.
+//    mlp_workspace_floats(s, batch) floats (model.h). No host synchronisation inside.
 int mlp_train_epoch(MlpShape s, float* params, float* velocity, const float* X_all,
                     const int* labels_all, const int* order, int n_samples, int batch, float lr,
                     float momentum, float* workspace, float* step_loss, cudaStream_t stream);

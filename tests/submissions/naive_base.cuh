@@ -150,14 +150,14 @@ extern "C" int mlp_step(float* params, float* velocity, const float* grads, size
 extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const float* X_all,
                                const int* labels_all, const int* order, int n, int batch, float lr, float momentum,
                                float* ws, float* step_loss, cudaStream_t st) {
-  size_t b = (size_t)batch;
-  float* Xb = ws;
-  int* yb = (int*)(Xb + b * s.in);
-  float* H = (float*)(yb + b);
-  float* dH = H + b * s.hidden;
-  float* Z = dH + b * s.hidden;
-  float* dZ = Z + b * s.out;
-  float* g = dZ + b * s.out;
+  const MlpWorkspaceOffsets w = mlp_workspace_offsets(s, batch);  // model.h
+  float* Xb = ws + w.x;
+  int* yb = (int*)(ws + w.labels);
+  float* H = ws + w.h;
+  float* dH = ws + w.dh;
+  float* Z = ws + w.z;
+  float* dZ = ws + w.dz;
+  float* g = ws + w.grads;
   size_t total = mlp_offsets(s).total;
   for (int t = 0; t * batch < n; ++t) {
     int nb = n - t * batch < batch ? n - t * batch : batch;
