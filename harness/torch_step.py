@@ -60,11 +60,11 @@ def make_step(shape, batch: int, lr: float, momentum: float):
         h = torch.relu(torch.addmm(b1, x, W1))
         return F.cross_entropy(torch.addmm(b2, h, W2), y)
 
-    grad_and_loss = torch.func.grad_and_value(loss_of)
-
     def step(params, velocity, order, counter, arange_b, X, y, step_losses):
         idx = order.index_select(0, counter * batch + arange_b)
-        g, loss = grad_and_loss(params, X.index_select(0, idx), y.index_select(0, idx))
+        # the transform is built inside the compiled function, the form Dynamo documents
+        g, loss = torch.func.grad_and_value(loss_of)(params, X.index_select(0, idx),
+                                                     y.index_select(0, idx))
         velocity.copy_(momentum * velocity - lr * g)
         params.add_(velocity)
         step_losses.index_copy_(0, counter, loss.detach().view(1))
