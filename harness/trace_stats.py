@@ -80,7 +80,8 @@ def step_stats(evs: list[dict], step_name: str = "step") -> dict:
     event's end; wall_us_per_step: window / steps; host_us_per_step: mean length of a step range
     (the host issuing the step); kernel_us_per_step: summed kernel time / steps; gpu_busy_fraction:
     the union of GPU events (kernels, copies, memsets) inside the window over the window (None
-    without GPU events); kernels_per_step, launches_per_step: counts / steps."""
+    without GPU events); kernels_per_step, launches_per_step (runtime or driver calls that put
+    a GPU event in the trace): counts / steps."""
     steps = [e for e in evs if e.get("cat") == "user_annotation" and e.get("name") == step_name]
     if not steps:
         raise TraceError(f"no {step_name!r} ranges in the trace")
@@ -91,8 +92,9 @@ def step_stats(evs: list[dict], step_name: str = "step") -> dict:
     t1 = max([host_end] + [_end(e) for e in gpu])
     window = t1 - t0
     n = len(steps)
+    gpu_corr = {(e.get("args") or {}).get("correlation") for e in gpu} - {None}
     launches = [e for e in evs if e.get("cat") in LAUNCH_CATS and t0 <= e["ts"] <= host_end
-                and "correlation" in (e.get("args") or {})]
+                and (e.get("args") or {}).get("correlation") in gpu_corr]
     busy = union_us((float(e["ts"]), _end(e)) for e in gpu) if gpu else None
     return {"steps": n, "window_us": window, "wall_us_per_step": window / n,
             "host_us_per_step": sum(float(e["dur"]) for e in steps) / n,

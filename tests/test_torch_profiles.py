@@ -33,6 +33,7 @@ def test_step_stats_window_busy_and_counts():
         _x("cuda_runtime", "cudaLaunchKernel", 110, 5, correlation=1),
         _x("cuda_runtime", "cudaLaunchKernel", 170, 5, correlation=2),
         _x("cuda_runtime", "cudaMemsetAsync", 175, 2, correlation=3),
+        _x("cuda_runtime", "cudaStreamSynchronize", 180, 15, correlation=9),   # no GPU work
         _x("kernel", "gemm", 120, 30, tid=7, correlation=1),
         _x("kernel", "relu", 140, 20, tid=7, correlation=2),     # overlaps gemm by 10
         _x("gpu_memset", "Memset", 240, 10, tid=7, correlation=3),  # ends after the host
