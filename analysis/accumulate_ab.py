@@ -19,9 +19,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from analysis.report import LOSS_CURVE_EPOCHS as LOSS_EPOCHS, LOSS_CURVE_FLAG as BAND
-from harness.atomic import write_text
-from harness.config import RESULTS_DIR
+from analysis.sections.common import LOSS_CURVE_EPOCHS as LOSS_EPOCHS, LOSS_CURVE_FLAG as BAND
+from spec.files import RESULTS_DIR, write_text
 
 DEFAULT_DIR = RESULTS_DIR / "experiments" / "accumulate"
 RUN_DIR = re.compile(r"^(double|float)_(\d+)$")

@@ -1,30 +1,32 @@
-"""The report's three plots, drawn with matplotlib's Agg canvas into PNG bytes.
+"""Every plot of the reports, drawn with matplotlib's Agg canvas into PNG bytes (the renderer
+writes them, with the Markdown, all together).
 
 Deterministic: no pyplot state, fixed figure size and dpi, fixed style values, and no PNG
 metadata (the "Software" tag, which carries matplotlib's version, is dropped), so the same inputs
 give the same bytes on a machine with the same matplotlib and FreeType.
 
-    loss_plot(series)            loss per epoch, one line per series
-    epoch_time_plot(rows)        median epoch time with min-max whiskers, one row per path/variant
-    kernel_breakdown_plot(rows)  total time per kernel row of one profiled epoch
-    write_plots(plots_dir, ...)  draws all that have data and writes them (atomic writes)
+    loss_plot(series)             loss per epoch, one line per series
+    loss_deviation_plot(series)   |loss / float64 − 1| per epoch, log axis, one line per path
+    epoch_time_plot(rows)         median epoch time with min-max whiskers, one row per run
+    phase_plot(breakdowns, rows)  the persistent epoch's parts as stacked bars
+    kernel_breakdown_plot(rows)   total time per kernel row of one profiled epoch
+    speedup_plot, step_time_plot  the sweep's two plots
 """
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import (FixedLocator, FuncFormatter, LogLocator, MaxNLocator,
+                               NullFormatter, NullLocator)
 
-from harness.atomic import write_bytes
+from analysis.fmt import finite
+from analysis.sections.sweep import inv
 
 DPI = 100
 LOG_SCALE_SPAN = 20.0  # epoch-time plot: log x axis when max / min of the rows exceeds this
-PLOT_FILES = {"loss": "loss_per_epoch.png", "epoch_time": "epoch_time.png",
-              "kernels": "fused_kernel_breakdown.png"}
 _STYLE = {
     "font.family": "DejaVu Sans",  # shipped with matplotlib: the same font everywhere
     "font.size": 9,
@@ -91,6 +93,69 @@ def epoch_time_plot(rows: list[dict]) -> bytes:
         return _png(fig)
 
 
+def loss_deviation_plot(series: list[dict]) -> bytes:
+    """series: {"label", "epochs", "dev"}: |loss / float64 loss − 1| per epoch on a log axis;
+    an exact zero cannot be drawn on it and is left out (the table shows it)."""
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(10.0, 4.5)
+        ax = fig.add_subplot()
+        cmap = matplotlib.colormaps["tab10" if len(series) <= 10 else "tab20"]
+        drawn = False
+        for i, s in enumerate(series):
+            pts = [(e, d) for e, d in zip(s["epochs"], s["dev"]) if d > 0]
+            if pts:
+                ax.plot([e for e, _ in pts], [d for _, d in pts], "-" if i < 10 else ":",
+                        marker="o", markersize=2.5, linewidth=1.2, label=s["label"],
+                        color=cmap(i % cmap.N))
+                drawn = True
+        if drawn:
+            ax.set_yscale("log")
+            fig.legend(loc="outside right upper", fontsize=7)
+        else:
+            _empty(ax)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("|loss / float64 loss − 1| (log)")
+        ax.set_title("Training loss: relative deviation from the float64 reference")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        return _png(fig)
+
+
+PHASE_COLOURS = {"grid barriers": "tab:grey", "phase A": "tab:blue", "phase B": "tab:orange",
+                 "phase C": "tab:green"}
+
+
+def phase_plot(breakdowns: list[dict], full_rows: list[dict]) -> bytes:
+    """One stacked bar per kernel breakdown (barriers, then each phase's cost above them, µs a
+    step), and one plain bar per measured full-epoch row beside them."""
+    with matplotlib.rc_context(_STYLE):
+        bars = [(f"{b['kernel']} ({b['staging']}): parts summed", b) for b in breakdowns]
+        bars += [(f"{r['kernel']} ({r['staging']}): {r['label']}", r) for r in full_rows]
+        fig = _figure(8.0, 1.2 + 0.4 * max(len(bars), 1))
+        ax = fig.add_subplot()
+        ys = list(range(len(bars)))[::-1]
+        seen = set()
+        for y, (_, item) in zip(ys, bars):
+            if "parts" in item:
+                left = 0.0
+                for what, us in [("grid barriers", item["barriers"])] + \
+                        [(f"phase {p['phase']}", p["us"]) for p in item["parts"]]:
+                    ax.barh([y], [us], left=left, color=PHASE_COLOURS.get(what, "tab:purple"),
+                            label=None if what in seen else what)
+                    seen.add(what)
+                    left += us
+            else:
+                ax.barh([y], [item["us_step"]], color="tab:red" if item["production"]
+                        else "tab:pink", label=None if item["production"] in seen
+                        else ("measured, shipped staging" if item["production"]
+                              else "measured, other staging"))
+                seen.add(item["production"])
+        ax.set_yticks(ys, [label for label, _ in bars])
+        ax.set_xlabel("µs a step (median epoch / steps)")
+        ax.set_title("Where the persistent epoch's time goes")
+        ax.legend(loc="lower right", fontsize=7)
+        return _png(fig)
+
+
 def kernel_breakdown_plot(rows: list[tuple[str, float]], title: str) -> bytes:
     """rows: (kernel label, total µs) in the CSV's order; one horizontal bar per kernel row."""
     with matplotlib.rc_context(_STYLE):
@@ -105,23 +170,87 @@ def kernel_breakdown_plot(rows: list[tuple[str, float]], title: str) -> bytes:
         return _png(fig)
 
 
-def write_plots(plots_dir: Path, loss_series, epoch_rows, kernel_rows, kernel_title) -> dict:
-    """Draw and write the plots that have data; returns {key: file path}. A plot of PLOT_FILES
-    without data this time is removed, so no stale figure of an earlier render stays behind."""
-    plots_dir = Path(plots_dir)
-    drawn = {}
-    if loss_series:
-        drawn["loss"] = loss_plot(loss_series)
-    if epoch_rows:
-        drawn["epoch_time"] = epoch_time_plot(epoch_rows)
-    if kernel_rows:
-        drawn["kernels"] = kernel_breakdown_plot(kernel_rows, kernel_title)
-    out = {}
-    for key, name in PLOT_FILES.items():
-        path = plots_dir / name
-        if key in drawn:
-            write_bytes(path, drawn[key])
-            out[key] = path
-        elif path.is_file():
-            path.unlink()
-    return out
+def _log2_axis(axis, values) -> None:
+    axis.set_major_locator(FixedLocator(sorted(set(values))))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{int(v):,}"))
+
+
+def _log_y(ax, unit: str = "") -> None:
+    """A log y axis labelled in plain numbers at 1, 2, 5 x 10^k."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}{unit}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _empty(ax) -> None:
+    ax.text(0.5, 0.5, "no measured point", ha="center", va="center", transform=ax.transAxes)
+
+
+def speedup_plot(width_points: list[dict]) -> bytes:
+    """The best CUDA path's speed-up (PyTorch median / best median) against the hidden width."""
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(8.0, 4.5)
+        ax = fig.add_subplot()
+        drawn = []
+        for key, name, marker in (("ratio_best_cuda_vs_eager", "over PyTorch eager", "o"),
+                                  ("ratio_best_cuda_vs_cuda_graph", "over PyTorch cuda-graph",
+                                   "s")):
+            xs, ys = [], []
+            for p in width_points:
+                s = inv(p.get(key))
+                if s is not None:
+                    xs.append(p["hidden"])
+                    ys.append(s)
+            if xs:
+                ax.plot(xs, ys, "-", marker=marker, markersize=4, linewidth=1.2, label=name)
+                for x, y in zip(xs, ys):
+                    ax.annotate(f"{y:.2g}×", (x, y), textcoords="offset points", xytext=(0, 5),
+                                ha="center", fontsize=7)
+                drawn += xs
+        if drawn:
+            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
+        return _finish(fig, ax, drawn, "×", "hidden width",
+                       "speed-up: PyTorch median / best CUDA median (log)",
+                       "Speed-up over PyTorch against hidden width")
+
+
+def _finish(fig, ax, drawn: list, y_unit: str, xlabel: str, ylabel: str, title: str) -> bytes:
+    """The axes both sweep plots share: log₂ x over the drawn points, log y, legend (or an
+    empty-plot note), labels; returns the PNG bytes."""
+    if drawn:
+        ax.set_xscale("log", base=2)
+        _log2_axis(ax.xaxis, drawn)
+        _log_y(ax, y_unit)
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _empty(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return _png(fig)
+
+
+def step_time_plot(batch_points: list[dict], cuda_names: list[str],
+                   torch_names: list[str]) -> bytes:
+    """µs per step against the batch size: every CUDA path and PyTorch variant."""
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(8.0, 4.5)
+        ax = fig.add_subplot()
+        drawn = []
+        series = [(f"CUDA {n}", "cuda", n, "-") for n in cuda_names] + \
+                 [(f"PyTorch {n}", "pytorch", n, "--") for n in torch_names]
+        for i, (name, group, key, style) in enumerate(series):
+            xs, ys = [], []
+            for p in batch_points:
+                m = p[group].get(key) or {}
+                if m.get("passed") and finite(m.get("step_us")):
+                    xs.append(p["batch"])
+                    ys.append(m["step_us"])
+            if xs:
+                ax.plot(xs, ys, style, marker="o", markersize=4, linewidth=1.2, label=name,
+                        color=matplotlib.colormaps["tab10"](i % 10))
+                drawn += xs
+        return _finish(fig, ax, drawn, "", "batch size",
+                       "µs per training step: median epoch / steps (log)", "Step time against batch size")

@@ -120,12 +120,11 @@ class Obj(_Type):
     def check(self, value, where, fail):
         if not isinstance(value, dict):
             fail(where, self.what, value)
-        for key in self.required:
-            if key not in value:
-                raise SchemaError(f"missing key {_shown(_join(where, key))}")
-        for key, kind in self.fields.items():
+        for key in list(self.fields) + [k for k in self.required if k not in self.fields]:
             if key in value:
-                kind.check(value[key], _join(where, key), fail)
+                self.fields[key].check(value[key], _join(where, key), fail)
+            elif key in self.required:
+                raise SchemaError(f"missing key {_shown(_join(where, key))}")
 
 
 def _join(where: str, key) -> str:

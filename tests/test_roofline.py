@@ -14,11 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import report, roofline
-from spec.kernels import ENUMS
+from analysis import roofline
+from analysis.loaders import InputError, load_json
+from analysis.sections.roofline import section
 from analysis.nsys_csv import read_kern_sum
+from spec.kernels import ENUMS
 from harness import ceilings as ceilings_mod
-from harness.config import ROOT
+from spec.files import ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NSYS = FIXTURES / "nsys"
@@ -256,135 +258,78 @@ def test_rows_on_the_real_fused_capture():
     assert all(r["verdict"] != "not modelled" for r in rows.values())
 
 
-# ----------------------------------------------------------------------------- the report
+# ----------------------------------------------------------------------------- the section
 
-@pytest.fixture
-def inputs(tmp_path):
-    results, profile = tmp_path / "results", tmp_path / "profile"
-    shutil.copytree(FIXTURES / "results", results)
-    shutil.copytree(NSYS, profile, ignore=shutil.ignore_patterns("*.md"))
-    return results, profile, tmp_path / "RESULTS.md"
+def fused_profiles(extra: dict | None = None) -> dict:
+    out = {"fused": {"kern": read_kern_sum(NSYS / "fused_cuda_gpu_kern_sum.csv")}}
+    return out | (extra or {})
 
 
-def render(inputs) -> str:
-    results, profile, out = inputs
-    report.render(results, profile, PREDICTIONS, GAPS, out)
-    return out.read_text(encoding="utf-8")
+def run_doc(**build) -> dict:
+    return {"recipe": RECIPE, "gpu": {"name": "NVIDIA H200", "l2_bytes": 62914560},
+            "build": build}
 
 
-def roofline_section(text: str) -> str:
-    """From the roofline heading to the next '## ' heading (its '### ' subsections kept)."""
-    body = text.split("## Roofline (fused path's profiled epoch)\n", 1)[1]
-    return body.split("\n## ", 1)[0]
-
-
-def test_section_with_ceilings_and_the_fused_profile(inputs):
-    text = render(inputs)
-    sec = roofline_section(text)
-    assert text.index("## Roofline") < text.index("## Predictions")
-    assert ("Ceilings from `results/ceilings.json`, measured with PyTorch 2.11.0+cu130 on NVIDIA "
-            "H200: a device-to-device copy of 2 GiB moves 4,000 GB/s") in sec
-    assert "with TF32 off runs at 50.0 TFLOP/s" in sec and "400 TFLOP/s with TF32 on" in sec
-    assert "The ridge point is 12.5 FLOP/byte." in sec
-    assert "summed over the epoch's 47 steps (46 of 128 rows and one of 112)" in sec
-    assert "less than 10% of both ceilings" in sec
-    assert "Time from `profile/fused_cuda_gpu_kern_sum.csv`" in sec
+def test_section_numbers_with_ceilings_and_the_fused_profile():
+    sec = section(CEILINGS, fused_profiles(), run_doc())
+    assert sec["rates"] == {"fp32_gflops": 50000.0, "copy_gbps": 4000.0, "ridge": 12.5}
+    assert sec["shape"].S == 47 and sec["shape"].last_batch == 112
+    assert [t["path"] for t in sec["tables"]] == ["fused"]
+    t = sec["tables"][0]
+    assert t["n"] == 10 and sum(c["n"] for c in t["counts"]) == 10
+    row = next(r for r in t["rows"] if r["key"] == "k_fwd_hidden_bias_relu")
     # 2·6000·256·784 FLOPs in 2,424,038 ns = 994 GFLOP/s, 1.99% of 50 TFLOP/s.
-    assert ("| `k_fwd_hidden_bias_relu` | H = ReLU(Xb·W1 + b1) | 47 | 2424.04 | 2,408,448,000 | "
-            "62,740,480 | 38.4 | 3.07× | 994 | 1.99% | 25.9 | 0.647% | latency-bound |") in sec
-    assert "| `k_colsum<(Col)1>` | db2 = colsum(dZ) |" in sec
-    assert "| `k_colsum<(Col)0>` | db1 = colsum(dH) |" in sec
-    assert sec.count("\n| `k_") == 10
-    assert "Of the 10 kernel rows: " in sec
-    assert "not modelled" not in sec.split("Of the 10 kernel rows", 1)[1]
-    assert "The persistent path's profiled epoch" not in sec  # no persistent CSVs
-    assert text == render(inputs)  # deterministic
+    assert row["flops"] == 2_408_448_000 and row["bytes"] == 62_740_480
+    assert row["compute_fraction"] == pytest.approx(2_408_448_000 / 2424038 / 50000)
+    assert row["verdict"] == "latency-bound"
+    assert {r["key"] for r in t["rows"]} >= {"k_colsum<db1>", "k_colsum<db2>"}
+    assert t["totals"]["flops"] == sum(r["flops"] for r in t["rows"])
+    assert sec["other_gpu"] is None and not sec["accumulate_double"]
 
 
-def test_section_adds_the_persistent_path_when_profiled(inputs):
-    results, profile, _ = inputs
-    model = roofline.epoch_model(roofline.shape_from_recipe(RECIPE))["k_persistent_epoch"]
-    (profile / "persistent_cuda_gpu_kern_sum.csv").write_text(
+def test_section_adds_the_persistent_path_when_profiled():
+    kern = read_kern_sum(
         "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
         '99.0,1200000,1,1200000.0,1200000.0,1200000,1200000,0.0,"mlp::k_persistent_epoch(mlp::Persist)"\n'
         '1.0,5000,1,5000.0,5000.0,5000,5000,0.0,"mlp::k_persistent2_epoch(mlp::Persist)"\n')
-    for kind in ("cuda_api_sum", "nvtx_sum"):
-        shutil.copy(profile / f"fused_{kind}.csv", profile / f"persistent_{kind}.csv")
-    sec = roofline_section(render(inputs))
-    sub = sec.split("### The persistent path's profiled epoch\n", 1)[1]
-    assert "Time from `profile/persistent_cuda_gpu_kern_sum.csv`" in sub
-    gflops = model["flops"] / 1.2e6
-    assert (f"| `k_persistent_epoch` | every step of the epoch in one launch | 1 | 1200.00 | "
-            f"{model['flops']:,} | {model['bytes']:,} |") in sub
-    assert f"| {report.fmt_sig3(gflops)} | {report.fmt_frac3(gflops / 50000)} |" in sub
-    assert ("| `k_persistent2_epoch` | — | 1 | 5.00 | — | — | — | — | — | — | — | — | "
-            "not modelled |") in sub
-    assert "Of the 2 kernel rows: 1 latency-bound, 1 not modelled." in sub
-    assert "The `persistent` kernel runs a whole epoch" in sec
+    sec = section(CEILINGS, fused_profiles({"persistent": {"kern": kern}}), run_doc())
+    t = sec["tables"][1]
+    model = roofline.epoch_model(roofline.shape_from_recipe(RECIPE))["k_persistent_epoch"]
+    assert t["path"] == "persistent"
+    assert (t["rows"][0]["flops"], t["rows"][0]["bytes"]) == (model["flops"], model["bytes"])
+    assert t["rows"][1]["verdict"] == "not modelled" and t["rows"][1]["flops"] is None
+    assert t["counts"] == [{"verdict": "latency-bound", "n": 1}, {"verdict": "not modelled", "n": 1}]
 
 
-def test_section_without_ceilings(inputs):
-    (inputs[0] / "ceilings.json").unlink()
-    sec = roofline_section(render(inputs))
-    assert ("The ceilings were not measured in this run (there is no `results/ceilings.json`; "
-            "`invoke ceilings` writes it on the GPU).") in sec
-    assert "| kernel |" not in sec and "Ceilings from" not in sec
-    assert "No profile of the `fused` path" not in sec
+def test_section_without_ceilings_or_the_fused_profile():
+    sec = section(None, fused_profiles(), run_doc())
+    assert sec["rates"] is None and sec["tables"] == [] and sec["headline_profiled"]
+    sec = section(CEILINGS, {}, run_doc())
+    assert sec["rates"] is not None and sec["tables"] == [] and not sec["headline_profiled"]
 
 
-def test_section_without_the_fused_profile(inputs):
-    for f in inputs[1].glob("fused_*.csv"):
-        f.unlink()
-    sec = roofline_section(render(inputs))
-    assert ("No profile of the `fused` path exists in this run "
-            "(`profile/fused_cuda_gpu_kern_sum.csv` not found), so no kernel row is set against "
-            "the ceilings.") in sec
-    assert "Ceilings from `results/ceilings.json`" in sec  # the ceilings are still quoted
-    assert "| kernel |" not in sec
-    (inputs[0] / "ceilings.json").unlink()
-    sec = roofline_section(render(inputs))
-    assert "The ceilings were not measured in this run" in sec
-    assert "No profile of the `fused` path exists in this run" in sec
-    assert "Ceilings from" not in sec
+def test_ceilings_from_another_gpu_and_float64_accumulation_are_flagged():
+    sec = section(dict(CEILINGS, gpu="NVIDIA A100-SXM4-80GB"), fused_profiles(),
+                  run_doc(accumulate="double"))
+    assert sec["other_gpu"] == "NVIDIA H200" and sec["accumulate_double"]
 
 
-def test_ceilings_from_another_gpu_are_flagged(inputs):
-    ceil = dict(CEILINGS, gpu="NVIDIA A100-SXM4-80GB")
-    (inputs[0] / "ceilings.json").write_text(json.dumps(ceil))
-    sec = roofline_section(render(inputs))
-    assert "**The ceilings were measured on NVIDIA A100-SXM4-80GB and the run on NVIDIA H200" in sec
-
-
-@pytest.mark.parametrize("content", [
-    "{not json",
-    '{"copy": {"gb_per_s": 4000}}',
-    '{"copy": {"gb_per_s": 0}, "fp32_matmul": {"tflops": 50}}',
-    '{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": "fast"}}',
-    '{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": 50}, "tf32_matmul": {}}',
-    '{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": 50}, "gpu": {"name": "H200"}}',
+@pytest.mark.parametrize("content, field", [
+    ('{"copy": {"gb_per_s": 4000}}', "missing key 'fp32_matmul'"),
+    ('{"copy": {"gb_per_s": 0}, "fp32_matmul": {"tflops": 50}}', "copy.'gb_per_s'"),
+    ('{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": "fast"}}', "fp32_matmul.'tflops'"),
+    ('{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": 50}, "tf32_matmul": {}}',
+     "tf32_matmul.'tflops'"),
+    ('{"copy": {"gb_per_s": 4000}, "fp32_matmul": {"tflops": 50}, "gpu": {"name": "H200"}}',
+     "'gpu'"),
 ])
-def test_malformed_ceilings_exit_naming_the_file(inputs, content):
-    (inputs[0] / "ceilings.json").write_text(content)
-    with pytest.raises(SystemExit) as info:
-        render(inputs)
-    msg = str(info.value)
-    assert "ceilings.json" in msg and "\n" not in msg and msg.startswith("error: ")
-    assert not inputs[2].exists()
-
-
-REAL_RESULTS = ROOT / "results"
-
-
-@pytest.mark.skipif(not (REAL_RESULTS / "run.json").is_file(), reason="no results/run.json")
-def test_real_results_say_the_ceilings_were_not_measured(tmp_path):
-    results = tmp_path / "results"
-    shutil.copytree(REAL_RESULTS, results, ignore=shutil.ignore_patterns("plots", "*.npy",
-                                                                         "ceilings.json"))
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    sec = roofline_section(render((results, profile, tmp_path / "RESULTS.md")))
-    assert "The ceilings were not measured in this run" in sec
-    assert "No profile of the `fused` path exists in this run" in sec
+def test_malformed_ceilings_are_one_line_naming_the_file_and_field(tmp_path, content, field):
+    f = tmp_path / "ceilings.json"
+    f.write_text(content)
+    with pytest.raises(InputError) as info:
+        load_json(f, "ceilings")
+    msg = str(info.value.code)
+    assert msg.startswith(f"error: {f}: ") and field in msg and "\n" not in msg
 
 
 # ----------------------------------------------------------------------------- the ceilings
@@ -459,7 +404,5 @@ def test_ceilings_without_cuda_is_one_line_and_exit_1(tmp_path, capsys):
 def test_ceilings_task_and_session_stage():
     import tasks
     assert tasks.ceilings.__doc__ and "ceilings.json" in tasks.ceilings.__doc__
-    script = (ROOT / "harness" / "gpu_session.sh").read_text()
-    default = re.search(r"STAGES=\$\{1:-([^}]*)\}", script).group(1).split(",")
-    assert default.index("ceilings") == default.index("run") - 1
-    assert script.index("stage ceilings ") < script.index("stage run ")
+    from harness.gpu_session import DEFAULT_STAGES
+    assert DEFAULT_STAGES.index("ceilings") == DEFAULT_STAGES.index("run") - 1

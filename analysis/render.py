@@ -1,0 +1,197 @@
+"""The renderer: the sections' records into templates/*.j2 (through analysis/fmt.py's filters),
+the plots into PNG bytes, and every output of a report written together (spec.files.write_all:
+all temp files first, then the renames) or, on any error before that, none."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from analysis import fmt, plots
+from analysis.loaders import FILES, Inputs, InputError, profile_files
+from analysis.sections import common, gate, memory, phases, profiles, roofline, sanitize
+from analysis.sections import summary as summary_mod
+from analysis.sections import sweep as sweep_mod
+from spec.files import ROOT, write_all
+
+RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES.md.j2", "SWEEP.md.j2"
+PLOT_FILES = {"loss": "loss_per_epoch.png", "loss_deviation": "loss_deviation.png",
+              "epoch_time": "epoch_time.png", "phases": "persistent_phases.png"}
+KERNEL_PLOT = "{path}_kernel_breakdown.png"   # one per profiled path
+SWEEP_PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
+                    "step_time": "sweep_step_time_vs_batch.png"}
+
+
+def load_template(path) -> jinja2.Template:
+    """A jinja2 template with strict undefined names and the fmt filters; a missing or broken
+    one is one line."""
+    path = Path(path)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path.parent)),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(fmt.FILTERS)
+    try:
+        return env.get_template(path.name)
+    except jinja2.TemplateNotFound:
+        raise InputError(path, "file not found") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(path, f"template syntax error at line {exc.lineno}: {exc.message}") \
+            from None
+
+
+def shown_name(p, out_dir) -> str:
+    """An input's name as a report shows it: relative to the repository root when inside it,
+    else relative to the report's folder."""
+    absolute = Path(os.path.abspath(p))
+    try:
+        return absolute.relative_to(Path(os.path.abspath(ROOT))).as_posix()
+    except ValueError:
+        return link(p, out_dir)
+
+
+def link(p, out_dir) -> str:
+    return Path(os.path.relpath(os.path.abspath(p), os.path.abspath(out_dir))).as_posix()
+
+
+def results_context(inp: Inputs) -> dict:
+    """Every section of RESULTS.md and PROFILES.md, as records."""
+    run, torch = inp.run, inp.pytorch
+    profs = {n: profiles.profile(n, p, run) for n, p in inp.profiles.items()}
+    missing_files = {n: {k: f.name for k, f in profile_files(n, inp.paths["profile_dir"]).items()}
+                     for n in run["paths"] if n not in profs}
+    phase = phases.breakdown(inp.phases, run) if inp.phases is not None else None
+    steps = run["recipe"]["steps_per_epoch"]
+    limits = []
+    for name in profs:
+        bd = (phases.kernel_breakdown(inp.phases, name, steps) if inp.phases is not None
+              else None)
+        limits.append(profiles.limit(name, profs[name], bd))
+    return {
+        "run": run, "recipe": run["recipe"], "gpu": run.get("gpu") or {},
+        "build": run.get("build") or {}, "torch": torch, "steps": steps,
+        "summary": summary_mod.summary(run, torch, inp.phases, profs,
+                                       {k: getattr(inp, k) for k in ("phases", "sweep",
+                                                                     "full_split", "sanitize",
+                                                                     "ceilings")}),
+        "cases": gate.cases(run), "path_checks": gate.path_checks(run),
+        "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
+        "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
+        "loss_curve": gate.loss_curve(run, torch), "phases": phase,
+        "sanitize": sanitize.section(inp.sanitize, inp.sanitize_log),
+        "memory": memory.memory_cost(inp.sweep, run, torch),
+        "full_split": memory.full_split(inp.full_split, inp.sweep, run),
+        "profiles": list(profs.values()), "unprofiled": missing_files,
+        "profile_log": inp.profile_log is not None,
+        "profile_log_error": _profile_log_error(inp.profile_log),
+        "limits": limits, "graph_evidence": profiles.graph_evidence(profs, run),
+        "predictions": [profiles.prediction(p, run, profs, missing_files)
+                        for p in inp.predictions],
+        "roofline": roofline.section(inp.ceilings, inp.profiles, run),
+        "ncu": profiles.ncu(inp.ncu), "torch_trace": profiles.torch_trace(inp.torch_trace),
+        "nvidia_smi": inp.nvidia_smi,
+        "open_gaps": [g | {"detail": " ".join(g["detail"].split())}
+                      for g in inp.gaps if g["status"] == "open"],
+        "headline": common.HEADLINE_PATH, "eager": common.EAGER_VARIANT,
+    }
+
+
+def _profile_log_error(text: str | None) -> str | None:
+    """The last 'error: ...' line of the profiling log, cut after '(exit status N)'."""
+    import re
+    if not text:
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("error:")]
+    if not lines:
+        return None
+    m = re.match(r"^(error: .*?\(exit status -?\d+\))", lines[-1])
+    line = m.group(1) if m else lines[-1]
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def results_plots(ctx: dict) -> dict[str, bytes]:
+    """{key: PNG bytes} of every plot RESULTS.md shows that has data."""
+    run, torch = ctx["run"], ctx["torch"]
+    out = {}
+    series = [(("CUDA " if s["kind"] == "cuda" else "PyTorch " if s["kind"] == "pytorch" else "")
+               + s["name"], s["loss"]) for s in gate.loss_series(run, torch)]
+    if series:
+        out["loss"] = plots.loss_plot(series)
+    dev = gate.loss_deviation(run, torch)
+    if dev:
+        out["loss_deviation"] = plots.loss_deviation_plot(
+            [d | {"label": ("CUDA " if d["kind"] == "cuda" else "PyTorch ") + d["name"]}
+             for d in dev])
+    rows = [{"label": ("CUDA " if r["kind"] == "cuda" else "PyTorch ") + r["name"],
+             "median_ms": float(r["median"]), "min_ms": float(r["min"]),
+             "max_ms": float(r["max"]), "failed": not r["status"]["passed"]}
+            for r in ctx["timing"]["rows"]
+            if all(fmt.finite(r[k]) for k in ("median", "min", "max"))]
+    if rows:
+        out["epoch_time"] = plots.epoch_time_plot(rows)
+    ph = ctx["phases"]
+    if ph is not None and ph["breakdowns"]:
+        full = [r for r in ph["rows"] if tuple(r["phases"]) == phases.ALL_PHASES]
+        out["phases"] = plots.phase_plot(ph["breakdowns"], full)
+    for p in ctx["profiles"]:
+        out[f"kernels:{p['name']}"] = plots.kernel_breakdown_plot(
+            [(k["op"], float(k["total_ns"]) / 1e3) for k in p["kernels"]],
+            f"Kernel time per row, one profiled {p['name']} epoch")
+    return out
+
+
+def plot_file(key: str) -> str:
+    return KERNEL_PLOT.format(path=key.split(":", 1)[1]) if key.startswith("kernels:") \
+        else PLOT_FILES[key]
+
+
+def render_results(inp: Inputs, out_path, profiles_path, plots_dir, sweep_md,
+                   templates_dir) -> tuple[dict, list]:
+    """({path: text or bytes} of RESULTS.md, PROFILES.md and the plots, [stale plot files to
+    remove]); nothing is written here."""
+    out_path, profiles_path, plots_dir = Path(out_path), Path(profiles_path), Path(plots_dir)
+    results_t = load_template(Path(templates_dir) / RESULTS_TEMPLATE)
+    profiles_t = load_template(Path(templates_dir) / PROFILES_TEMPLATE)
+    ctx = results_context(inp)
+    images = results_plots(ctx)
+    files = {k: shown_name(v, out_path.parent) for k, v in inp.paths.items()}
+    files["profiles_md"] = link(profiles_path, out_path.parent)
+    files["sweep_md"] = link(sweep_md, out_path.parent)
+    files["results_md"] = link(out_path, profiles_path.parent)
+    files["ncu"] = [shown_name(x, out_path.parent) for page in inp.ncu
+                    for x in (page["details"], page["raw"]) if x is not None]
+    ctx["files"] = files
+    ctx["plots"] = {k: link(plots_dir / plot_file(k), out_path.parent) for k in images}
+    ctx["profile_plots"] = {k: link(plots_dir / plot_file(k), profiles_path.parent) for k in images}
+    outputs = {out_path: results_t.render(**ctx), profiles_path: profiles_t.render(**ctx)}
+    outputs |= {plots_dir / plot_file(k): data for k, data in images.items()}
+    stale = [plots_dir / name for name in PLOT_FILES.values()
+             if (plots_dir / name) not in outputs and (plots_dir / name).is_file()]
+    stale += [p for p in plots_dir.glob(KERNEL_PLOT.format(path="*")) if p not in outputs]
+    stale += [p for p in (plots_dir / "fused_kernel_breakdown.png",) if p.is_file()
+              and p not in outputs]
+    return outputs, sorted(set(stale))
+
+
+def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> dict:
+    """{path: text or bytes} of SWEEP.md and its two plots."""
+    out_path, plots_dir = Path(out_path), Path(plots_dir)
+    template = load_template(Path(templates_dir) / SWEEP_TEMPLATE)
+    ctx = sweep_mod.sweep(doc)
+    images = {"speedup": plots.speedup_plot(ctx["_width_points"]),
+              "step_time": plots.step_time_plot(ctx["_batch_points"], ctx["cuda_names"],
+                                                ctx["torch_names"])}
+    ctx["plots"] = {k: link(plots_dir / SWEEP_PLOT_FILES[k], out_path.parent) for k in images}
+    ctx["source"] = shown_name(sweep_path, out_path.parent)
+    return {out_path: template.render(**ctx)} | {plots_dir / SWEEP_PLOT_FILES[k]: v
+                                                 for k, v in images.items()}
+
+
+def write(outputs: dict, stale=()) -> None:
+    """Every output together (spec.files.write_all), then the stale plots removed."""
+    write_all(outputs)
+    for p in stale:
+        Path(p).unlink(missing_ok=True)
+
+
+__all__ = ["FILES", "load_template", "render_results", "render_sweep", "write"]

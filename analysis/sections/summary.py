@@ -1,0 +1,53 @@
+"""RESULTS.md's opening summary, computed: the gate verdict; the fastest passing CUDA path
+against PyTorch's fastest passing variant and against eager (both from pytorch.json, the same
+`invoke run`); what limits that path (its kernel's phase breakdown when the phase file has one,
+else its own profile); and the commit and date of each section whose file names another commit
+than run.json's."""
+from __future__ import annotations
+
+from analysis.sections import common as c
+from analysis.sections.phases import kernel_breakdown
+from analysis.sections.profiles import limit
+
+# Sections whose input names its own commit: (key in the sources dict, the section's title).
+OTHER_RUN_SECTIONS = (("phases", "Where the persistent epoch's time goes"),
+                      ("sweep", "Memory and cost"), ("full_split", "The full train split"),
+                      ("sanitize", "Sanitizers"), ("ceilings", "Roofline"))
+
+
+def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
+            sources: dict) -> dict:
+    """sources: {key: document or None} of the optional inputs that may carry a commit."""
+    paths = run["paths"]
+    steps = run["recipe"]["steps_per_epoch"]
+    failed_cases = [x["name"] for x in run["cases"] if x["passed"] is False]
+    not_run = [x["name"] for x in run["cases"] if x["passed"] is None]
+    best = c.fastest(paths)
+    variants = (torch or {}).get("variants", {})
+    best_torch = c.fastest(variants)
+    eager = c.passed_median(variants.get(c.EAGER_VARIANT))
+    out = {"gate_passed": not failed_cases and not not_run, "failed_cases": failed_cases,
+           "not_run": not_run, "cases": len(run["cases"]),
+           "failed_paths": [n for n, r in paths.items() if not c.passed(r)],
+           "n_paths": len(paths), "fastest": None, "torch_run": torch is not None,
+           "limit": None, "other_runs": []}
+    if best is not None:
+        m = c.passed_median(paths[best])
+        bt = c.passed_median(variants.get(best_torch)) if best_torch else None
+        out["fastest"] = {"path": best, "median": m, "us_step": m * 1000.0 / steps,
+                          "cv": paths[best].get("cv_pct"),
+                          "best_torch": best_torch, "best_torch_median": bt,
+                          "vs_best_torch": m / bt if bt else None,
+                          "eager": c.EAGER_VARIANT, "eager_median": eager,
+                          "vs_eager": m / eager if eager else None}
+        bd = kernel_breakdown(phases, best, steps) if phases is not None else None
+        out["limit"] = limit(best, profiles.get(best), bd)
+    commit, date = run.get("commit"), run.get("date_utc")
+    for key, title in OTHER_RUN_SECTIONS:
+        doc = sources.get(key)
+        if doc is None or not doc.get("commit"):
+            continue
+        if doc["commit"] != commit:
+            out["other_runs"].append({"section": title, "commit": doc["commit"],
+                                      "date": doc.get("date_utc")})
+    return out
