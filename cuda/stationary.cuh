@@ -1,34 +1,48 @@
-// cuda/stationary.cuh — a weight-stationary epoch: ONE launch of 128 blocks (one per SM) in
-// thread-block clusters trains a whole epoch of the recipe (784-256-10, batch <= 128), with each
-// block's slice of the parameters and their velocity held in shared memory for the whole epoch.
-// Standalone dev experiment (dev/stationary/); not yet a KernelPath. The host side (plan,
-// prepare, epoch launch) is cuda/stationary_host.cuh.
+// cuda/stationary.cuh — a weight-stationary epoch: ONE launch of G·CL blocks (one per SM) in
+// thread-block clusters of CL trains a whole epoch of the recipe (784-256-10, batch <= 128), with
+// each block's slice of the parameters and their velocity held in shared memory for the whole
+// epoch. Standalone dev experiment (dev/stationary/); not yet a KernelPath. The host side (shape
+// choice from the device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh.
 //
-// Ownership, for clusters of CL blocks (CL = 8: 16 clusters; fallback CL = 4: 32 clusters):
-//   cluster c  hidden units j in [U·c, U·c + U),  U = 256 / (128 / CL) = 2·CL
+// Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
+// G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
+// units (instantiated: <8,16> G 16, <8,20> G 13 (4 pad), <4,12> G 22 (8 pad)).
+//   cluster c  unit columns j in [U·c, U·c + U)
 //   rank r     input rows k in [KS·r, KS·r + KS) of W1 for those units (KS = 784 / CL), and
 //              their velocity; rank 0 also b1[units] (stored as row KS of its slice, so the GEMMs
 //              treat b1 as the weight of an input that is 1 on every valid row);
-//              W2 rows of units 2r, 2r+1 of the cluster and their velocity (owner; every block
-//              of the cluster keeps a copy of the cluster's W2 rows, pushed by the owners);
+//              owner of the W2 rows of units u ≡ r (mod CL) of the cluster and their velocity
+//              (every block keeps a copy of the cluster's W2 rows, pushed by the owners);
 //              batch rows [RPB·r, RPB·r + RPB) for every row-wise reduction (RPB = 128 / CL);
 //   cluster 0, rank 0: b2 (a "unit" whose activation is 1) and the step loss.
 //
+// Pad units stay exactly 0 and never reach the real parameters. They start with W1 = b1 = 0,
+// W2 row = 0 and velocity +0 (read as 0, never from memory). Then each step, by induction: their
+// pre-activation partials are sums of x·(+0) with x >= 0 finite (pixels, the ones column), so +0;
+// the sum of the partials is +0, ReLU gives H = +0, their logit terms fmaf(0, 0, z) = z change
+// nothing; dH = 0 by the mask (h > 0 false); dW1 = Σ x·(+0) = +0, db1 likewise; the dW2 partials
+// are fmaf(+0, dZ, g) from g = +0, i.e. sums of ±0 started at +0, so +0; then v = μ·(+0) − λ·(±0)
+// = +0 and w = +0 + +0 = +0, bitwise (IEEE: x + y of zeros is −0 only when both are −0). The
+// write-back skips columns >= 256. dev/stationary/stationary_epoch.cu checks that every pad
+// entry of W1, b1, W2 and the velocities (pad_check) is bitwise 0 at the end of every epoch.
+//
 // One step (t), every dependency named:
-//   F1  partial pre-activations of all rows from the block's K slice: P_r = X[:, slice]·W1[slice]
-//       (+ b1 in rank 0), pushed into the reducing block's shared memory (DSMEM stores)
+//   F1  partial pre-activations of all rows from the block's K slice: thread (row b, K half s)
+//       accumulates all U units over input quads c ≡ s (mod 2); P_{r,s} pushed into the
+//       reducing block's shared memory (DSMEM stores, slot 2r + s)
 //   cluster.sync A
-//   F2  own rows: A = Σ_r P_r (rank order), H = ReLU(A); partial logits of the cluster's units
+//   F2  own rows: A = Σ_slot P (slot order), H = ReLU(A); partial logits of the cluster's units
 //       (+ b2 in cluster 0) -> global slot [t%2][c][row]; release-add on counter[rank]
 //       (while waiting: the next step's inputs, already in shared memory as bytes, become floats)
-//   WAIT  acquire counter[rank] >= base + clusters·(t+1): every cluster's rank-r block has
-//       written its slot for the rows this block reduces (the one cross-SM dependency)
+//   WAIT  acquire counter[rank] >= base + G·(t+1): every cluster's rank-r block has written its
+//       slot for the rows this block reduces (the one cross-SM dependency)
 //   S   own rows: z = Σ_c slot[c] (cluster order), softmax, loss, dZ = (p − onehot)/nb
 //   D   own rows: dH = dZ·W2ᵀ ⊙ (H > 0) pushed to every block of the cluster; partial dW2, db2
 //       and loss over own rows pushed to their owners
 //   cluster.sync B
-//   G   dW1 slice = X[:, slice]ᵀ·dH (with db1 in rank 0's row KS), the update in place; warp 7
-//       meanwhile: owners sum dW2 (db2, loss) partials in rank order, update, push W2 copies
+//   G   dW1 slice = X[:, slice]ᵀ·dH (with db1 in rank 0's row KS) by 4×4 tiles, batch split in
+//       GS parts, summed in part order, the update in place; warp 7 afterwards: owners sum the
+//       dW2 (db2, loss) partials in rank order, update, push the W2 copies
 // The next step's inputs are staged as bytes by cp.async issued at the top of each step.
 // Every sum has a fixed order, so reruns are bitwise identical; no float atomics.
 //
@@ -36,7 +50,11 @@
 //   Red   written F1(t+1) after B(t) | read F2(t) between A(t) and B(t)
 //   dHf   written D(t) before B(t)   | read G(t) after B(t), before the reader's A(t+1)
 //   W2red written D(t) before B(t)   | read by the owner in G(t), before its A(t+1)
+//   Lred  written D(t) before B(t)   | read by cluster 0 rank 0 in G(t), before its A(t+1)
 //   W2l   written G(t) after B(t)    | read F2/D of t (before B(t)) and of t+1 (after A(t+1))
+// A writer of step t+1 passes A(t+1) (or B(t)) only after the reader arrived there, i.e. after
+// the reader finished reading step t's contents; a reader of step t reads after the sync that
+// follows the writes. Local buffers (Hs, dZs, lossS, Scr, Xs, Bb) are separated by __syncthreads.
 #pragma once
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -51,48 +69,61 @@ namespace mlp {
 namespace wstat {
 constexpr int kIn = 784, kHidden = 256, kOut = 10;  // the recipe's widths (only these)
 constexpr int kRows = 128;                           // largest batch; the per-step row buffers
-constexpr int kBlocks = 128;                         // blocks in the grid, one per SM
 constexpr int kThreads = 256;                        // threads per block
 constexpr int kOutPad = 16;                          // dZ row stride in shared memory
-constexpr int kRedSlots = 8;                         // partials per pre-activation (F1 -> F2)
 constexpr float kInv255 = 1.0f / 255.0f;
 constexpr unsigned long long kWaitTimeoutNs = 4000000000ull;  // a grid wait longer than 4 s traps
 
 constexpr int r4(int x) { return (x + 3) / 4 * 4; }  // rounded up to a multiple of 4
 
-// Everything derived from the cluster size CL.
+// The input slice of a rank, from the cluster size CL alone (also the packed input layout).
 template <int CL>
-struct Cfg {
-  static constexpr int kClusters = kBlocks / CL;
-  static constexpr int U = kHidden / kClusters;    // hidden units per cluster
+struct Slice {
   static constexpr int KS = kIn / CL;              // input rows per block
   static constexpr int kKp0 = (KS + 1 + 3) / 4 * 4;
   // Row stride of the staged inputs (floats): KS inputs, the ones column (b1), zero padding; an
-  // odd multiple of 4 so the 8 rows a quarter-warp reads in F1 fall in 8 different bank groups.
+  // odd multiple of 4 so the 8 consecutive rows a quarter-warp reads in F1 (one float4 each) fall
+  // in 8 different bank groups.
   static constexpr int KP = kKp0 % 8 == 0 ? kKp0 + 4 : kKp0;
-  static constexpr int XB = (KP + 15) / 16 * 16;  // bytes per (sample, rank) in the packed X
-  static constexpr int RPB = kRows / CL;          // batch rows each block reduces
-  static constexpr int kUq = U / 4;               // unit quads
-  static constexpr int kKSplit = kThreads / (64 * kUq);  // F1: K split across thread groups
-  static constexpr int kKq = KP / 4;              // input quads
-  static constexpr int NT = kKq * kUq;            // G: 4×4 tiles of the W1 slice
-  static constexpr int kScrStride = 20;           // G: combine scratch row stride (floats)
-  static constexpr int kPasses = RPB / 16;        // S: 16 rows a pass
-  static constexpr int kW2Items = (U + 1) * kOut; // D: partial dW2 (U units) and db2 outputs
-  static_assert(kIn % CL == 0 && kHidden % kClusters == 0 && U % 4 == 0, "cluster shape");
-  static_assert(RPB * U == kThreads, "F2/D map one thread to each (own row, unit)");
-  static_assert(CL * kKSplit == kRedSlots && kKSplit >= 1, "F1 partial slots");
-  static_assert(2 * NT <= kThreads - 32, "G leaves warp 7 free for the W2 update");
-  static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && XB >= KP, "mappings");
+  static constexpr int XB = (KP + 15) / 16 * 16;   // bytes per (sample, rank) in the packed X
+  static constexpr int kKq = KP / 4;               // input quads staged
+  static constexpr int kKqG = (KS + 1 + 3) / 4;    // input quads with a non-zero row (F1, G)
+  static_assert(kIn % CL == 0 && kKqG <= kKq && XB >= KP, "slice");
+};
+
+// Everything derived from the shape <CL, U>.
+template <int CL, int U_>
+struct Cfg : Slice<CL> {
+  using S = Slice<CL>;
+  static constexpr int CLs = CL;
+  static constexpr int U = U_;                      // unit columns per cluster
+  static constexpr int kClusters = (kHidden + U - 1) / U;  // G
+  static constexpr int kGrid = kClusters * CL;      // blocks, one per SM
+  static constexpr int KS = S::KS, KP = S::KP, XB = S::XB, kKq = S::kKq, kKqG = S::kKqG;
+  static constexpr int RPB = kRows / CL;            // batch rows each block reduces
+  static constexpr int kUq = U / 4;                 // unit quads
+  static constexpr int kRedSlots = 2 * CL;          // F1 partials per pre-activation (rank, K half)
+  static constexpr int kOwn = (U + CL - 1) / CL;    // W2 rows a rank owns at most
+  static constexpr int NT = kKqG * kUq;             // G: 4×4 tiles of the W1 slice
+  static constexpr int GS = 2 * NT <= kThreads ? 2 : 1;  // G: batch parts (threads GS·NT)
+  static constexpr int kScrStride = 20;             // G: combine scratch row stride (floats)
+  static constexpr int kPasses = RPB / 16;          // S: 16 rows a pass
+  static constexpr int kW2Items = (U + 1) * kOut;   // D: partial dW2 (U units) and db2 outputs
+  static constexpr int kW2Upd = (kOwn + 1) * kOut + 1;  // warp 7 in G: owned rows, b2, loss
+  static_assert(U % 4 == 0 && U >= 4 && kClusters * U >= kHidden && (kClusters - 1) * U < kHidden, "units");
+  static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
+  static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
+  static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
   static constexpr int kXsF = kRows * KP;
-  static constexpr int kRest = kRows * XB / 4      // Bb: next step's inputs as bytes
-                               + 2 * KP * U        // Ws, Vs
+  static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
+  static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
+                               + 2 * KP * U         // Ws, Vs
                                + kRedSlots * RPB * U  // Red
-                               + kRows * U         // dHf
-                               + NT * kScrStride   // Scr
+                               + kRows * U          // dHf
+                               + kScrF              // Scr
                                + RPB * U + RPB * kOutPad + r4(RPB)  // Hs, dZs, lossS
-                               + r4((U + 1) * kOut) + r4(CL * 3 * kOut) + r4(3 * kOut) + r4(CL);
+                               + r4((U + 1) * kOut) + r4(CL * (kOwn + 1) * kOut) + r4((kOwn + 1) * kOut) + r4(CL);
   // Two input buffers (the next step's converted while waiting) when they fit, else one.
   static constexpr int kXBuf = (2 * kXsF + kRest) * 4 <= 227 * 1024 ? 2 : 1;
   static constexpr int oXs = 0;
@@ -102,13 +133,13 @@ struct Cfg {
   static constexpr int oRed = oVs + KP * U;
   static constexpr int odHf = oRed + kRedSlots * RPB * U;
   static constexpr int oScr = odHf + kRows * U;
-  static constexpr int oHs = oScr + NT * kScrStride;
+  static constexpr int oHs = oScr + kScrF;
   static constexpr int odZs = oHs + RPB * U;
   static constexpr int oLoss = odZs + RPB * kOutPad;
   static constexpr int oW2l = oLoss + r4(RPB);
   static constexpr int oW2red = oW2l + r4((U + 1) * kOut);
-  static constexpr int oV2 = oW2red + r4(CL * 3 * kOut);
-  static constexpr int oLred = oV2 + r4(3 * kOut);
+  static constexpr int oV2 = oW2red + r4(CL * (kOwn + 1) * kOut);
+  static constexpr int oLred = oV2 + r4((kOwn + 1) * kOut);
   static constexpr int kFloats = oLred + r4(CL);
   static constexpr size_t kSmemBytes = (size_t)kFloats * 4;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
@@ -127,6 +158,7 @@ struct Args {
   unsigned* counters;      // [CL][32] arrival counters, one 128-byte line per rank
   unsigned arrivals_base;  // each counter's value before this launch
   int* error_flag;         // set to 1 before a trap when a grid wait times out
+  int* pad_check;          // [2]: += pad entries seen, += those not bitwise 0 (end of the epoch)
 };
 
 // Exactly float32(p) / 255.0f, the loader's value (cuda/dataset.cpp), for p in 0..255: the
@@ -166,7 +198,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 // cp.async of step rows [base, base + nb) of this rank's packed slice into Bb[kRows][XB].
 template <int CL>
 __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base, int nb, int rank) {
-  using C = Cfg<CL>;
+  using C = Slice<CL>;
   constexpr int kChunks = C::XB / 16;
   for (int e = threadIdx.x; e < nb * kChunks; e += kThreads) {
     const int b = e / kChunks, q = e % kChunks;
@@ -180,7 +212,7 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
 // (input KS) of rank 0's valid rows, which carries b1.
 template <int CL>
 __device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  using C = Cfg<CL>;
+  using C = Slice<CL>;
   for (int e = threadIdx.x; e < kRows * C::kKq; e += kThreads) {
     const int b = e / C::kKq, q = e % C::kKq, k = 4 * q;
     float v[4] = {0.f, 0.f, 0.f, 0.f};
@@ -194,10 +226,10 @@ __device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int 
   }
 }
 
-template <int CL>
+template <int CL, int U>
 __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
-  using C = Cfg<CL>;
-  constexpr int U = C::U, KS = C::KS, KP = C::KP, RPB = C::RPB, O = kOut;
+  using C = Cfg<CL, U>;
+  constexpr int KS = C::KS, KP = C::KP, RPB = C::RPB, O = kOut, NO = C::kOwn + 1;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -209,18 +241,18 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [kRows][XB] next inputs, bytes
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
-  float* Red = sm + C::oRed;                                    // [8][RPB][U] F1 partials
+  float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
   float* dHf = sm + C::odHf;                                    // [kRows][U] dH, all rows
-  float* Scr = sm + C::oScr;                                    // [NT][20] G combine
+  float* Scr = sm + C::oScr;                                    // [NT][20] G combine (GS = 2)
   float* Hs = sm + C::oHs;                                      // [RPB][U] H, own rows
   float* dZs = sm + C::odZs;                                    // [RPB][16] dZ, own rows
   float* lossS = sm + C::oLoss;                                 // [RPB] row losses
   float* W2l = sm + C::oW2l;                                    // [U+1][O] W2 rows (+ b2 row)
-  float* W2red = sm + C::oW2red;                                // [CL][3][O] owner's partials
-  float* V2 = sm + C::oV2;                                      // [3][O] owned W2 (+ b2) velocity
+  float* W2red = sm + C::oW2red;                                // [CL][kOwn+1][O] owner's partials
+  float* V2 = sm + C::oV2;                                      // [kOwn+1][O] owned W2 (+ b2) velocity
   float* Lred = sm + C::oLred;                                  // [CL] loss partials (rank 0)
 
-  const int j0 = cid * U, k0 = rank * KS;  // first hidden unit, first input row
+  const int j0 = cid * U, k0 = rank * KS;  // first unit column, first input row
   float* W1 = a.params;
   float* b1 = W1 + kIn * kHidden;
   float* W2 = b1 + kHidden;
@@ -232,25 +264,27 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   const bool loss_owner = cid == 0 && rank == 0;
 
   for (int e = tid; e < KP * U; e += kThreads) {
-    const int k = e / U, u = e % U;
-    float w = 0.f, v = 0.f;
-    if (k < KS) {
-      w = W1[(size_t)(k0 + k) * kHidden + j0 + u];
-      v = vW1[(size_t)(k0 + k) * kHidden + j0 + u];
-    } else if (k == KS && rank == 0) {
-      w = b1[j0 + u];
-      v = vb1[j0 + u];
+    const int k = e / U, u = e % U, j = j0 + u;
+    float w = 0.f, v = 0.f;  // pad units (j >= 256) and rows past KS: +0
+    if (j < kHidden) {
+      if (k < KS) {
+        w = W1[(size_t)(k0 + k) * kHidden + j];
+        v = vW1[(size_t)(k0 + k) * kHidden + j];
+      } else if (k == KS && rank == 0) {
+        w = b1[j];
+        v = vb1[j];
+      }
     }
     Ws[e] = w;
     Vs[e] = v;
   }
   for (int e = tid; e < (U + 1) * O; e += kThreads) {
-    const int j = e / O, o = e % O;
-    W2l[e] = j < U ? W2[(j0 + j) * O + o] : (cid == 0 ? b2[o] : 0.f);
+    const int u = e / O, o = e % O;
+    W2l[e] = u < U ? (j0 + u < kHidden ? W2[(j0 + u) * O + o] : 0.f) : (cid == 0 ? b2[o] : 0.f);
   }
-  for (int e = tid; e < 3 * O; e += kThreads) {
-    const int uu = e / O, o = e % O;
-    V2[e] = uu < 2 ? vW2[(j0 + 2 * rank + uu) * O + o] : (loss_owner ? vb2[o] : 0.f);
+  for (int e = tid; e < NO * O; e += kThreads) {
+    const int i = e / O, o = e % O, u = rank + CL * i;  // owned unit u (i < kOwn), or b2
+    V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
   if (steps > 0) {
@@ -263,11 +297,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
   unsigned* my_counter = a.counters + 32 * rank;
-  // F1 mapping: K-split group s, rows bp and bp + 64, units 4uq..4uq+3.
-  const int f_s = tid / (64 * C::kUq), f_tile = tid % (64 * C::kUq);
-  const int f_uq = f_tile % C::kUq, f_bp = f_tile / C::kUq;
-  // F2/D mapping: own row row2 (batch row b2g), unit u2.
-  const int row2 = tid / U, u2 = tid % U, b2g = rank * RPB + row2;
+  // F1 mapping: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
+  const int f_b = tid & (kRows - 1), f_s = tid >> 7;
 
   for (int t = 0; t < steps; ++t) {
     const int base = t * a.batch, nb = min(a.batch, a.n - base), par = t & 1;
@@ -284,41 +315,42 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
     {
-      float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};
-      const float* xa = Xs + f_bp * KP;
-      const float* xc = Xs + (f_bp + 64) * KP;
-      const float* wcol = Ws + 4 * f_uq;
-#pragma unroll 5
-      for (int c = f_s; c < C::kKq; c += C::kKSplit) {
-        const float4 x0 = *reinterpret_cast<const float4*>(xa + 4 * c);
-        const float4 x1 = *reinterpret_cast<const float4*>(xc + 4 * c);
-        const float xv0[4] = {x0.x, x0.y, x0.z, x0.w}, xv1[4] = {x1.x, x1.y, x1.z, x1.w};
+      float acc[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) acc[u] = 0.f;
+      const float* xr = Xs + f_b * KP;
+#pragma unroll 2
+      for (int c = f_s; c < C::kKqG; c += 2) {
+        const float4 x4 = *reinterpret_cast<const float4*>(xr + 4 * c);
+        const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const float4 w = *reinterpret_cast<const float4*>(wcol + (4 * c + i) * U);
-          acc0[0] = fmaf(xv0[i], w.x, acc0[0]); acc0[1] = fmaf(xv0[i], w.y, acc0[1]);
-          acc0[2] = fmaf(xv0[i], w.z, acc0[2]); acc0[3] = fmaf(xv0[i], w.w, acc0[3]);
-          acc1[0] = fmaf(xv1[i], w.x, acc1[0]); acc1[1] = fmaf(xv1[i], w.y, acc1[1]);
-          acc1[2] = fmaf(xv1[i], w.z, acc1[2]); acc1[3] = fmaf(xv1[i], w.w, acc1[3]);
+          const float* wr = Ws + (4 * c + i) * U;
+#pragma unroll
+          for (int q = 0; q < C::kUq; ++q) {
+            const float4 w = *reinterpret_cast<const float4*>(wr + 4 * q);
+            acc[4 * q + 0] = fmaf(xv[i], w.x, acc[4 * q + 0]);
+            acc[4 * q + 1] = fmaf(xv[i], w.y, acc[4 * q + 1]);
+            acc[4 * q + 2] = fmaf(xv[i], w.z, acc[4 * q + 2]);
+            acc[4 * q + 3] = fmaf(xv[i], w.w, acc[4 * q + 3]);
+          }
         }
       }
-      const int slot = rank * C::kKSplit + f_s;
-      const int bA = f_bp, bB = f_bp + 64;  // their reducing ranks: b / RPB
-      *reinterpret_cast<float4*>(cluster.map_shared_rank(Red, (unsigned)(bA / RPB)) + (slot * RPB + bA % RPB) * U +
-                                 4 * f_uq) = make_float4(acc0[0], acc0[1], acc0[2], acc0[3]);
-      *reinterpret_cast<float4*>(cluster.map_shared_rank(Red, (unsigned)(bB / RPB)) + (slot * RPB + bB % RPB) * U +
-                                 4 * f_uq) = make_float4(acc1[0], acc1[1], acc1[2], acc1[3]);
+      const int slot = 2 * rank + f_s;  // the reducing rank is f_b / RPB
+      float* dst = cluster.map_shared_rank(Red, (unsigned)(f_b / RPB)) + (slot * RPB + f_b % RPB) * U;
+#pragma unroll
+      for (int q = 0; q < C::kUq; ++q)
+        *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     }
     cluster.sync();  // A
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
-    float h;
-    {
+    for (int e = tid; e < RPB * U; e += kThreads) {
+      const int row = e / U, u = e % U;
       float s = 0.f;
 #pragma unroll
-      for (int q = 0; q < kRedSlots; ++q) s += Red[(q * RPB + row2) * U + u2];
-      h = b2g < nb ? fmaxf(s, 0.f) : 0.f;
-      Hs[row2 * U + u2] = h;
+      for (int q = 0; q < C::kRedSlots; ++q) s += Red[(q * RPB + row) * U + u];
+      Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
     }
     __syncthreads();
     for (int e = tid; e < RPB * O; e += kThreads) {
@@ -386,21 +418,22 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     __syncthreads();
 
     // ---- D: dH of own rows to every block; dW2, db2 and loss partials to their owners ----
-    {
+    for (int e = tid; e < RPB * U; e += kThreads) {
+      const int row = e / U, u = e % U;
       float acc = 0.f;
 #pragma unroll
-      for (int o = 0; o < O; ++o) acc = fmaf(dZs[row2 * kOutPad + o], W2l[u2 * O + o], acc);
-      const float dh = h > 0.f ? acc : 0.f;
+      for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
+      const float dh = Hs[e] > 0.f ? acc : 0.f;
 #pragma unroll
-      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[b2g * U + u2] = dh;
+      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
     }
     if (tid < C::kW2Items) {
       const int u = tid / O, o = tid % O;
       float g = 0.f;
 #pragma unroll 4
       for (int row = 0; row < RPB; ++row) g = fmaf(u < U ? Hs[row * U + u] : 1.f, dZs[row * kOutPad + o], g);
-      const int owner = u < U ? u / 2 : 0, which = u < U ? u % 2 : 2;
-      cluster.map_shared_rank(W2red, (unsigned)owner)[(rank * 3 + which) * O + o] = g;
+      const int owner = u < U ? u % CL : 0, which = u < U ? u / CL : C::kOwn;
+      cluster.map_shared_rank(W2red, (unsigned)owner)[(rank * NO + which) * O + o] = g;
     } else if (tid == C::kW2Items) {
       float l = 0.f;
       for (int row = 0; row < RPB; ++row) l += lossS[row];
@@ -408,19 +441,20 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
     cluster.sync();  // B
 
-    // ---- G: dW1 slice (and db1) by 4×4 tiles, batch split in halves; warp 7: W2, b2, loss ----
+    // ---- G: dW1 slice (and db1) by 4×4 tiles, batch in GS parts; then warp 7: W2, b2, loss ----
     float acc[4][4];
     const int g_h = tid / C::NT, g_tile = tid % C::NT, g_kq = g_tile / C::kUq, g_uq = g_tile % C::kUq;
-    if (tid < 2 * C::NT) {
+    if (tid < C::GS * C::NT) {
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
       const float* xp = Xs + 4 * g_kq;
       const float* dp = dHf + 4 * g_uq;
-      const int rb = 64 * g_h;
+      constexpr int kPart = kRows / C::GS;
+      const int rb = kPart * g_h;
 #pragma unroll 4
-      for (int b = rb; b < rb + 64; ++b) {
+      for (int b = rb; b < rb + kPart; ++b) {
         const float4 xv = *reinterpret_cast<const float4*>(xp + b * KP);
         const float4 dv = *reinterpret_cast<const float4*>(dp + b * U);
         const float xr[4] = {xv.x, xv.y, xv.z, xv.w}, dr[4] = {dv.x, dv.y, dv.z, dv.w};
@@ -429,46 +463,55 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xr[i], dr[j], acc[i][j]);
       }
-      if (g_h == 1)
+      if (C::GS == 2 && g_h == 1)
 #pragma unroll
         for (int i = 0; i < 4; ++i)
           *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
               make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-    } else if (tid >= kThreads - 32) {
-      const int lane = tid - (kThreads - 32);
-      if (lane < 2 * O) {  // the two owned W2 rows
-        const int uu = lane / O, o = lane % O, j = 2 * rank + uu;
-        float g = 0.f;
+    }
+    if (tid >= kThreads - 32) {
+      for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) {
+        if (it < C::kOwn * O) {  // owned W2 rows: unit u = rank + CL·i
+          const int i = it / O, o = it % O, u = rank + CL * i;
+          if (u < U) {
+            float g = 0.f;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) g += W2red[(q * 3 + uu) * O + o];
-        const float v = a.mu * V2[uu * O + o] - a.lr * g;
-        const float w = W2l[j * O + o] + v;
-        V2[uu * O + o] = v;
+            for (int q = 0; q < CL; ++q) g += W2red[(q * NO + i) * O + o];
+            const float v = a.mu * V2[i * O + o] - a.lr * g;
+            const float w = W2l[u * O + o] + v;
+            V2[i * O + o] = v;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[j * O + o] = w;
-      } else if (lane < 3 * O && loss_owner) {  // b2
-        const int o = lane - 2 * O;
-        float g = 0.f;
+            for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[u * O + o] = w;
+          }
+        } else if (it < NO * O) {  // b2
+          if (loss_owner) {
+            const int o = it - C::kOwn * O;
+            float g = 0.f;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) g += W2red[(q * 3 + 2) * O + o];
-        const float v = a.mu * V2[2 * O + o] - a.lr * g;
-        const float w = W2l[U * O + o] + v;
-        V2[2 * O + o] = v;
+            for (int q = 0; q < CL; ++q) g += W2red[(q * NO + C::kOwn) * O + o];
+            const float v = a.mu * V2[C::kOwn * O + o] - a.lr * g;
+            const float w = W2l[U * O + o] + v;
+            V2[C::kOwn * O + o] = v;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
-      } else if (lane == 3 * O && loss_owner) {
-        float l = 0.f;
+            for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
+          }
+        } else if (loss_owner) {
+          float l = 0.f;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) l += Lred[q];
-        a.step_loss[t] = l / (float)nb;
+          for (int q = 0; q < CL; ++q) l += Lred[q];
+          a.step_loss[t] = l / (float)nb;
+        }
       }
     }
     __syncthreads();
-    if (tid < C::NT) {  // sum the halves (fixed order), then the update in place
+    if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 o4 = *reinterpret_cast<const float4*>(Scr + g_tile * C::kScrStride + 4 * i);
-        const float g[4] = {acc[i][0] + o4.x, acc[i][1] + o4.y, acc[i][2] + o4.z, acc[i][3] + o4.w};
+        float g[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
+        if constexpr (C::GS == 2) {
+          const float4 o4 = *reinterpret_cast<const float4*>(Scr + g_tile * C::kScrStride + 4 * i);
+          g[0] += o4.x; g[1] += o4.y; g[2] += o4.z; g[3] += o4.w;
+        }
         float* wp = Ws + (4 * g_kq + i) * U + 4 * g_uq;
         float* vp = Vs + (4 * g_kq + i) * U + 4 * g_uq;
         float4 w4 = *reinterpret_cast<float4*>(wp), v4 = *reinterpret_cast<float4*>(vp);
@@ -490,26 +533,39 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
 
+  int pad_seen = 0, pad_bad = 0;  // pad entries of this block, and those not bitwise 0
   for (int e = tid; e < KP * U; e += kThreads) {
-    const int k = e / U, u = e % U;
-    if (k < KS) {
-      W1[(size_t)(k0 + k) * kHidden + j0 + u] = Ws[e];
-      vW1[(size_t)(k0 + k) * kHidden + j0 + u] = Vs[e];
+    const int k = e / U, u = e % U, j = j0 + u;
+    if (j >= kHidden) {
+      ++pad_seen;
+      pad_bad += (__float_as_uint(Ws[e]) | __float_as_uint(Vs[e])) != 0u;
+    } else if (k < KS) {
+      W1[(size_t)(k0 + k) * kHidden + j] = Ws[e];
+      vW1[(size_t)(k0 + k) * kHidden + j] = Vs[e];
     } else if (k == KS && rank == 0) {
-      b1[j0 + u] = Ws[e];
-      vb1[j0 + u] = Vs[e];
+      b1[j] = Ws[e];
+      vb1[j] = Vs[e];
     }
   }
-  for (int e = tid; e < 3 * O; e += kThreads) {
-    const int uu = e / O, o = e % O;
-    if (uu < 2) {
-      const int j = 2 * rank + uu;
-      W2[(j0 + j) * O + o] = W2l[j * O + o];
-      vW2[(j0 + j) * O + o] = V2[e];
+  for (int e = tid; e < NO * O; e += kThreads) {
+    const int i = e / O, o = e % O, u = rank + CL * i;
+    if (i < C::kOwn) {
+      if (u >= U) continue;
+      if (j0 + u >= kHidden) {
+        ++pad_seen;
+        pad_bad += (__float_as_uint(W2l[u * O + o]) | __float_as_uint(V2[e])) != 0u;
+      } else {
+        W2[(j0 + u) * O + o] = W2l[u * O + o];
+        vW2[(j0 + u) * O + o] = V2[e];
+      }
     } else if (loss_owner) {
       b2[o] = W2l[U * O + o];
       vb2[o] = V2[e];
     }
+  }
+  if (a.pad_check && pad_seen) {
+    atomicAdd(a.pad_check, pad_seen);
+    atomicAdd(a.pad_check + 1, pad_bad);
   }
 }
 
@@ -517,7 +573,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 // pixel(p) for a byte p.
 template <int CL>
 __global__ void k_stationary_pack(const float* X, int n, uint8_t* xb, int* bad) {
-  using C = Cfg<CL>;
+  using C = Slice<CL>;
   const size_t total = (size_t)n * CL * C::XB;
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
     const int q = (int)(e % C::XB), r = (int)((e / C::XB) % CL);

@@ -1,5 +1,6 @@
 // cuda/stationary_host.cuh — the host side of the weight-stationary epoch (cuda/stationary.cuh):
-// choosing the cluster shape, the co-residency check, packing the inputs as bytes, the launch.
+// choosing the shape <CL, U> from the device's co-resident cluster count, packing the inputs as
+// bytes, the launch.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,8 +11,9 @@
 namespace mlp {
 // What stationary_prepare chose and allocated; stationary_epoch uses it.
 struct StationaryPlan {
-  int cluster = 0;           // blocks per cluster (8, or 4 as the fallback)
-  int clusters = 0;          // 128 / cluster
+  int cluster = 0;           // blocks per cluster (CL)
+  int units = 0;             // unit columns per cluster (U)
+  int clusters = 0;          // G = ceil(256 / U)
   int max_active_clusters = 0;  // cudaOccupancyMaxActiveClusters for that shape
   bool cooperative = true;   // launched with the cooperative attribute (false when refused)
   size_t smem = 0;           // dynamic shared memory per block (bytes)
@@ -21,7 +23,8 @@ struct StationaryPlan {
   unsigned* counters = nullptr;  // [cluster][32]
   int* error_flag = nullptr;     // [1]
   unsigned arrivals = 0;     // each counter's value (mod 2^32) after the launches so far
-  std::string what;          // "clusters of 8 × 16, ..." for logs
+  std::string what;          // "clusters of 8 x 13 (20 units each, 4 pad), ..." for logs
+  std::string tried;         // every candidate shape and its max active clusters (also on failure)
 };
 
 inline void stationary_release(StationaryPlan* p) {
@@ -30,17 +33,27 @@ inline void stationary_release(StationaryPlan* p) {
   cudaFree(p->slots);
   cudaFree(p->counters);
   cudaFree(p->error_flag);
+  const std::string tried = p->tried;
   *p = StationaryPlan{};
+  p->tried = tried;
 }
 
 namespace wstat {
-template <int CL>
+// The instantiated shapes, in order of preference (fastest first, by the reasoning in
+// docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>
+// (13 clusters, 4 pad units), <4,12> (22 clusters, 8 pad units; more FMAs per block).
+struct Shape {
+  int cl, u;
+};
+constexpr Shape kShapes[] = {{8, 16}, {8, 20}, {4, 12}};
+
+template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
-  using C = Cfg<CL>;
-  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+  using C = Cfg<CL, U>;
+  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
   if (e != cudaSuccess) return e;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(kBlocks);
+  cfg.gridDim = dim3(C::kGrid);
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = C::kSmemBytes;
   cudaLaunchAttribute attr[1];
@@ -50,13 +63,14 @@ inline cudaError_t max_clusters(int* out) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL>, &cfg);
+  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U>, &cfg);
 }
 
-template <int CL>
+template <int CL, int U>
 inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaStream_t stream) {
-  using C = Cfg<CL>;
+  using C = Cfg<CL, U>;
   p->cluster = CL;
+  p->units = U;
   p->clusters = C::kClusters;
   p->smem = C::kSmemBytes;
   p->n_total = n_total;
@@ -82,16 +96,18 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
   if (!ok) return MLP_ERR_CUDA;
   if (bad_h) return MLP_ERR_UNSUPPORTED;  // X_all is not float32(p)/255 for bytes p
   p->arrivals = 0;
-  p->what = "clusters of " + std::to_string(CL) + " x " + std::to_string(C::kClusters) + ", " +
-            std::to_string(C::kSmemBytes) + " B shared/block, " + std::to_string(C::kXBuf) + " input buffer(s)";
+  p->what = "clusters of " + std::to_string(CL) + " x " + std::to_string(C::kClusters) + " (" + std::to_string(U) +
+            " units each, " + std::to_string(C::kClusters * U - kHidden) + " pad), " + std::to_string(C::kGrid) +
+            " blocks, " + std::to_string(C::kSmemBytes) + " B shared/block, " + std::to_string(C::kXBuf) +
+            " input buffer(s)";
   return MLP_OK;
 }
 
-template <int CL>
+template <int CL, int U>
 inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t stream) {
-  using C = Cfg<CL>;
+  using C = Cfg<CL, U>;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(kBlocks);
+  cfg.gridDim = dim3(C::kGrid);
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = C::kSmemBytes;
   cfg.stream = stream;
@@ -104,24 +120,49 @@ inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t s
   attr[1].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = p->cooperative ? 2 : 1;
-  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL>, args);
+  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy
     // check in stationary_prepare (all clusters fit at once) and the wait's timeout.
     (void)cudaGetLastError();
     p->cooperative = false;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL>, args);
+    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
   }
   return e;
 }
+
+// Dispatch over the instantiated shapes (kShapes); an unknown (cl, u) is cudaErrorInvalidValue.
+#define MLP_WSTAT_SHAPES(X) X(8, 16) X(8, 20) X(4, 12)
+inline cudaError_t max_clusters_for(int cl, int u, int* m, int* need) {
+#define MLP_WSTAT_CASE(A, B) \
+  if (cl == A && u == B) return *need = Cfg<A, B>::kClusters, max_clusters<A, B>(m);
+  MLP_WSTAT_SHAPES(MLP_WSTAT_CASE)
+#undef MLP_WSTAT_CASE
+  return cudaErrorInvalidValue;
+}
+inline int prepare_for(int cl, int u, StationaryPlan* p, const float* X_all, int n_total, cudaStream_t stream) {
+#define MLP_WSTAT_CASE(A, B) \
+  if (cl == A && u == B) return prepare_as<A, B>(p, X_all, n_total, stream);
+  MLP_WSTAT_SHAPES(MLP_WSTAT_CASE)
+#undef MLP_WSTAT_CASE
+  return MLP_ERR_INVALID_ARGUMENT;
+}
+inline cudaError_t launch_for(StationaryPlan* p, const Args& args, cudaStream_t stream) {
+#define MLP_WSTAT_CASE(A, B) \
+  if (p->cluster == A && p->units == B) return launch_as<A, B>(p, args, stream);
+  MLP_WSTAT_SHAPES(MLP_WSTAT_CASE)
+#undef MLP_WSTAT_CASE
+  return cudaErrorInvalidValue;
+}
 }  // namespace wstat
 
-// Chooses the cluster shape (8, else 4; `force_cluster` 8 or 4 to pick one), checks that every
-// cluster of it can be resident at once, allocates the plan's buffers and packs X_all
-// [n_total × 784] (float32 p/255) into bytes. Synchronises `stream`. Outside the timed epoch.
+// Chooses the shape: the first of wstat::kShapes (restricted to clusters of `force_cluster`
+// when it is 8 or 4) whose G clusters can all be resident at once; allocates the plan's buffers
+// and packs X_all [n_total × 784] (float32 p/255) into bytes. Synchronises `stream`. Outside the
+// timed epoch. p->tried lists every candidate with its max active clusters, also on failure.
 // MLP_ERR_UNSUPPORTED: not the recipe's shape, batch > 128, no clusters, too few co-resident
-// clusters, or X_all not 8-bit pixels over 255.
+// clusters for every candidate, or X_all not 8-bit pixels over 255.
 inline int stationary_prepare(StationaryPlan* p, MlpShape s, const float* X_all, int n_total, int batch,
                               cudaStream_t stream, int force_cluster = 0) {
   if (!p || !X_all || n_total < 1 || batch < 1) return MLP_ERR_INVALID_ARGUMENT;
@@ -133,37 +174,37 @@ inline int stationary_prepare(StationaryPlan* p, MlpShape s, const float* X_all,
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&cluster_ok, cudaDevAttrClusterLaunch, dev) != cudaSuccess)
     return MLP_ERR_CUDA;
-  if (major < 9 || !cluster_ok) return MLP_ERR_UNSUPPORTED;
+  p->tried.clear();
   stationary_release(p);
-  // A shape the device cannot take (too little shared memory, say) counts as 0 clusters.
-  int m8 = 0, m4 = 0;
-  if (force_cluster != 4 && wstat::max_clusters<8>(&m8) != cudaSuccess) m8 = 0, (void)cudaGetLastError();
-  if (force_cluster != 8 && wstat::max_clusters<4>(&m4) != cudaSuccess) m4 = 0, (void)cudaGetLastError();
-  int st;
-  if (force_cluster != 4 && m8 >= wstat::Cfg<8>::kClusters) {
-    st = wstat::prepare_as<8>(p, X_all, n_total, stream);
-    p->max_active_clusters = m8;
-  } else if (force_cluster != 8 && m4 >= wstat::Cfg<4>::kClusters) {
-    st = wstat::prepare_as<4>(p, X_all, n_total, stream);
-    p->max_active_clusters = m4;
-  } else {
-    return MLP_ERR_UNSUPPORTED;
+  if (major < 9 || !cluster_ok) return MLP_ERR_UNSUPPORTED;
+  for (const wstat::Shape sh : wstat::kShapes) {
+    if (force_cluster != 0 && sh.cl != force_cluster) continue;
+    // A shape the device cannot take (too little shared memory, say) counts as 0 clusters.
+    int m = 0, need = 0;
+    if (wstat::max_clusters_for(sh.cl, sh.u, &m, &need) != cudaSuccess) m = 0, (void)cudaGetLastError();
+    p->tried += (p->tried.empty() ? "" : "; ") + std::string("<") + std::to_string(sh.cl) + "," + std::to_string(sh.u) +
+                "> needs " + std::to_string(need) + ", max active " + std::to_string(m);
+    if (m < need) continue;
+    const int st = wstat::prepare_for(sh.cl, sh.u, p, X_all, n_total, stream);
+    p->max_active_clusters = m;
+    if (st != MLP_OK) stationary_release(p);
+    return st;
   }
-  if (st != MLP_OK) stationary_release(p);
-  return st;
+  return MLP_ERR_UNSUPPORTED;
 }
 
 // One epoch (submission.h's mlp_train_epoch semantics, at the recipe's shape): params and
-// velocity updated in place, step_loss[t] the mean loss of step t. Asynchronous on `stream`.
+// velocity updated in place, step_loss[t] the mean loss of step t. `pad_check` (optional, [2]
+// ints on the device): += pad entries seen, += those not bitwise 0. Asynchronous on `stream`.
 inline int stationary_epoch(StationaryPlan* p, float* params, float* velocity, const int* labels,
                             const int* order, int n_samples, int batch, float lr, float momentum,
-                            float* step_loss, cudaStream_t stream) {
+                            float* step_loss, cudaStream_t stream, int* pad_check = nullptr) {
   if (!p || !p->xb || !params || !velocity || !labels || !order || !step_loss || n_samples < 1 || batch < 1)
     return MLP_ERR_INVALID_ARGUMENT;
   if (batch > wstat::kRows || n_samples > p->n_total) return MLP_ERR_UNSUPPORTED;
   wstat::Args args{params, velocity, p->xb, labels, order, n_samples, batch, lr, momentum, step_loss,
-                  p->slots, p->counters, p->arrivals, p->error_flag};
-  const cudaError_t e = p->cluster == 8 ? wstat::launch_as<8>(p, args, stream) : wstat::launch_as<4>(p, args, stream);
+                  p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
+  const cudaError_t e = wstat::launch_for(p, args, stream);
   if (e != cudaSuccess) return MLP_ERR_CUDA;
   const unsigned steps = (unsigned)((n_samples + batch - 1) / batch);
   p->arrivals += (unsigned)p->clusters * steps;

@@ -7,13 +7,13 @@
 //   3. a short run (3 full steps and a tail of 112, non-zero initial velocity) against a float64
 //      CPU reference of the same steps: every parameter, velocity and step loss
 //   4. one full epoch (47 steps) against float64 (the gate's one-epoch parity limit) and a
-//      bitwise rerun
+//      bitwise rerun; the pad units (shapes with G·U > 256) bitwise 0 after each of those epochs
 //   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
 // Exit status: 0 PASS, 1 a check failed, 2 bad arguments, 3 a CUDA error or unsupported device.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -o build/stationary_epoch
 //          dev/stationary/stationary_epoch.cu   (one line; see dev/stationary/README.md)
-// Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N]
+// Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N]   (--cluster: only shapes <8,U> or <4,U>)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -139,8 +139,9 @@ __global__ void k_pixel_selftest(float* out) { out[threadIdx.x] = mlp::wstat::pi
 
 struct Dev {
   float *params, *velocity, *X, *loss;
-  int *labels, *order;
+  int *labels, *order, *pad;
 };
+int g_pad_seen = 0, g_pad_bad = 0;  // pad entries checked at the end of run_epoch's epochs, and not bitwise 0
 
 // Runs one epoch of n samples from (p0, v0) with `order_h`; returns params, velocity, losses.
 void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, const std::vector<float>& v0,
@@ -151,7 +152,8 @@ void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, 
   CK(cudaMemcpy(d.order, order_h.data(), (size_t)n * 4, cudaMemcpyHostToDevice));
   std::vector<float> nan_loss((size_t)steps, NAN);
   CK(cudaMemcpy(d.loss, nan_loss.data(), (size_t)steps * 4, cudaMemcpyHostToDevice));
-  const int st = mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, 0);
+  CK(cudaMemset(d.pad, 0, 2 * sizeof(int)));
+  const int st = mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, 0, d.pad);
   if (st != MLP_OK) {
     std::fprintf(stderr, "stationary_epoch: launch failed (status %d): %s\n", st, cudaGetErrorString(cudaGetLastError()));
     std::exit(3);
@@ -166,6 +168,10 @@ void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, 
   CK(cudaMemcpy(p.data(), d.params, p.size() * 4, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(v.data(), d.velocity, v.size() * 4, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(loss.data(), d.loss, loss.size() * 4, cudaMemcpyDeviceToHost));
+  int pad[2] = {0, 0};
+  CK(cudaMemcpy(pad, d.pad, sizeof pad, cudaMemcpyDeviceToHost));
+  g_pad_seen += pad[0];
+  g_pad_bad += pad[1];
 }
 
 // Compares a device run with float64 over every tensor: Δparams and velocity norm-wise, the worst
@@ -257,6 +263,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&d.labels, (size_t)n_total * 4));
   CK(cudaMalloc(&d.order, (size_t)n_total * 4));
   CK(cudaMalloc(&d.loss, 64 * 4));
+  CK(cudaMalloc(&d.pad, 2 * sizeof(int)));
   CK(cudaMemcpy(d.X, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d.labels, y.data(), y.size() * 4, cudaMemcpyHostToDevice));
 
@@ -286,16 +293,17 @@ int main(int argc, char** argv) {
 
   mlp::StationaryPlan plan;
   const int st = mlp::stationary_prepare(&plan, MlpShape{kIn, kHid, kOut}, d.X, n_total, kBatch, 0, force_cluster);
+  std::printf("shapes <CL,U> tried (clusters needed, co-resident at most): %s\n", plan.tried.empty() ? "none" : plan.tried.c_str());
   if (st != MLP_OK) {
-    std::fprintf(stderr, "stationary_epoch: prepare: %s (status %d; needs sm_90+, clusters, and %s co-resident)\n",
-                 st == MLP_ERR_UNSUPPORTED ? "unsupported" : "CUDA error", st,
-                 force_cluster == 4 ? "32 clusters of 4" : "16 clusters of 8 or 32 of 4");
+    std::fprintf(stderr, "stationary_epoch: prepare: %s (status %d; needs sm_90+, clusters, and every cluster of one shape co-resident: %s)\n",
+                 st == MLP_ERR_UNSUPPORTED ? "unsupported" : "CUDA error", st, plan.tried.empty() ? "no shape tried" : plan.tried.c_str());
     return 3;
   }
   {
     cudaFuncAttributes fa{};
-    if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8>));
-    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4>));
+    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16>));
+    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20>));
+    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12>));
     std::printf("config: %s; max active clusters %d; %d registers/thread, %zu B local (spills)\n", plan.what.c_str(),
                 plan.max_active_clusters, fa.numRegs, (size_t)fa.localSizeBytes);
     if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");
@@ -341,6 +349,18 @@ int main(int argc, char** argv) {
                       std::memcmp(l2.data(), le.data(), le.size() * 4) == 0;
     std::printf("  bitwise rerun (params, velocity, step losses): %s\n", same ? "identical  PASS" : "DIFFERENT  FAIL");
     if (!same) g_fail = true;
+  }
+  {
+    // Pad units (G·U − 256 columns past 256): every entry of their W1 slice, b1, W2 rows and
+    // velocities, at the end of each of the 3 epochs above, must be bitwise 0 (the header's proof).
+    const int pad_units = plan.clusters * plan.units - kHid;
+    if (pad_units == 0) std::printf("pad units: none in this shape (0 entries checked)\n");
+    else {
+      const bool ok = g_pad_seen > 0 && g_pad_bad == 0;
+      std::printf("pad units: %d; %d entries checked over 3 epochs, %d not bitwise 0  %s\n", pad_units, g_pad_seen, g_pad_bad,
+                  ok ? "PASS" : "FAIL");
+      if (!ok) g_fail = true;
+    }
   }
 
   // ---- 5. timing: training continues from epoch 0's result, a new order each epoch ----
@@ -395,7 +415,7 @@ int main(int argc, char** argv) {
   }
   mlp::stationary_release(&plan);
   CK(cudaFree(d.params)); CK(cudaFree(d.velocity)); CK(cudaFree(d.X));
-  CK(cudaFree(d.labels)); CK(cudaFree(d.order)); CK(cudaFree(d.loss));
+  CK(cudaFree(d.labels)); CK(cudaFree(d.order)); CK(cudaFree(d.loss)); CK(cudaFree(d.pad));
   std::printf("%s\n", g_fail ? "FAIL" : "PASS");
   return g_fail ? 1 : 0;
 }
