@@ -35,12 +35,32 @@ import torch
 import torch.nn.functional as F
 
 from harness import config
-from harness.torch_variants import (COMPILED, CUDA_ONLY, DEFAULT_VARIANTS,  # noqa: F401
-                                    FULL_ONLY, VARIANTS, EagerVariant, Workload, make_variant,
-                                    variant_available)
+from harness.torch_variants import (COMPILE_MODES, COMPILED, CUDA_ONLY,  # noqa: F401
+                                    DEFAULT_VARIANTS, FULL_ONLY, VARIANTS, CompiledVariant,
+                                    CudaGraphVariant, EagerVariant, Workload, variant_available)
 from harness.torch_variants import sync as _sync
+from harness.torch_step import CompiledStepVariant
 from spec import layout, stats
 from spec.files import RESULTS_DIR, write_bytes, write_json
+
+
+def make_variant(name: str, w: Workload, init_flat, shape, step_losses):
+    """The variant object for `name` (here, not in torch_variants, since torch_step imports that)."""
+    if name == "eager":
+        return EagerVariant(w, init_flat, shape, step_losses)
+    if name == "eager-fused-sgd":
+        return EagerVariant(w, init_flat, shape, step_losses, fused=True)
+    if name == "manual-ops":
+        return EagerVariant(w, init_flat, shape, step_losses, manual=True)
+    if name == "cuda-graph":
+        return CudaGraphVariant(w, init_flat, shape, step_losses)
+    if name == "compiled-step":
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="graphs")
+    if name == "compiled-step-reduce-overhead":
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="reduce-overhead")
+    if name in COMPILE_MODES:
+        return CompiledVariant(w, init_flat, shape, step_losses, COMPILE_MODES[name])
+    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
 
 
 def log(msg: str) -> None:

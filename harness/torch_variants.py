@@ -318,25 +318,6 @@ class CudaGraphVariant:
         return self.model(X)
 
 
-def make_variant(name: str, w: Workload, init_flat, shape, step_losses):
-    from harness.torch_step import CompiledStepVariant
-    if name == "eager":
-        return EagerVariant(w, init_flat, shape, step_losses)
-    if name == "eager-fused-sgd":
-        return EagerVariant(w, init_flat, shape, step_losses, fused=True)
-    if name == "manual-ops":
-        return EagerVariant(w, init_flat, shape, step_losses, manual=True)
-    if name == "cuda-graph":
-        return CudaGraphVariant(w, init_flat, shape, step_losses)
-    if name == "compiled-step":
-        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="graphs")
-    if name == "compiled-step-reduce-overhead":
-        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="reduce-overhead")
-    if name in COMPILE_MODES:
-        return CompiledVariant(w, init_flat, shape, step_losses, COMPILE_MODES[name])
-    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-
-
 def variant_available(name: str, device) -> str | None:
     """None if `name` can run on `device`, else the reason it cannot."""
     dev = torch.device(device)
