@@ -28,7 +28,11 @@ NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
 EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
 SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
 
-HOST_SRC   := common sha256 dataset npy recipe cpu_reference shipped_reference
+HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats hints cpu_reference shipped_reference
+# Host code of mlp_train that calls the CUDA runtime (no kernels): compiled by $(CXX), linked into
+# mlp_train only.
+TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_quick mode_perf_only mode_profile
+TRAIN_OBJ  := $(TRAIN_SRC:%=$(BUILD)/host/%.o)
 HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
 DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/gate.o
 HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
@@ -50,13 +54,13 @@ $(BUILD)/host/%.o: cuda/%.cpp $(HEADERS)
 $(BUILD)/%.o: cuda/%.cu $(HEADERS) $(BUILD)/config.stamp
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(BUILD)/main.o: cuda/main.cu $(HEADERS) $(BUILD)/config.stamp
+$(BUILD)/mlp_train.o: cuda/mlp_train.cu $(HEADERS) $(BUILD)/config.stamp
 	$(NVCC) $(NVCCFLAGS) $(SUBMISSION_DEFS) -c $< -o $@
 
 $(BUILD)/submission.o: $(SUBMISSION) $(HEADERS) $(BUILD)/config.stamp
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(BUILD)/mlp_train: $(BUILD)/main.o $(BUILD)/submission.o $(DEV_OBJ) $(HOST_OBJ)
+$(BUILD)/mlp_train: $(BUILD)/mlp_train.o $(BUILD)/submission.o $(DEV_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(BUILD)/persistent.o $(HOST_OBJ)

@@ -28,3 +28,22 @@ std::string read_file(const std::string& path) {
   if (in.bad()) throw UserError(path + ": read failed");
   return ss.str();
 }
+
+std::string one_line(const std::string& what) {
+  std::string o;
+  for (char c : what) {
+    if (c == '\n') o += "\\n";
+    else if (c == '\r') o += "\\r";
+    else if (c == '\t') o += "\\t";
+    else if ((unsigned char)c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", (unsigned char)c);
+      o += b;
+    } else o += c;
+  }
+  return o;
+}
+
+void print_error(const char* prog, const char* kind, const std::string& what) {
+  std::fprintf(stderr, "%s: %s: %s\n", prog, kind, one_line(what).c_str());
+}

@@ -4,7 +4,7 @@
 #include <string>
 
 // A failure the user can act on (bad input, bad flag, missing file). main() prints
-// "mlp_train: error: <what>" and exits non-zero; nothing half-written is left behind.
+// "mlp_train: error: <what>" and exits 2 (cuda/exit_status.h); nothing half-written is left behind.
 struct UserError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -15,3 +15,9 @@ void write_file_atomic(const std::string& path, const std::string& bytes);
 
 // Whole file into memory; a missing or unreadable file is a UserError naming it.
 std::string read_file(const std::string& path);
+
+// `what` on one line: control characters (a newline in a file name, say) written as \n, \xNN.
+std::string one_line(const std::string& what);
+
+// Prints "<prog>: <kind>: <what>" as one line on stderr.
+void print_error(const char* prog, const char* kind, const std::string& what);

@@ -1,4 +1,4 @@
-// cuda/gate.cu — gate cases 1–6. Inputs are real images or seeded random values (never zeros);
+// cuda/gate.cu — gate cases 1–8 (gate.h). Inputs are real images or seeded random values (never zeros);
 // every output buffer is poisoned with NaN (all bits set) before the call, so an output that is
 // never written fails the comparison instead of passing on stale memory.
 #include "gate.h"
@@ -10,6 +10,7 @@
 #include "cpu_reference.h"
 #include "cuda_check.h"
 #include "rng.h"
+#include "run_stats.h"
 
 namespace {
 
@@ -334,4 +335,95 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path) {
   r.detail = "loss after 200 steps on 32 images (batch 32) of path " + path.name();
   r.passed = std::isfinite(last) && last < 0.01;
   return r;
+}
+
+std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g) {
+  std::printf("%-2s %-18s %12s %12s  %s\n", "#", "case", "value", "limit", "verdict");
+  std::vector<CaseResult> cases;
+  for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step}) {
+    cases.push_back(fn(g));
+    print_case(cases.back());
+  }
+  return cases;
+}
+
+void print_case(const CaseResult& c) {
+  std::printf("%-2d %-18s %12.4g %12.4g  %s   %s\n", c.id, c.name.c_str(), c.value, c.limit,
+              !c.passed ? "FAIL" : (std::isnan(c.value) && c.detail.rfind("not run", 0) == 0) ? "SKIP" : "PASS",
+              c.detail.c_str());
+  std::fflush(stdout);
+}
+
+const PathRun* find_gated(const std::vector<PathRun>& runs, const std::string& gated) {
+  for (const auto& r : runs)
+    if (r.name == gated) return &r;
+  return runs.empty() ? nullptr : &runs.front();
+}
+
+CaseResult case6_row(const PathRun* gated_run, const std::string& gated) {
+  CaseResult c6 = make(6, "overfit-32");
+  c6.limit = 0.01;
+  if (gated_run) c6 = gated_run->overfit;
+  else c6.detail = "path " + gated + " not run (--paths)";
+  return c6;
+}
+
+RefTrainResult case7_reference(const RunInputs& in) {
+  const Recipe& R = in.R;
+  RefTrainResult ref;
+  if (in.opt.reference == "shipped") {
+    std::fprintf(stderr, "float64 reference: shipped %s/reference (not retrained)\n", in.opt.data.c_str());
+    ref.loss_per_epoch = in.shipped.loss_per_epoch;
+    ref.test_accuracy_per_epoch = in.shipped.test_accuracy_per_epoch;
+    return ref;
+  }
+  std::fprintf(stderr, "float64 CPU reference: %d epochs, trained in this run\n", R.epochs);
+  std::vector<double> P(in.init.begin(), in.init.end());
+  std::vector<double> Xtr(in.data.train_x.begin(), in.data.train_x.begin() + (long)R.train_size * in.s.in);
+  std::vector<double> Xte(in.data.test_x.begin(), in.data.test_x.end());
+  std::vector<std::vector<int32_t>> ref_orders(in.orders.begin(), in.orders.begin() + R.epochs);
+  return ref_train(in.s, P, Xtr, in.data.train_y, R.train_size, Xte, in.data.test_y, in.data.n_test, ref_orders,
+                   R.batch, R.lr, R.momentum, [](int e, double loss, double acc, double secs) {
+                     std::fprintf(stderr, "  fp64       epoch %2d  loss %.4f  test acc %.2f%%  (%.1f s)\n", e + 1,
+                                  loss, 100 * acc, secs);
+                   });
+}
+
+CaseResult case_train(const PathRun* r, const std::string& gated, const RefTrainResult& ref) {
+  CaseResult c = make(7, "train");
+  c.limit = 1.0;
+  if (!r) { c.detail = "path " + gated + " not run (--paths)"; return c; }
+  if (!r->ok) { c.detail = "path " + r->name + ": " + r->error; return c; }
+  const double ref_acc = ref.test_accuracy_per_epoch.back(), ref_tail = last5_mean(ref.test_accuracy_per_epoch);
+  const double acc = r->test_accuracy_per_epoch.back(), tail = last5_mean(r->test_accuracy_per_epoch);
+  c.value = 100.0 * std::fabs(tail - ref_tail);
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "|mean test acc of the last 5 epochs: %s %.2f%% - fp64 %.2f%%| in pp (last epoch: %.2f%% vs %.2f%%)",
+                r->name.c_str(), 100 * tail, 100 * ref_tail, 100 * acc, 100 * ref_acc);
+  c.detail = b;
+  c.passed = c.value <= c.limit;
+  return c;
+}
+
+CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run, int epochs) {
+  CaseResult c8 = make(8, "perf");
+  c8.value = gated_run ? gated_run->median : NAN;
+  c8.passed = !runs.empty();
+  std::string perf_detail = "median epoch ms (epochs 1.." + std::to_string(epochs - 1) + "; CV %):";
+  for (const auto& r : runs) {
+    c8.passed &= r.ok && std::isfinite(r.median);
+    char b[96];
+    std::snprintf(b, sizeof b, " %s %.3f (%.1f%%)", r.name.c_str(), r.median, r.cv);
+    perf_detail += b;
+  }
+  c8.detail = perf_detail;
+  return c8;
+}
+
+bool gate_passed(const std::vector<CaseResult>& cases) {
+  bool ok = true;
+  for (const auto& c : cases)
+    if (c.id <= 7) ok &= c.passed;
+  return ok;
 }

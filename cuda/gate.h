@@ -1,23 +1,20 @@
-// cuda/gate.h — the gate cases 1–6, run against the linked submission's entry points (or, for
-// case 6, any kernel path). Each returns a verdict with the measured value and the limit it
-// was held to, both printed.
+// cuda/gate.h — the gate: cases 1–8. Cases 1–5 run against the linked submission's entry
+// points, case 6 against any kernel path, case 7 compares the gated path's trained accuracy with
+// the float64 reference, case 8 times every path. Cases 1–7 decide the verdict (gate_passed);
+// case 8 is recorded (every path timed with finite results) but decides nothing. Each returns a
+// verdict with the measured value and the limit it was held to, both printed.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "case_result.h"
+#include "cpu_reference.h"
 #include "dataset.h"
+#include "inputs.h"
 #include "paths.h"
 #include "recipe.h"
-
-struct CaseResult {
-  int id = 0;
-  std::string name;
-  bool passed = false;
-  double value = 0;   // the measured figure (NaN when it could not be measured)
-  double limit = 0;   // the bound it must stay under (NaN when the case has none)
-  std::string detail; // how value and limit are defined, or why it failed
-};
+#include "train_loop.h"
 
 // Everything the cases need, already on the device where they run there.
 struct GateInputs {
@@ -38,3 +35,31 @@ CaseResult case_grad_check(const GateInputs& g);
 CaseResult case_step(const GateInputs& g);
 // 32 images, 200 steps of `path` (one 32-image epoch each), final loss < 0.01.
 CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
+
+// Prints the table's header, then runs and prints cases 1–5.
+std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g);
+// One row of the table on stdout (SKIP for a case that was not run).
+void print_case(const CaseResult& c);
+
+// The gated path's run ("fused", or "submission" for a learner's file); when --paths leaves it
+// out, the first path run; nullptr when none ran.
+const PathRun* find_gated(const std::vector<PathRun>& runs, const std::string& gated);
+// Case 6's row: the gated run's overfit-32 verdict.
+CaseResult case6_row(const PathRun* gated_run, const std::string& gated);
+
+// Case 7's float64 reference from the same initial weights and order: trained in this run
+// (same-run, progress on stderr) or read from DATA/reference (--reference shipped).
+RefTrainResult case7_reference(const RunInputs& in);
+// Case 7: |mean test accuracy of the last 5 epochs of `r` − float64's| ≤ 1 pp. The mean of the
+// last five, not the last epoch alone: at lr 0.1 and momentum 0.9 the float32 and float64 runs
+// follow one trajectory for the first epochs and then drift apart chaotically, and a single
+// epoch's test accuracy swings by up to 4 pp from one epoch to the next (measured on the H200
+// with PyTorch and with our paths), so a last-epoch comparison would pass or fail correct code by
+// chance. Both are printed. `r` nullptr: the gated path did not run.
+CaseResult case_train(const PathRun* r, const std::string& gated, const RefTrainResult& ref);
+// Case 8: every path timed (epochs 1.. after the warm-up) with finite results; its value is the
+// gated path's median epoch time.
+CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run, int epochs);
+
+// The verdict: cases 1–7 passed.
+bool gate_passed(const std::vector<CaseResult>& cases);

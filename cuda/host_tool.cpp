@@ -7,15 +7,26 @@
 //   mlp_host grad     --recipe F --params P.npy --x X.npy --y Y.npy --out DIR   fp64 forward/loss/backward
 //   mlp_host train    --recipe F --data DIR --epochs N --train-size N --out DIR   fp64 training
 //   mlp_host reference --recipe F --data DIR --out DIR     the shipped reference (data/reference)
+//   mlp_host limits                                       the bounds table (cuda/bounds.h) as JSON
+//   mlp_host parse-args ARGS...                           mlp_train's own parser: the options as JSON
+//   mlp_host recipe [--recipe F]                          the validated recipe as JSON
+//   mlp_host stats MS...                                  run.json's epoch-time summary of MS (epoch 0 dropped)
+// Exit statuses as mlp_train's (cuda/exit_status.h): 2 for bad input, 4 for an internal error.
 #include <cstdio>
 #include <map>
+#include <new>
 #include <string>
 
 #include "common.h"
 #include "cpu_reference.h"
 #include "dataset.h"
+#include "exit_status.h"
+#include "json.h"
+#include "bounds.h"
 #include "npy.h"
+#include "options.h"
 #include "recipe.h"
+#include "run_stats.h"
 #include "shipped_reference.h"
 
 namespace {
@@ -24,7 +35,7 @@ std::map<std::string, std::string> flags(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw UserError("bad argument '" + a + "'");
-    f[a.substr(2)] = argv[++i];
+    if (!f.emplace(a.substr(2), argv[++i]).second) throw UserError(a + " given twice");
   }
   return f;
 }
@@ -34,8 +45,26 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
   return it->second;
 }
 int run(int argc, char** argv) {
-  if (argc < 2) throw UserError("usage: mlp_host init|order|dump|grad|train [--flag value ...]");
+  if (argc < 2)
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats [--flag value ...]");
   std::string cmd = argv[1];
+  if (cmd == "limits") {
+    std::printf("%s\n", limits_json().c_str());
+    return 0;
+  }
+  if (cmd == "parse-args") {  // the same parser as mlp_train's; checks of names and --out need its paths
+    std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
+    return 0;
+  }
+  if (cmd == "stats") {
+    std::vector<double> ms;
+    for (int i = 2; i < argc; ++i) ms.push_back(parse_real(Bound{"ms", "", false, 0, 1e12, "milliseconds"}, argv[i], "stats"));
+    const EpochStats st = summarise_epochs(ms);
+    std::printf("%s\n", Json::object().set("median", Json::num(st.median)).set("mean", Json::num(st.mean))
+                             .set("min", Json::num(st.min)).set("max", Json::num(st.max))
+                             .set("cv_pct", Json::num(st.cv)).set("last5_mean", Json::num(last5_mean(ms))).done().c_str());
+    return 0;
+  }
   auto f = flags(argc, argv);
   if (cmd == "dump") {
     Dataset d = load_dataset(need(f, "data"));
@@ -47,13 +76,14 @@ int run(int argc, char** argv) {
     return 0;
   }
   Recipe R = read_recipe(f.count("recipe") ? f["recipe"] : "recipe.toml");
-  if (f.count("epochs")) R.epochs = std::stoi(f["epochs"]);
-  if (f.count("train-size")) R.train_size = std::stoi(f["train-size"]);
-  validate_recipe(R);
-  // --train-size bypasses read_recipe's range check: a value <= 0 reached epoch_order and the
-  // slicing in `train` as a negative size.
-  if (R.train_size < 1 || R.train_size > (1 << 24))
-    throw UserError("train size must be an integer in [1, 16777216], got " + std::to_string(R.train_size));
+  // The same strict parse and bounds as mlp_train's --epochs and --train-size.
+  if (f.count("epochs")) set_recipe_value(R, "epochs", f["epochs"], "--epochs");
+  if (f.count("train-size")) set_recipe_value(R, "train_size", f["train-size"], "--train-size");
+  validate_recipe(R, f.count("recipe") ? f["recipe"] : "recipe.toml");
+  if (cmd == "recipe") {
+    std::printf("%s\n", recipe_values_json(R).c_str());
+    return 0;
+  }
   MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
   size_t total = mlp_offsets(s).total;
   if (cmd == "init") {
@@ -66,7 +96,7 @@ int run(int argc, char** argv) {
     }
     write_npy_i32(need(f, "out"), flat, {(size_t)R.epochs, (size_t)R.train_size});
   } else if (cmd == "grad") {
-    int B = std::stoi(need(f, "batch"));
+    int B = (int)parse_integer(bound("batch"), need(f, "batch"), "--batch");
     std::vector<float> pf = read_npy_f32(need(f, "params"), {total});
     std::vector<float> xf = read_npy_f32(need(f, "x"), {(size_t)B, (size_t)s.in});
     std::vector<int32_t> y = read_npy_i32(need(f, "y"), {(size_t)B});
@@ -94,7 +124,7 @@ int run(int argc, char** argv) {
     });
   } else if (cmd == "train") {
     Dataset d = load_dataset(need(f, "data"));
-    // The checks mlp_train makes (cuda/main.cu) before slicing the data; without them a train size
+    // The checks mlp_train makes (cuda/inputs.cpp) before slicing the data; without them a train size
     // above the data, or a recipe whose input_dim/output_dim does not fit the data, read past the
     // arrays (heap overflows in the slicing below, ref_forward and ref_loss).
     const std::string& dir = f["data"];
@@ -130,8 +160,14 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const UserError& e) {
+    print_error("mlp_host", "error", e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc& e) {
+    print_error("mlp_host", "internal error", std::string("out of host memory (") + e.what() + ")");
+    return kExitInternal;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mlp_host: error: %s\n", e.what());
-    return 2;
+    print_error("mlp_host", "internal error", e.what());
+    return kExitInternal;
   }
 }

@@ -21,6 +21,7 @@ std::vector<size_t> parse_shape(const std::string& h, const std::string& path) {
   std::string body = h.substr(a + 10, b - a - 10), tok;
   for (size_t i = 0; i <= body.size(); ++i) {
     if (i == body.size() || body[i] == ',') {
+      if (tok.size() > 15) throw UserError(path + ": bad .npy shape (" + body + "): dimension too large");
       if (!tok.empty()) shape.push_back((size_t)std::stoull(tok));
       tok.clear();
     } else if (body[i] != ' ') {

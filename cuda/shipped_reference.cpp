@@ -7,6 +7,7 @@
 #include "cpu_reference.h"
 #include "json.h"
 #include "npy.h"
+#include "run_stats.h"
 #include "sha256.h"
 
 namespace {
@@ -45,15 +46,12 @@ void write_reference(const std::string& dir, const Recipe& r, const Dataset& dat
   write_npy_f64(dir + "/fp64_final_params.npy", P, {total});
   write_npy_f64(dir + "/fp64_loss_per_epoch.npy", res.loss_per_epoch, {E});
   write_npy_f64(dir + "/fp64_test_accuracy_per_epoch.npy", res.test_accuracy_per_epoch, {E});
-  double tail = 0;
-  size_t k = std::min<size_t>(5, E);
-  for (size_t i = E - k; i < E; ++i) tail += res.test_accuracy_per_epoch[i];
   // No timings: the folder must regenerate bit for bit.
   std::string js = Json::object()
                        .set("recipe", recipe_json(r))
                        .set("made_by", Json::str("mlp_host reference (float64 CPU reference, cuda/cpu_reference.cpp)"))
                        .set("test_accuracy", Json::num(res.test_accuracy_per_epoch.back()))
-                       .set("test_accuracy_last5_mean", Json::num(tail / (double)k))
+                       .set("test_accuracy_last5_mean", Json::num(last5_mean(res.test_accuracy_per_epoch)))
                        .set("test_accuracy_per_epoch", Json::nums(res.test_accuracy_per_epoch))
                        .set("loss_per_epoch", Json::nums(res.loss_per_epoch))
                        .done();

@@ -1,6 +1,7 @@
 """The host-only half of the binary, checked without a GPU: the C++ float64 reference against the
 independent numpy one, the seeded draws, the C++ data loader against the Python one, the
-argument checks of mlp_train, and the build for two architectures."""
+argument checks of mlp_train, and the build for two architectures. (The strict parsing of every
+flag and recipe value: tests/test_cli_inputs.py.)"""
 from __future__ import annotations
 
 import shutil
@@ -119,10 +120,10 @@ def test_fp64_training_matches_numpy(host_tool, tmp_path, data):
 
 @pytest.mark.parametrize("args, message", [
     (["--bogus"], "unknown option '--bogus'"),
-    (["--batch", "0"], "batch must be a positive integer"),
-    (["--lr", "-0.1"], "learning rate must be positive"),
-    (["--epochs", "0"], "epochs must be a positive integer"),
-    (["--epochs", "x"], "--epochs: not an integer"),
+    (["--batch", "0"], "--batch: 0 is out of range [1, 65536]"),
+    (["--lr", "-0.1"], "--lr: -0.1 is out of range [1e-06, 10]"),
+    (["--epochs", "0"], "--epochs: 0 is out of range [1, 1000]"),
+    (["--epochs", "x"], "--epochs: 'x' is not an integer"),
     (["--paths", "nope"], "no path named 'nope'"),
     (["--recipe", "/nonexistent.toml"], "/nonexistent.toml: cannot open"),
 ])
@@ -213,6 +214,6 @@ def test_mlp_train_without_a_gpu_says_so_in_one_line():
     if have_gpu():
         pytest.skip("a GPU is present: this checks the GPU-less message")
     res = subprocess.run([str(TRAIN), "--out", "/nonexistent-results"], capture_output=True, text=True, cwd=ROOT)
-    assert res.returncode == 2
+    assert res.returncode == 3  # a CUDA error (cuda/exit_status.h), after every input was checked
     assert "no CUDA device found" in _error_line(res)
     assert not Path("/nonexistent-results").exists()  # nothing written before the failure

@@ -1,0 +1,45 @@
+#include "device.h"
+
+#include <string>
+
+#include "cuda_check.h"
+#include "paths.h"
+
+cudaDeviceProp select_device() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0)
+    throw CudaError(std::string("no CUDA device found (cudaGetDeviceCount: ") +
+                    (err == cudaSuccess ? "0 devices" : cudaGetErrorString(err)) + ")");
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  cudaFuncAttributes attr;
+  err = cudaFuncGetAttributes(&attr, mlp::probe_kernel());
+  if (err != cudaSuccess)
+    throw CudaError("this binary has no code for " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + "): rebuild with `invoke build --arch sm_" +
+                    std::to_string(prop.major) + std::to_string(prop.minor) + "` (" + cudaGetErrorString(err) + ")");
+  return prop;
+}
+
+DeviceData::DeviceData(const Dataset& data) {
+  try {
+    CUDA_CHECK(cudaMalloc(&train_x, data.train_x.size() * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&train_y, data.train_y.size() * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&test_x, data.test_x.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(train_x, data.train_x.data(), data.train_x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(train_y, data.train_y.data(), data.train_y.size() * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(test_x, data.test_x.data(), data.test_x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  } catch (...) {
+    cudaFree(train_x);  // a constructor that throws gets no destructor call
+    cudaFree(train_y);
+    cudaFree(test_x);
+    throw;
+  }
+}
+
+DeviceData::~DeviceData() {
+  cudaFree(train_x);
+  cudaFree(train_y);
+  cudaFree(test_x);
+}

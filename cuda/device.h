@@ -1,0 +1,21 @@
+// cuda/device.h — the GPU side of a run's setup: the device probe (a device, and code for it in
+// this binary) and the data uploaded once.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "dataset.h"
+
+// Device 0, after checking that this binary carries code for it. No device, or no code for it
+// (the message names `invoke build --arch sm_XY`), is a CudaError (exit 3).
+cudaDeviceProp select_device();
+
+// The training and test images and training labels on the device, freed on scope exit.
+struct DeviceData {
+  float* train_x = nullptr;
+  int* train_y = nullptr;
+  float* test_x = nullptr;
+  explicit DeviceData(const Dataset& data);
+  ~DeviceData();
+  DeviceData(const DeviceData&) = delete;
+  DeviceData& operator=(const DeviceData&) = delete;
+};

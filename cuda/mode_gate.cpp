@@ -1,0 +1,73 @@
+#include <cmath>
+#include <cstdio>
+
+#include "common.h"
+#include "exit_status.h"
+#include "hints.h"
+#include "modes.h"
+#include "npy.h"
+#include "path_checks.h"
+#include "run_json.h"
+#include "run_stats.h"
+
+void write_init_and_order(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  make_out_dir(in.opt.out);
+  write_npy_f32(in.opt.out + "/init_params.npy", in.init, {mlp_offsets(in.s).total});
+  std::vector<int32_t> flat;
+  for (int e = 0; e < in.R.epochs; ++e) flat.insert(flat.end(), in.orders[(size_t)e].begin(), in.orders[(size_t)e].end());
+  write_npy_i32(in.opt.out + "/order.npy", flat, {(size_t)in.R.epochs, (size_t)in.R.train_size});
+}
+
+int run_gate(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  const Recipe& R = in.R;
+  GateRun gr = run_cases_1_to_6(ctx, R.epochs, false);
+  std::vector<CaseResult>& cases = gr.cases;
+  const PathRun* gated_run = gr.gated();
+
+  const RefTrainResult ref = case7_reference(in);
+  cases.push_back(case_train(gated_run, ctx.gated, ref));
+  print_case(cases.back());
+  cases.push_back(case_perf(gr.runs, gated_run, R.epochs));
+  print_case(cases.back());
+
+  // run.json (docs/formats.md)
+  Json cj = Json::array();
+  for (const auto& c : cases) cj.add(case_json(c));
+  Json pj = Json::object();
+  for (const auto& r : gr.runs) {
+    CaseResult acc = case_train(&r, ctx.gated, ref);
+    Json o = Json::object();
+    add_path_run(o, r)
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= kParityLimit))
+        .set("parity_vs_fused", Json::num(r.parity_vs_fused))
+        .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
+        .set("parity_limit", Json::num(kParityLimit))
+        .set("deterministic", Json::boolean(r.deterministic))
+        .set("overfit_loss", Json::num(r.overfit.value))
+        .set("accuracy_gap_pp", Json::num(acc.value))
+        .set("test_accuracy_last5_mean", Json::num(last5_mean(r.test_accuracy_per_epoch)));
+    pj.set(r.name, o.done());
+  }
+  Json refj = Json::object();
+  refj.set("test_accuracy", Json::num(ref.test_accuracy_per_epoch.back()))
+      .set("test_accuracy_last5_mean", Json::num(last5_mean(ref.test_accuracy_per_epoch)))
+      .set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
+      .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
+  Json root = Json::object();
+  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("run_id", run_id_json(in.opt.run_id))
+      .set("gpu", gpu_json(ctx.prop)).set("submission", Json::str(ctx.submission))
+      .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
+      .set("recipe", recipe_json(R, in.data.n_test, mlp_offsets(in.s).total))
+      .set("reference_source", Json::str(in.opt.reference)).set("memory", memory_watch().json())
+      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", pj.done())
+      .set("reference_fp64", refj.done());
+  write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
+  std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
+
+  const bool ok = gate_passed(cases);
+  print_hints(hints_for(cases));
+  std::printf("gate: %s\n", ok ? "PASS (cases 1-7)" : "FAIL");
+  return ok ? kExitPass : kExitGateFailed;
+}
