@@ -5,7 +5,8 @@
 // dW2 into one row because both were the same template instance).
 //
 // Layout: every matrix is row-major. Shapes in comments use B = batch rows, I = in (784),
-// Hd = hidden (256), O = out (10).
+// Hd = hidden (256), O = out (10). Each stepwise GEMM is bound once (an Op below: tile, operand
+// storage, epilogue, kernel name, (M, N, K)); cuda/paths.cu launches it from that binding.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -160,9 +161,10 @@ __device__ __forceinline__ void gemm_tile(int M, int N, int K, int k_chunk, cons
       int gn = n0 + tx + j * TX;
       if (gn >= N) continue;
       Accum v = acc[i][j];
-      if (EPI == Epi::Bias || EPI == Epi::BiasRelu) v += (Accum)bias[gn];
+      // bias and mask are read-only here: loaded through the non-coherent path (ld.global.nc).
+      if (EPI == Epi::Bias || EPI == Epi::BiasRelu) v += (Accum)__ldg(bias + gn);
       if (EPI == Epi::BiasRelu) v = v > 0 ? v : Accum(0);
-      if (EPI == Epi::ReluMask) v = mask[(size_t)gm * N + gn] > 0.f ? v : Accum(0);
+      if (EPI == Epi::ReluMask) v = __ldg(mask + (size_t)gm * N + gn) > 0.f ? v : Accum(0);
       C[(size_t)gm * N + gn] = (float)v;
     }
   }
@@ -174,10 +176,37 @@ struct TileNarrowN  { static constexpr int BM = 32, BN = 16, BK = 32, TM = 2, TN
 struct TileSquare   { static constexpr int BM = 32, BN = 32, BK = 32, TM = 2, TN = 2; };  // large M and N
 template <class T> constexpr int tile_threads() { return (T::BM / T::TM) * (T::BN / T::TN); }
 
+// The problem of one GEMM, C[M×N] = op(A)[M×K]·op(B)[K×N], in this one order everywhere: the
+// grid (x: N tiles, y: M tiles, z: K splits) and the kernel both read it.
+struct GemmDims { int M, N, K; };
+
+// Each stepwise GEMM is bound once, in an Op: its tile, the storage of its operands, its
+// epilogue, its kernel's name and its problem (M, N, K) from the layer widths and the batch rows.
+// Its kernel takes GemmArgs<Op>, so the launch (gemm() in cuda/paths.cu) derives the grid, the
+// threads and the name from the same Op the kernel computes with; they cannot disagree.
+template <class Op>
+struct GemmArgs {
+  GemmDims d;          // the problem, Op::dims(shape, batch)
+  int k_chunk;         // K per blockIdx.z (K itself when K is not split)
+  const float* A;      // Op::TA ? stored [K × M] : [M × K]
+  const float* B;      // Op::TB ? stored [N × K] : [K × N]
+  float* C;            // [M × N], written
+  const float* bias;   // [N]      Epi::Bias and Epi::BiasRelu only, else nullptr
+  const float* mask;   // [M × N]  Epi::ReluMask only, else nullptr
+};
+
+template <class Op>
+__device__ __forceinline__ void gemm_op(const GemmArgs<Op>& a) {
+  using T = typename Op::Tile;
+  gemm_tile<T::BM, T::BN, T::BK, T::TM, T::TN, Op::TA, Op::TB, Op::EPI>(a.d.M, a.d.N, a.d.K, a.k_chunk, a.A, a.B,
+                                                                       a.C, a.bias, a.mask);
+}
+
 // Grid and K-chunk of one GEMM: when the output has fewer tiles than two per SM, split K (at
 // most 8 ways, each chunk a whole number of K-tiles) within the scratch's capacity.
 struct GemmLaunch { dim3 grid; int k_chunk; };
-template <class T> inline GemmLaunch gemm_launch(int M, int N, int K, int sm_count) {
+template <class T> inline GemmLaunch gemm_launch(GemmDims d, int sm_count) {
+  const int M = d.M, N = d.N, K = d.K;
   unsigned tn = (unsigned)((N + T::BN - 1) / T::BN), tm = (unsigned)((M + T::BM - 1) / T::BM);
   int tiles = (int)(tn * tm), split = 1;
   if (tiles < 2 * sm_count && tiles <= kSplitKTiles) {
@@ -190,51 +219,72 @@ template <class T> inline GemmLaunch gemm_launch(int M, int N, int K, int sm_cou
   return {dim3(tn, tm, (unsigned)split), split > 1 ? chunk : K};
 }
 
-#define MLP_GEMM(T, TA, TB, EPI) gemm_tile<T::BM, T::BN, T::BK, T::TM, T::TN, TA, TB, EPI>
-
+// The bindings. B = batch rows, I = in, Hd = hidden, O = out; A, B, C as in GemmArgs.
+template <class TILE, bool TRANS_A, bool TRANS_B, Epi EPILOGUE>
+struct GemmOp {
+  using Tile = TILE;
+  static constexpr bool TA = TRANS_A, TB = TRANS_B;
+  static constexpr Epi EPI = EPILOGUE;
+};
 // ---- forward ---------------------------------------------------------------------------------
 // H[B×Hd] = ReLU(X[B×I]·W1[I×Hd] + b1)                     fused: bias and ReLU in the epilogue
-__global__ void k_fwd_hidden_bias_relu(int kc, int B, int I, int Hd, const float* X, const float* W1,
-                                       const float* b1, float* H) {
-  MLP_GEMM(TileSquare, false, false, Epi::BiasRelu)(B, Hd, I, kc, X, W1, H, b1, nullptr);
-}
+struct OpFwdHiddenBiasRelu : GemmOp<TileSquare, false, false, Epi::BiasRelu> {
+  static constexpr const char* kName = "k_fwd_hidden_bias_relu";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.hidden, s.in}; }
+};
 // A1[B×Hd] = X·W1                                           unfused: bias and ReLU are passes
-__global__ void k_fwd_hidden_gemm(int kc, int B, int I, int Hd, const float* X, const float* W1, float* A1) {
-  MLP_GEMM(TileSquare, false, false, Epi::None)(B, Hd, I, kc, X, W1, A1, nullptr, nullptr);
-}
+struct OpFwdHiddenGemm : GemmOp<TileSquare, false, false, Epi::None> {
+  static constexpr const char* kName = "k_fwd_hidden_gemm";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.hidden, s.in}; }
+};
 // Z[B×O] = H[B×Hd]·W2[Hd×O] + b2                            fused: bias in the epilogue
-__global__ void k_fwd_logits_bias(int kc, int B, int Hd, int O, const float* H, const float* W2,
-                                  const float* b2, float* Z) {
-  MLP_GEMM(TileNarrowN, false, false, Epi::Bias)(B, O, Hd, kc, H, W2, Z, b2, nullptr);
-}
+struct OpFwdLogitsBias : GemmOp<TileNarrowN, false, false, Epi::Bias> {
+  static constexpr const char* kName = "k_fwd_logits_bias";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.out, s.hidden}; }
+};
 // Z[B×O] = H·W2                                             unfused
-__global__ void k_fwd_logits_gemm(int kc, int B, int Hd, int O, const float* H, const float* W2, float* Z) {
-  MLP_GEMM(TileNarrowN, false, false, Epi::None)(B, O, Hd, kc, H, W2, Z, nullptr, nullptr);
-}
-
+struct OpFwdLogitsGemm : GemmOp<TileNarrowN, false, false, Epi::None> {
+  static constexpr const char* kName = "k_fwd_logits_gemm";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.out, s.hidden}; }
+};
 // ---- backward --------------------------------------------------------------------------------
 // dW2[Hd×O] = Hᵀ·dZ   (H stored B×Hd, so A is transposed)
-__global__ void k_dW2(int kc, int B, int Hd, int O, const float* H, const float* dZ, float* dW2) {
-  MLP_GEMM(TileNarrowN, true, false, Epi::None)(Hd, O, B, kc, H, dZ, dW2, nullptr, nullptr);
-}
+struct OpDW2 : GemmOp<TileNarrowN, true, false, Epi::None> {
+  static constexpr const char* kName = "k_dW2";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {s.hidden, s.out, b}; }
+};
 // dH[B×Hd] = (dZ[B×O]·W2ᵀ) ⊙ (H > 0)   (W2 stored Hd×O, so B is transposed)   fused mask
-__global__ void k_dH_relu_mask(int kc, int B, int Hd, int O, const float* dZ, const float* W2,
-                               const float* H, float* dH) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::ReluMask)(B, Hd, O, kc, dZ, W2, dH, nullptr, H);
-}
+struct OpDHReluMask : GemmOp<TileRowsThin, false, true, Epi::ReluMask> {
+  static constexpr const char* kName = "k_dH_relu_mask";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.hidden, s.out}; }
+};
 // dH[B×Hd] = dZ·W2ᵀ                                          unfused: the mask is a pass
-__global__ void k_dH_gemm(int kc, int B, int Hd, int O, const float* dZ, const float* W2, float* dH) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, Hd, O, kc, dZ, W2, dH, nullptr, nullptr);
-}
+struct OpDHGemm : GemmOp<TileRowsThin, false, true, Epi::None> {
+  static constexpr const char* kName = "k_dH_gemm";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.hidden, s.out}; }
+};
 // dW1[I×Hd] = Xᵀ·dH   (X stored B×I)
-__global__ void k_dW1(int kc, int B, int I, int Hd, const float* X, const float* dH, float* dW1) {
-  MLP_GEMM(TileSquare, true, false, Epi::None)(I, Hd, B, kc, X, dH, dW1, nullptr, nullptr);
-}
+struct OpDW1 : GemmOp<TileSquare, true, false, Epi::None> {
+  static constexpr const char* kName = "k_dW1";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {s.in, s.hidden, b}; }
+};
 // dX[B×I] = dH·W1ᵀ   (W1 stored I×Hd), only when a caller asks for it
-__global__ void k_dX(int kc, int B, int I, int Hd, const float* dH, const float* W1, float* dX) {
-  MLP_GEMM(TileRowsThin, false, true, Epi::None)(B, I, Hd, kc, dH, W1, dX, nullptr, nullptr);
-}
-#undef MLP_GEMM
+struct OpDX : GemmOp<TileRowsThin, false, true, Epi::None> {
+  static constexpr const char* kName = "k_dX";
+  static constexpr GemmDims dims(MlpShape s, int b) { return {b, s.in, s.hidden}; }
+};
+
+// One kernel per Op, named as its Op says (tests/test_gemm_bindings.py checks the names), so a
+// profile has one row per operation.
+__global__ void k_fwd_hidden_bias_relu(GemmArgs<OpFwdHiddenBiasRelu> a) { gemm_op(a); }
+__global__ void k_fwd_hidden_gemm(GemmArgs<OpFwdHiddenGemm> a) { gemm_op(a); }
+__global__ void k_fwd_logits_bias(GemmArgs<OpFwdLogitsBias> a) { gemm_op(a); }
+__global__ void k_fwd_logits_gemm(GemmArgs<OpFwdLogitsGemm> a) { gemm_op(a); }
+__global__ void k_dW2(GemmArgs<OpDW2> a) { gemm_op(a); }
+__global__ void k_dH_relu_mask(GemmArgs<OpDHReluMask> a) { gemm_op(a); }
+__global__ void k_dH_gemm(GemmArgs<OpDHGemm> a) { gemm_op(a); }
+__global__ void k_dW1(GemmArgs<OpDW1> a) { gemm_op(a); }
+__global__ void k_dX(GemmArgs<OpDX> a) { gemm_op(a); }
 
 // Column sums over the batch: out[c] = Σ_r M[r, c]. A block of 256 threads covers 32 columns:
 // 8 row slices each sum their rows in order, then the 8 partials are added in slice order —
@@ -243,7 +293,9 @@ enum class Col { db1, db2 };
 constexpr int kColsumCols = 32, kColsumSlices = 8;
 template <Col TAG>
 __global__ void __launch_bounds__(kColsumCols * kColsumSlices)
-k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ out) {
+k_colsum(int rows, int cols,
+         const float* __restrict__ M,  // [rows × cols]
+         float* __restrict__ out) {    // [cols]
   __shared__ Accum part[kColsumSlices][kColsumCols];
   const int cl = threadIdx.x % kColsumCols, slice = threadIdx.x / kColsumCols;
   const int c = blockIdx.x * kColsumCols + cl;
@@ -267,8 +319,11 @@ k_colsum(int rows, int cols, const float* __restrict__ M, float* __restrict__ ou
 // Each thread sums its rows in order, then a fixed tree: the loss is bitwise deterministic.
 constexpr int kSoftmaxThreads = 256;
 __global__ void __launch_bounds__(kSoftmaxThreads)
-k_softmax_xent(int B, int O, const float* __restrict__ Z, const int* __restrict__ labels,
-               float* __restrict__ dZ, float* __restrict__ loss) {
+k_softmax_xent(int B, int O,
+               const float* __restrict__ Z,       // [B × O] logits
+               const int* __restrict__ labels,    // [B], each in [0, O)
+               float* __restrict__ dZ,            // [B × O]
+               float* __restrict__ loss) {        // one float: the batch's mean loss
   __shared__ float partial[kSoftmaxThreads];
   float my = 0.f;
   const float invB = 1.f / (float)B;
@@ -292,7 +347,8 @@ k_softmax_xent(int B, int O, const float* __restrict__ Z, const int* __restrict_
   if (threadIdx.x == 0) *loss = partial[0] * invB;
 }
 
-// v = μ·v − lr·g ; p = p + v over n floats, grid-stride. One launch over the whole flat buffer.
+// v = μ·v − lr·g ; p = p + v over n floats, grid-stride. One launch over the whole flat buffer:
+// p parameters, v velocity, g gradients, each [n] in the parameter layout (model.h).
 __global__ void k_momentum_flat(size_t n, float lr, float mu, float* __restrict__ p,
                                 float* __restrict__ v, const float* __restrict__ g) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -301,8 +357,8 @@ __global__ void k_momentum_flat(size_t n, float lr, float mu, float* __restrict_
     p[i] += vi;
   }
 }
-// The same update tensor by tensor (the unfused path launches it four times); tagged so each
-// tensor gets its own profiler row.
+// The same update tensor by tensor (the unfused path launches it four times, p, v and g pointing
+// at one tensor of each buffer); tagged so each tensor gets its own profiler row.
 enum class Tensor { W1, b1, W2, b2 };
 template <Tensor TAG>
 __global__ void k_momentum_tensor(size_t n, float lr, float mu, float* __restrict__ p,
@@ -314,7 +370,8 @@ __global__ void k_momentum_tensor(size_t n, float lr, float mu, float* __restric
   }
 }
 
-// Unfused epilogue passes, tagged per layer.
+// Unfused epilogue passes, tagged per layer: C [rows × cols] += bias [cols]; C = max(C, 0) over
+// n floats; dH ⊙= (H > 0) over n floats (dH and H [batch × hidden]).
 enum class Layer { hidden, logits };
 template <Layer TAG>
 __global__ void k_add_bias(int rows, int cols, float* __restrict__ C, const float* __restrict__ bias) {
@@ -332,9 +389,12 @@ __global__ void k_relu_mask(size_t n, float* __restrict__ dH, const float* __res
 }
 
 // Xb[r, :] = X_all[order[r], :], yb[r] = labels_all[order[r]] for the nb rows of one batch.
-__global__ void k_gather_batch(int nb, int I, const float* __restrict__ X_all,
-                               const int* __restrict__ labels_all, const int* __restrict__ order,
-                               float* __restrict__ Xb, int* __restrict__ yb) {
+__global__ void k_gather_batch(int nb, int I,
+                               const float* __restrict__ X_all,     // [n_total × I]
+                               const int* __restrict__ labels_all,  // [n_total]
+                               const int* __restrict__ order,       // [nb] this batch's rows
+                               float* __restrict__ Xb,              // [nb × I]
+                               int* __restrict__ yb) {              // [nb]
   size_t n = (size_t)nb * I;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     int r = (int)(i / I), c = (int)(i % I);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "cuda_check.h"
 #include "kernels.cuh"
@@ -40,12 +41,27 @@ int sm_count() {
   return n;
 }
 
-// Launches one GEMM kernel of tile T over an M×N output with inner dimension K.
-template <class T, class Kernel, class... Args>
-void gemm(Kernel kernel, const char* name, int M, int N, int K, cudaStream_t st, Args... args) {
-  GemmLaunch g = gemm_launch<T>(M, N, K, sm_count());
-  kernel<<<g.grid, tile_threads<T>(), 0, st>>>(g.k_chunk, args...);
-  CUDA_CHECK_LAUNCH(name);
+// Launches the GEMM `kernel` of binding Op (cuda/kernels.cuh) for the layer widths `s` and
+// `batch` rows: the problem (M, N, K), the grid, the threads and the kernel's name all come from
+// Op. A, B, C as GemmArgs documents them; `extra` is the epilogue's operand (the bias of
+// Epi::Bias and Epi::BiasRelu, the mask of Epi::ReluMask), passed exactly when it has one.
+template <class Op, class... Extra>
+void gemm(void (*kernel)(GemmArgs<Op>), MlpShape s, int batch, cudaStream_t st, const float* A, const float* B,
+          float* C, Extra... extra) {
+  using T = typename Op::Tile;
+  constexpr bool uses_bias = Op::EPI == Epi::Bias || Op::EPI == Epi::BiasRelu, uses_mask = Op::EPI == Epi::ReluMask;
+  static_assert(sizeof...(Extra) == (uses_bias || uses_mask ? 1 : 0), "pass the epilogue's bias or mask, nothing else");
+  const float* ops[] = {static_cast<const float*>(extra)..., nullptr};
+  const GemmDims d = Op::dims(s, batch);
+  const GemmLaunch g = gemm_launch<T>(d, sm_count());
+  if (g.grid.y > 65535u)
+    throw SubmissionError(std::string(Op::kName) + ": M = " + std::to_string(d.M) + " needs " +
+                              std::to_string(g.grid.y) + " row tiles of " + std::to_string(T::BM) +
+                              ", over the grid's 65535: use fewer rows or narrower layers",
+                          MLP_ERR_UNSUPPORTED);
+  const GemmArgs<Op> args{d, g.k_chunk, A, B, C, uses_bias ? ops[0] : nullptr, uses_mask ? ops[0] : nullptr};
+  kernel<<<g.grid, tile_threads<T>(), 0, st>>>(args);
+  CUDA_CHECK_LAUNCH(Op::kName);
 }
 
 void launch_gather(MlpShape s, const EpochArgs& a, int t, int nb, const Workspace& w) {
@@ -59,8 +75,8 @@ void launch_gather(MlpShape s, const EpochArgs& a, int t, int nb, const Workspac
 void launch_forward_fused(MlpShape s, const float* params, const float* X, int batch, float* H,
                           float* Z, cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
-  gemm<TileSquare>(k_fwd_hidden_bias_relu, "k_fwd_hidden_bias_relu", batch, s.hidden, s.in, st, batch, s.in, s.hidden, X, params + o.w1, params + o.b1, H);
-  gemm<TileNarrowN>(k_fwd_logits_bias, "k_fwd_logits_bias", batch, s.out, s.hidden, st, batch, s.hidden, s.out, H, params + o.w2, params + o.b2, Z);
+  gemm(k_fwd_hidden_bias_relu, s, batch, st, X, params + o.w1, H, params + o.b1);
+  gemm(k_fwd_logits_bias, s, batch, st, H, params + o.w2, Z, params + o.b2);
 }
 
 void launch_loss(MlpShape s, const float* Z, const int* labels, int batch, float* dZ, float* loss,
@@ -73,15 +89,15 @@ void launch_backward_fused(MlpShape s, const float* params, const float* X, cons
                            const float* dZ, int batch, float* grads, float* dH, float* dX,
                            cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
-  gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, batch, st, batch, s.hidden, s.out, H, dZ, grads + o.w2);
+  gemm(k_dW2, s, batch, st, H, dZ, grads + o.w2);
   k_colsum<Col::db2><<<(s.out + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(batch, s.out, dZ, grads + o.b2);
   CUDA_CHECK_LAUNCH("k_colsum<db2>");
-  gemm<TileRowsThin>(k_dH_relu_mask, "k_dH_relu_mask", batch, s.hidden, s.out, st, batch, s.hidden, s.out, dZ, params + o.w2, H, dH);
-  gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, batch, st, batch, s.in, s.hidden, X, dH, grads + o.w1);
+  gemm(k_dH_relu_mask, s, batch, st, dZ, params + o.w2, dH, H);
+  gemm(k_dW1, s, batch, st, X, dH, grads + o.w1);
   k_colsum<Col::db1><<<(s.hidden + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
   CUDA_CHECK_LAUNCH("k_colsum<db1>");
   if (dX) {
-    gemm<TileRowsThin>(k_dX, "k_dX", batch, s.in, s.hidden, st, batch, s.in, s.hidden, dH, params + o.w1, dX);
+    gemm(k_dX, s, batch, st, dH, params + o.w1, dX);
   }
 }
 
@@ -143,22 +159,22 @@ void unfused_epoch(const EpochArgs& a) {
     int nb = std::min(a.batch, a.n - t * a.batch);
     size_t nh = (size_t)nb * s.hidden, nz = (size_t)nb * s.out;
     launch_gather(s, a, t, nb, w);
-    gemm<TileSquare>(k_fwd_hidden_gemm, "k_fwd_hidden_gemm", nb, s.hidden, s.in, st, nb, s.in, s.hidden, w.Xb, a.params + o.w1, w.H);
+    gemm(k_fwd_hidden_gemm, s, nb, st, w.Xb, a.params + o.w1, w.H);
     k_add_bias<Layer::hidden><<<elementwise_blocks(nh), kEw, 0, st>>>(nb, s.hidden, w.H, a.params + o.b1);
     CUDA_CHECK_LAUNCH("k_add_bias<hidden>");
     k_relu<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.H);
     CUDA_CHECK_LAUNCH("k_relu");
-    gemm<TileNarrowN>(k_fwd_logits_gemm, "k_fwd_logits_gemm", nb, s.out, s.hidden, st, nb, s.hidden, s.out, w.H, a.params + o.w2, w.Z);
+    gemm(k_fwd_logits_gemm, s, nb, st, w.H, a.params + o.w2, w.Z);
     k_add_bias<Layer::logits><<<elementwise_blocks(nz), kEw, 0, st>>>(nb, s.out, w.Z, a.params + o.b2);
     CUDA_CHECK_LAUNCH("k_add_bias<logits>");
     launch_loss(s, w.Z, w.yb, nb, w.dZ, a.step_loss + t, st);
-    gemm<TileNarrowN>(k_dW2, "k_dW2", s.hidden, s.out, nb, st, nb, s.hidden, s.out, w.H, w.dZ, w.grads + o.w2);
+    gemm(k_dW2, s, nb, st, w.H, w.dZ, w.grads + o.w2);
     k_colsum<Col::db2><<<(s.out + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(nb, s.out, w.dZ, w.grads + o.b2);
     CUDA_CHECK_LAUNCH("k_colsum<db2>");
-    gemm<TileRowsThin>(k_dH_gemm, "k_dH_gemm", nb, s.hidden, s.out, st, nb, s.hidden, s.out, w.dZ, a.params + o.w2, w.dH);
+    gemm(k_dH_gemm, s, nb, st, w.dZ, a.params + o.w2, w.dH);
     k_relu_mask<<<elementwise_blocks(nh), kEw, 0, st>>>(nh, w.dH, w.H);
     CUDA_CHECK_LAUNCH("k_relu_mask");
-    gemm<TileSquare>(k_dW1, "k_dW1", s.in, s.hidden, nb, st, nb, s.in, s.hidden, w.Xb, w.dH, w.grads + o.w1);
+    gemm(k_dW1, s, nb, st, w.Xb, w.dH, w.grads + o.w1);
     k_colsum<Col::db1><<<(s.hidden + kColsumCols - 1) / kColsumCols, kColsumCols * kColsumSlices, 0, st>>>(nb, s.hidden, w.dH, w.grads + o.b1);
     CUDA_CHECK_LAUNCH("k_colsum<db1>");
     auto upd = [&](auto kernel, size_t off, size_t n) {

@@ -8,7 +8,9 @@
 namespace {
 bool bad_shape(MlpShape s) { return s.in <= 0 || s.hidden <= 0 || s.out <= 0; }
 
-// Runs `body`, turning a failed launch (CudaError) into MLP_ERR_CUDA: no exception crosses the C ABI.
+// Runs `body`, turning a failed launch (CudaError) into MLP_ERR_CUDA and a shape our kernels
+// cannot launch (SubmissionError, e.g. over the grid's limits) into its status: no exception
+// crosses the C ABI.
 template <class F>
 int guarded(F&& body) {
   try {
@@ -16,6 +18,8 @@ int guarded(F&& body) {
     return MLP_OK;
   } catch (const CudaError&) {
     return MLP_ERR_CUDA;
+  } catch (const mlp::SubmissionError& e) {
+    return e.status;
   }
 }
 }  // namespace
