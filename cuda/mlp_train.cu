@@ -48,7 +48,6 @@ int run_main(int argc, char** argv) {
 
   if (!opt.profile.empty()) return run_profile(ctx);
   if (opt.quick) return run_quick(ctx);
-  write_init_and_order(ctx);
   return opt.perf_only ? run_perf_only(ctx) : run_gate(ctx);
 }
 

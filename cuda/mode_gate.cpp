@@ -63,6 +63,7 @@ int run_gate(const RunContext& ctx) {
       .set("reference_source", Json::str(in.opt.reference)).set("memory", memory_watch().json())
       .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", pj.done())
       .set("reference_fp64", refj.done());
+  write_init_and_order(ctx);
   write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
 

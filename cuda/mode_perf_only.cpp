@@ -32,6 +32,7 @@ int run_perf_only(const RunContext& ctx) {
       .set("run_command", Json::str(ctx.command))
       .set("recipe", recipe_json(R, in.data.n_test, mlp_offsets(in.s).total)).set("memory", memory_watch().json())
       .set("paths", pj.done());
+  write_init_and_order(ctx);
   write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
   return ok ? kExitPass : kExitGateFailed;

@@ -145,3 +145,19 @@ def test_smoke_run_skips_case_6_and_passes():
     assert re.search(r"^6\s+overfit-32\s+\S+\s+\S+\s+SKIP\s+not run \(--smoke\)", res.stdout, re.M), res.stdout
     assert "quick run: all passed" in res.stdout
     assert res.stderr.count("overfit-32 skipped (--smoke)") == 2
+
+
+def test_perf_only_run_json_carries_the_run_id(tmp_path):
+    """--run-id goes into run.json ("run_id"); --perf-only writes run.json, init_params.npy and
+    order.npy together once the paths have run (docs/formats.md)."""
+    import json
+
+    import numpy as np
+    out = tmp_path / "perf"  # missing: the binary makes it (its parent exists)
+    res = subprocess.run([str(ROOT / "build" / "mlp_train"), "--data", "data", "--perf-only", "--paths", "fused",
+                          "--epochs", "2", "--run-id", "gpu-test.1", "--out", str(out)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["mode"] == "perf-only" and doc["run_id"] == "gpu-test.1" and doc["recipe"]["epochs"] == 2
+    assert np.load(out / "order.npy").shape == (2, 6000) and np.load(out / "init_params.npy").shape == (203530,)
