@@ -84,14 +84,13 @@ const char* status_name(int status);
 // linked, so its epoch is a path of its own ("submission").
 std::vector<std::string> path_names(bool external_submission);
 std::unique_ptr<KernelPath> make_path(const std::string& name);
-// cuda/persistent.cu: one cooperative launch an epoch, three grid barriers a step. `phases` must
-// be 7 (every phase; anything else throws std::invalid_argument): the phase-time breakdown is
-// dev/persistent_phases.cu now; the parameter goes when cuda/main.cu's --persistent-phases does.
-std::unique_ptr<KernelPath> make_persistent_path(int phases = 7);
-// persistent2: two grid barriers a step; measured faster than persistent on the H200 (1.126 vs
-// 0.909 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
+// cuda/persistent.cu: one cooperative launch an epoch, three grid barriers a step. Where its
+// time goes: dev/persistent_phases.cu (build/persistent_phases).
+std::unique_ptr<KernelPath> make_persistent_path();
+// persistent2: two grid barriers a step; measured faster than persistent on the H200 (0.909 vs
+// 1.126 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
 // in --paths, not among path_names(), so a default run does not depend on it.
-std::unique_ptr<KernelPath> make_persistent2_path(int phases = 7);
+std::unique_ptr<KernelPath> make_persistent2_path();
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.

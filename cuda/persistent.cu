@@ -5,8 +5,6 @@
 // docs/PERFLOG.md has what each change measured, dev/persistent_phases.cu where the time goes.
 #include "persistent_path.h"
 
-#include <stdexcept>
-
 namespace mlp {
 
 __global__ void __launch_bounds__(kThreads, 1) k_persistent_epoch(Persist P) {
@@ -19,20 +17,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_persistent2_epoch(Persist P) {
   persistent2_epoch(P, reinterpret_cast<float*>(smem_raw));
 }
 
-namespace {
-void only_training(int phases) {
-  if (phases != 7)
-    throw std::invalid_argument("the persistent kernels always run every phase; the phase breakdown is "
-                                "build/persistent_phases (dev/persistent_phases.cu)");
-}
-}  // namespace
-
-std::unique_ptr<KernelPath> make_persistent_path(int phases) {
-  only_training(phases);
+std::unique_ptr<KernelPath> make_persistent_path() {
   return std::make_unique<PersistentPath>("persistent", reinterpret_cast<const void*>(&k_persistent_epoch), false);
 }
-std::unique_ptr<KernelPath> make_persistent2_path(int phases) {
-  only_training(phases);
+std::unique_ptr<KernelPath> make_persistent2_path() {
   return std::make_unique<PersistentPath>("persistent2", reinterpret_cast<const void*>(&k_persistent2_epoch), true);
 }
 

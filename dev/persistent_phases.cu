@@ -29,7 +29,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <numeric>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -42,6 +41,7 @@
 #include "paths.h"
 #include "persistent_path.h"
 #include "recipe.h"
+#include "run_stats.h"
 
 namespace mlp_dev {
 using namespace mlp;
@@ -199,7 +199,7 @@ std::vector<float> one_epoch(KernelPath& path, MlpShape s, const Recipe& R, cons
   return p;
 }
 
-// Median and CV of epochs 1.. (spec/stats.py summary: CV from the sample standard deviation).
+// Median and CV of epochs 1.. (run_stats.h's summarise_epochs, as run.json's).
 struct Timing { double median_ms, cv_pct; };
 Timing time_epochs(KernelPath& path, MlpShape s, const Recipe& R, const std::vector<float>& init,
                    const std::vector<std::vector<int32_t>>& orders, const Data& d, const Dataset& data) {
@@ -221,21 +221,15 @@ Timing time_epochs(KernelPath& path, MlpShape s, const Recipe& R, const std::vec
     CUDA_CHECK(cudaEventSynchronize(t1));
     float m = 0;
     CUDA_CHECK(cudaEventElapsedTime(&m, t0, t1));
-    if (e > 0) ms.push_back(m);  // epoch 0: module load and first launch
+    ms.push_back(m);  // epoch 0 (module load, first launch) is dropped by summarise_epochs
     evaluate_on_device(s, st.params, d.test_x, data.test_y.data(), data.n_test, eval_scratch, chunk, stream);
   }
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   cudaStreamDestroy(stream);
   cudaFree(eval_scratch);
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / n;
-  double var = 0;
-  for (double x : ms) var += (x - mean) * (x - mean);
-  return {median, n > 1 ? 100.0 * std::sqrt(var / (n - 1)) / mean : 0.0};
+  const EpochStats e = summarise_epochs(ms);
+  return {e.median, e.cv};
 }
 
 std::string phases_json(int phases) {
@@ -249,7 +243,7 @@ std::string phases_json(int phases) {
 int run(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   Recipe R = read_recipe(opt.recipe);
-  validate_recipe(R);
+  validate_recipe(R, opt.recipe);
   const MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
   const Dataset data = load_dataset(opt.data);
   if (data.dim != s.in)
