@@ -82,13 +82,6 @@ def sweep_points(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHE
 
 # ----------------------------------------------------------------------------- arithmetic
 
-def ledger(n_params_: int, hidden: int, batch: int, in_dim: int, out_dim: int,
-           train_size: int, test_size: int, epochs: int | None = None) -> dict:
-    """spec.layout.memory_ledger under its old name and arguments, until analysis/report.py
-    imports spec (n_params_ is implied by the shape)."""
-    return memory_ledger((in_dim, hidden, out_dim), batch, train_size, test_size, epochs)
-
-
 def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
