@@ -45,9 +45,13 @@ def build(c, arch=None, submission=None, accumulate="double"):
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
             "pytorch": "also run the PyTorch baseline (default: on)",
-            "epochs": "override the recipe's epoch count"})
-def run(c, paths=None, pytorch=True, epochs=None):
-    """Gate the build (cases 1-8), write results/run.json, then run the PyTorch baseline."""
+            "epochs": "override the recipe's epoch count",
+            "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)"})
+def run(c, paths=None, pytorch=True, epochs=None, full=False):
+    """Gate the build (cases 1-8), write results/run.json, then run the PyTorch baseline.
+
+    The baseline's default variant set leaves out compiled-max-autotune-no-cudagraphs (its compile
+    alone is ~3 minutes on the H200); --full runs it too. pytorch.json lists what ran."""
     from harness.run import RunFailed, run_gate
     extra = []
     if paths:
@@ -60,7 +64,8 @@ def run(c, paths=None, pytorch=True, epochs=None):
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:
         from harness import pytorch_baseline
-        _exit_on(pytorch_baseline.main([] if not epochs else ["--epochs", str(epochs)]) or 0,
+        args = (["--epochs", str(epochs)] if epochs else []) + (["--full"] if full else [])
+        _exit_on(pytorch_baseline.main(args) or 0,
                  "pytorch: the baseline failed (its message is above)")
     _exit_on(rc, "gate: a case 1-7 failed (table above); results/run.json records it")
 
@@ -194,6 +199,13 @@ def accumulate_ab(c, out=None):
     _exit_on(ab.main(**({"out_dir": out} if out else {})), "gpu.accumulate-ab: the float build failed")
 
 
-gpu = Collection("gpu", session, phases, ncu, accumulate_ab)
+@task(help={"only": "comma-separated studies: memory,batch,linear (default: all three)"})
+def torch_profiles(c, only=None):
+    """PyTorch's memory timelines (SGD, momentum, Adam), step time against batch and Linear kernels -> results/torch_*.json, profile/torch_*."""
+    from harness.torch_profiles import main as profiles_main
+    _exit_on(profiles_main(["--only", only] if only else []) or 0, "gpu.torch-profiles: a study failed (above)")
+
+
+gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
 ns = Collection(data, build, run, profile, report, test, all, sanitize, reference, sweep, ceilings, gpu)

@@ -49,6 +49,7 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
         Stage("run", 480, (*INVOKE, "run", *(("--paths", run_paths) if run_paths else ()))),
         Stage("phases", 90, (*INVOKE, "gpu.phases")),
         Stage("profile", 240, (*INVOKE, "profile")),
+        Stage("torchprof", 240, (*INVOKE, "gpu.torch-profiles")),
         Stage("pytest", 500, (sys.executable, "-m", "pytest", "-q", "-ra", *GPU_TESTS)),
         Stage("sanitize", 600, (*INVOKE, "sanitize")),
         Stage("sweep", 580, (*INVOKE, "sweep")),
@@ -58,7 +59,7 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
 
 
 STAGE_NAMES = tuple(s.name for s in all_stages())
-DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "profile", "pytest", "sanitize")
+DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "profile", "torchprof", "pytest", "sanitize")
 
 
 def parse_stages(text: str | None) -> list[str]:
