@@ -209,3 +209,22 @@ def torch_profiles(c, only=None):
 gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
 ns = Collection(data, build, run, profile, report, test, all, sanitize, reference, sweep, ceilings, gpu)
+
+
+def _bad_input_exits_2(body):
+    """A task body whose InputError (a bad file or value, one line) exits with EXIT_BAD_INPUT."""
+    import functools
+
+    from spec.files import EXIT_BAD_INPUT, InputError
+
+    @functools.wraps(body)
+    def checked(*args, **kwargs):
+        try:
+            return body(*args, **kwargs)
+        except InputError as exc:
+            raise Exit(str(exc), code=EXIT_BAD_INPUT) from None
+    return checked
+
+
+for _t in [*ns.tasks.values(), *gpu.tasks.values()]:
+    _t.body = _bad_input_exits_2(_t.body)

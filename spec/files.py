@@ -82,12 +82,25 @@ def write_all(contents: dict) -> None:
                 os.unlink(tmp)
 
 
+# A bad input file or value: one line (str()). Uncaught under plain `python -m`, SystemExit prints
+# it and exits 1; the invoke tasks (tasks.py) turn it into exit status EXIT_BAD_INPUT, as the
+# binary's bad-input status.
+EXIT_BAD_INPUT = 2
+
+
+class InputError(SystemExit):
+    """A bad input: str() is the one line naming the file or value and the problem."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def load_toml(path) -> dict:
-    """Parse one TOML file; a missing or malformed file raises SystemExit with one line."""
+    """Parse one TOML file; a missing or malformed file raises InputError with one line."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
-        raise SystemExit(f"error: {path}: file not found") from None
+        raise InputError(f"error: {path}: file not found") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SystemExit(f"error: {path}: malformed TOML: {exc}") from None
+        raise InputError(f"error: {path}: malformed TOML: {exc}") from None

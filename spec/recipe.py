@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from spec import layout
-from spec.files import RECIPE_PATH, load_toml
+from spec.files import RECIPE_PATH, InputError, load_toml
 
 
 class Bound(NamedTuple):
@@ -39,11 +39,8 @@ BOUNDS = {
 MAX_BATCH_TIMES_HIDDEN = 2**27   # floats per activation buffer
 
 
-class RecipeError(SystemExit):
+class RecipeError(InputError):
     """A recipe that the binary would refuse; str() is the one line."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def _interval(b: Bound) -> str:
