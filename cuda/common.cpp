@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <vector>
 #include <unistd.h>
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
@@ -23,10 +23,18 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UserError(path + ": read failed");
-  return ss.str();
+  // In chunks, appending to a string: out of memory is std::bad_alloc (an internal error, exit
+  // 4), never a silently short read that a loader would then report as a damaged file.
+  std::string out;
+  std::vector<char> buf(1 << 20);
+  errno = 0;
+  while (in) {
+    in.read(buf.data(), (std::streamsize)buf.size());
+    out.append(buf.data(), (size_t)in.gcount());
+  }
+  if (in.bad() || !in.eof())
+    throw UserError(path + ": read failed" + (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+  return out;
 }
 
 std::string one_line(const std::string& what) {
