@@ -2,7 +2,9 @@
 // thread-block clusters of CL trains a whole epoch of the recipe (784-256-10, batch <= 128), with
 // each block's slice of the parameters and their velocity held in shared memory for the whole
 // epoch. Standalone dev experiment (dev/stationary/); not yet a KernelPath. The host side (shape
-// choice from the device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh.
+// choice from the device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh;
+// constants, Args and the staging / sync primitives are cuda/stationary_ops.cuh. The kernel's third
+// template parameter V (default 0, the form below) selects the dev variants (kV* bits).
 //
 // Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
 // G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
@@ -62,34 +64,31 @@
 #include <cmath>
 #include <cstdint>
 
-#include "submission.h"
+#include "stationary_ops.cuh"
+
+// Phase-timer hook for dev builds: a no-op unless the includer defines it first
+// (dev/stationary/stationary_epoch.cu records clock64 and %globaltimer per block, step and mark).
+// It expands inside k_stationary_epoch, where the template parameters CL, U, V are in scope.
+#ifndef WSTAT_MARK
+#define WSTAT_MARK(t, slot) ((void)0)
+#endif
 
 namespace mlp {
 
 namespace wstat {
-constexpr int kIn = 784, kHidden = 256, kOut = 10;  // the recipe's widths (only these)
-constexpr int kRows = 128;                           // largest batch; the per-step row buffers
-constexpr int kThreads = 256;                        // threads per block
-constexpr int kOutPad = 16;                          // dZ row stride in shared memory
-constexpr float kInv255 = 1.0f / 255.0f;
-constexpr unsigned long long kWaitTimeoutNs = 4000000000ull;  // a grid wait longer than 4 s traps
+// Variant bits (the kernel's template parameter V; 0 = the form described above, the one the
+// host side launches). Every variant keeps every sum's order, so its results are bitwise those of
+// V = 0; dev/stationary/stationary_epoch.cu checks and times each.
+constexpr int kVTagged = 1;   // logit slots carry a step tag (64-bit words: tag << 32 | float bits);
+                              // S polls the slots themselves: no fence, counter release or acquire
+constexpr int kVNoFence = 2;  // counter form without the two __threadfence (bar.sync + red.release,
+                              // ld.acquire + bar.sync, as CUTLASS's generic barrier)
+constexpr int kVSplitB = 4;   // cluster barrier B split: arrive, the next inputs' conversion, wait
+constexpr int kVW2Par = 8;    // the W2/b2/loss update by the warps the W1 update leaves idle,
+                              // beside it, instead of warp 7 after its dW1 tile
 
-constexpr int r4(int x) { return (x + 3) / 4 * 4; }  // rounded up to a multiple of 4
-
-// The input slice of a rank, from the cluster size CL alone (also the packed input layout).
-template <int CL>
-struct Slice {
-  static constexpr int KS = kIn / CL;              // input rows per block
-  static constexpr int kKp0 = (KS + 1 + 3) / 4 * 4;
-  // Row stride of the staged inputs (floats): KS inputs, the ones column (b1), zero padding; an
-  // odd multiple of 4 so the 8 consecutive rows a quarter-warp reads in F1 (one float4 each) fall
-  // in 8 different bank groups.
-  static constexpr int KP = kKp0 % 8 == 0 ? kKp0 + 4 : kKp0;
-  static constexpr int XB = (KP + 15) / 16 * 16;   // bytes per (sample, rank) in the packed X
-  static constexpr int kKq = KP / 4;               // input quads staged
-  static constexpr int kKqG = (KS + 1 + 3) / 4;    // input quads with a non-zero row (F1, G)
-  static_assert(kIn % CL == 0 && kKqG <= kKq && XB >= KP, "slice");
-};
+// Phase marks (WSTAT_MARK slots), in the order a step passes them.
+enum Mark : int { kMTop, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMG, kMEnd, kMarks };
 
 // Everything derived from the shape <CL, U>.
 template <int CL, int U_>
@@ -110,10 +109,12 @@ struct Cfg : Slice<CL> {
   static constexpr int kPasses = RPB / 16;          // S: 16 rows a pass
   static constexpr int kW2Items = (U + 1) * kOut;   // D: partial dW2 (U units) and db2 outputs
   static constexpr int kW2Upd = (kOwn + 1) * kOut + 1;  // warp 7 in G: owned rows, b2, loss
+  static constexpr int kW2First = (NT + 31) / 32 * 32;  // kVW2Par: first thread of the W2 update
   static_assert(U % 4 == 0 && U >= 4 && kClusters * U >= kHidden && (kClusters - 1) * U < kHidden, "units");
   static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
   static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
+  static_assert(kW2First + 32 <= kThreads, "kVW2Par: at least one warp beside the W1 update");
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
   static constexpr int kXsF = kRows * KP;
   static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
@@ -145,88 +146,7 @@ struct Cfg : Slice<CL> {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 };
 
-struct Args {
-  float* params;           // flat parameters (submission.h layout), read at start, written at end
-  float* velocity;         // flat velocity, same layout
-  const uint8_t* xb;       // packed inputs [n_total][CL][XB] bytes (stationary_prepare)
-  const int* labels;       // [n_total] int32
-  const int* order;        // [n] this epoch's row order
-  int n, batch;            // samples this epoch, rows per step (<= kRows)
-  float lr, mu;            // SGD: v = mu·v − lr·g; p = p + v
-  float* step_loss;        // [ceil(n / batch)] each step's mean loss
-  float* slots;            // [2][clusters][kRows][kOut] partial logits, by step parity
-  unsigned* counters;      // [CL][32] arrival counters, one 128-byte line per rank
-  unsigned arrivals_base;  // each counter's value before this launch
-  int* error_flag;         // set to 1 before a trap when a grid wait times out
-  int* pad_check;          // [2]: += pad entries seen, += those not bitwise 0 (end of the epoch)
-};
-
-// Exactly float32(p) / 255.0f, the loader's value (cuda/dataset.cpp), for p in 0..255: the
-// product with the rounded reciprocal and one Newton correction (verified for all 256 bytes on
-// the host and on the device by dev/stationary/stationary_epoch.cu).
-__host__ __device__ __forceinline__ float pixel(unsigned p) {
-  const float f = (float)p;
-#ifdef __CUDA_ARCH__
-  const float q = __fmul_rn(f, kInv255);
-#else
-  const float q = f * kInv255;
-#endif
-  const float e = fmaf(-q, 255.0f, f);
-  return fmaf(e, kInv255, q);
-}
-
-__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
-  const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(__cvta_generic_to_global(gsrc)) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
-
-// cp.async of step rows [base, base + nb) of this rank's packed slice into Bb[kRows][XB].
-template <int CL>
-__device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base, int nb, int rank) {
-  using C = Slice<CL>;
-  constexpr int kChunks = C::XB / 16;
-  for (int e = threadIdx.x; e < nb * kChunks; e += kThreads) {
-    const int b = e / kChunks, q = e % kChunks;
-    const int s = __ldg(a.order + base + b);
-    cp_async16(Bb + b * C::XB + 16 * q, a.xb + ((size_t)s * CL + rank) * C::XB + 16 * q);
-  }
-  cp_async_commit();
-}
-
-// Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
-// (input KS) of rank 0's valid rows, which carries b1.
-template <int CL>
-__device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  using C = Slice<CL>;
-  for (int e = threadIdx.x; e < kRows * C::kKq; e += kThreads) {
-    const int b = e / C::kKq, q = e % C::kKq, k = 4 * q;
-    float v[4] = {0.f, 0.f, 0.f, 0.f};
-    if (b < nb) {
-      const unsigned w = *reinterpret_cast<const unsigned*>(Bb + b * C::XB + k);
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        v[i] = k + i < C::KS ? pixel((w >> (8 * i)) & 0xffu) : (k + i == C::KS && rank == 0 ? 1.f : 0.f);
-    }
-    *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-}
-
-template <int CL, int U>
+template <int CL, int U, int V = 0>
 __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   using C = Cfg<CL, U>;
   constexpr int KS = C::KS, KP = C::KP, RPB = C::RPB, O = kOut, NO = C::kOwn + 1;
@@ -300,11 +220,51 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // F1 mapping: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
   const int f_b = tid & (kRows - 1), f_s = tid >> 7;
 
+  constexpr bool kTagged = (V & kVTagged) != 0, kNoFence = (V & kVNoFence) != 0;
+  constexpr bool kSplitB = (V & kVSplitB) != 0 && C::kXBuf == 2, kW2Par = (V & kVW2Par) != 0;
+  unsigned long long* slots64 = reinterpret_cast<unsigned long long*>(a.slots);  // kTagged
+  // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
+  // in W2red (rank order); item `it` of kW2Upd; pushes the new W2 rows to every block's W2l.
+  auto w2_update = [&](int it, int t, int nb) {
+    if (it < C::kOwn * O) {  // owned W2 rows: unit u = rank + CL·i
+      const int i = it / O, o = it % O, u = rank + CL * i;
+      if (u < U) {
+        float g = 0.f;
+#pragma unroll
+        for (int q = 0; q < CL; ++q) g += W2red[(q * NO + i) * O + o];
+        const float v = a.mu * V2[i * O + o] - a.lr * g;
+        const float w = W2l[u * O + o] + v;
+        V2[i * O + o] = v;
+#pragma unroll
+        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[u * O + o] = w;
+      }
+    } else if (it < NO * O) {  // b2
+      if (loss_owner) {
+        const int o = it - C::kOwn * O;
+        float g = 0.f;
+#pragma unroll
+        for (int q = 0; q < CL; ++q) g += W2red[(q * NO + C::kOwn) * O + o];
+        const float v = a.mu * V2[C::kOwn * O + o] - a.lr * g;
+        const float w = W2l[U * O + o] + v;
+        V2[C::kOwn * O + o] = v;
+#pragma unroll
+        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
+      }
+    } else if (loss_owner) {
+      float l = 0.f;
+#pragma unroll
+      for (int q = 0; q < CL; ++q) l += Lred[q];
+      a.step_loss[t] = l / (float)nb;
+    }
+  };
+
   for (int t = 0; t < steps; ++t) {
+    WSTAT_MARK(t, kMTop);
     const int base = t * a.batch, nb = min(a.batch, a.n - base), par = t & 1;
     const bool has_next = t + 1 < steps;
     const int nb_next = has_next ? min(a.batch, a.n - base - a.batch) : 0;
     const float* Xs = Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;
+    const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));  // also the kTagged tag
     if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
 #pragma unroll
@@ -342,7 +302,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int q = 0; q < C::kUq; ++q)
         *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     }
+    WSTAT_MARK(t, kMF1);
     cluster.sync();  // A
+    WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
     for (int e = tid; e < RPB * U; e += kThreads) {
@@ -353,42 +315,54 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
     }
     __syncthreads();
+    WSTAT_MARK(t, kMH);
     for (int e = tid; e < RPB * O; e += kThreads) {
       const int row = e / O, o = e % O, b = rank * RPB + row;
       if (b < nb) {
         float z = W2l[U * O + o];  // b2 in cluster 0, else 0
 #pragma unroll
         for (int u = 0; u < U; ++u) z = fmaf(Hs[row * U + u], W2l[u * O + o], z);
-        a.slots[(((size_t)par * C::kClusters + cid) * kRows + b) * O + o] = z;
+        const size_t si = (((size_t)par * C::kClusters + cid) * kRows + b) * O + o;
+        if constexpr (kTagged) st_relaxed_u64(slots64 + si, (unsigned long long)target << 32 | __float_as_uint(z));
+        else a.slots[si] = z;
       }
     }
-    __syncthreads();
-    if (tid == 0) {
-      __threadfence();
-      red_release_add(my_counter, 1u);
+    if constexpr (!kTagged) {
+      __syncthreads();
+      WSTAT_MARK(t, kMLogits);
+      if (tid == 0) {
+        if constexpr (!kNoFence) __threadfence();
+        red_release_add(my_counter, 1u);
+      }
+    } else {
+      WSTAT_MARK(t, kMLogits);
     }
-    if constexpr (C::kXBuf == 2) {
+    WSTAT_MARK(t, kMArrive);
+    if constexpr (C::kXBuf == 2 && !kSplitB) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         cp_async_wait_all();
         __syncthreads();
         convert_bytes<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
     }
+    WSTAT_MARK(t, kMConvert);
 
-    // ---- WAIT: every cluster's slot for this rank's rows ----
-    if (tid == 0) {
-      const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));
-      const unsigned long long t0 = global_ns();
-      unsigned spins = 0;
-      while ((int)(ld_acquire(my_counter) - target) < 0) {
-        if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
-          atomicExch(a.error_flag, 1);
-          __trap();
+    // ---- WAIT: every cluster's slot for this rank's rows (kTagged: S polls the slots) ----
+    if constexpr (!kTagged) {
+      if (tid == 0) {
+        const unsigned long long t0 = global_ns();
+        unsigned spins = 0;
+        while ((int)(ld_acquire(my_counter) - target) < 0) {
+          if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
+            atomicExch(a.error_flag, 1);
+            __trap();
+          }
         }
+        if constexpr (!kNoFence) __threadfence();
       }
-      __threadfence();
+      __syncthreads();
     }
-    __syncthreads();
+    WSTAT_MARK(t, kMDone);
 
     // ---- S: logits, softmax, loss, dZ of own rows (16 lanes a row) ----
 #pragma unroll
@@ -397,9 +371,33 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const bool valid = b < nb, lane_o = o < O;
       float z = 0.f;
       if (valid && lane_o) {
-        const float* src = a.slots + ((size_t)par * C::kClusters * kRows + b) * O + o;
+        const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
+        if constexpr (kTagged) {
+          unsigned long long w[C::kClusters];
 #pragma unroll
-        for (int c = 0; c < C::kClusters; ++c) z += __ldcg(src + (size_t)c * kRows * O);
+          for (int c = 0; c < C::kClusters; ++c) w[c] = ld_relaxed_u64(slots64 + si + (size_t)c * kRows * O);
+          unsigned long long t0 = 0;
+          unsigned spins = 0;
+#pragma unroll
+          for (int c = 0; c < C::kClusters; ++c) {
+            while ((unsigned)(w[c] >> 32) != target) {
+              if ((++spins & 1023u) == 0) {
+                if (t0 == 0) t0 = global_ns();
+                else if (global_ns() - t0 > kWaitTimeoutNs) {
+                  atomicExch(a.error_flag, 1);
+                  __trap();
+                }
+              }
+              w[c] = ld_relaxed_u64(slots64 + si + (size_t)c * kRows * O);
+            }
+          }
+#pragma unroll
+          for (int c = 0; c < C::kClusters; ++c) z += __uint_as_float((unsigned)w[c]);
+        } else {
+          const float* src = a.slots + si;
+#pragma unroll
+          for (int c = 0; c < C::kClusters; ++c) z += __ldcg(src + (size_t)c * kRows * O);
+        }
       }
       float m = lane_o ? z : -INFINITY;
 #pragma unroll
@@ -416,6 +414,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       if (o == 0) lossS[row] = valid ? loss : 0.f;
     }
     __syncthreads();
+    WSTAT_MARK(t, kMS);
 
     // ---- D: dH of own rows to every block; dW2, db2 and loss partials to their owners ----
     for (int e = tid; e < RPB * U; e += kThreads) {
@@ -439,7 +438,19 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int row = 0; row < RPB; ++row) l += lossS[row];
       cluster.map_shared_rank(Lred, 0u)[rank] = l;
     }
-    cluster.sync();  // B
+    WSTAT_MARK(t, kMD);
+    if constexpr (kSplitB) {  // B, with the next step's conversion between arrive and wait
+      cluster_arrive();
+      if (has_next) {
+        cp_async_wait_all();
+        __syncthreads();
+        convert_bytes<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+      }
+      cluster_wait();
+    } else {
+      cluster.sync();  // B
+    }
+    WSTAT_MARK(t, kMB);
 
     // ---- G: dW1 slice (and db1) by 4×4 tiles, batch in GS parts; then warp 7: W2, b2, loss ----
     float acc[4][4];
@@ -469,41 +480,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
               make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
     }
-    if (tid >= kThreads - 32) {
-      for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) {
-        if (it < C::kOwn * O) {  // owned W2 rows: unit u = rank + CL·i
-          const int i = it / O, o = it % O, u = rank + CL * i;
-          if (u < U) {
-            float g = 0.f;
-#pragma unroll
-            for (int q = 0; q < CL; ++q) g += W2red[(q * NO + i) * O + o];
-            const float v = a.mu * V2[i * O + o] - a.lr * g;
-            const float w = W2l[u * O + o] + v;
-            V2[i * O + o] = v;
-#pragma unroll
-            for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[u * O + o] = w;
-          }
-        } else if (it < NO * O) {  // b2
-          if (loss_owner) {
-            const int o = it - C::kOwn * O;
-            float g = 0.f;
-#pragma unroll
-            for (int q = 0; q < CL; ++q) g += W2red[(q * NO + C::kOwn) * O + o];
-            const float v = a.mu * V2[C::kOwn * O + o] - a.lr * g;
-            const float w = W2l[U * O + o] + v;
-            V2[C::kOwn * O + o] = v;
-#pragma unroll
-            for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
-          }
-        } else if (loss_owner) {
-          float l = 0.f;
-#pragma unroll
-          for (int q = 0; q < CL; ++q) l += Lred[q];
-          a.step_loss[t] = l / (float)nb;
-        }
-      }
+    if constexpr (!kW2Par) {
+      if (tid >= kThreads - 32)
+        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
     }
     __syncthreads();
+    WSTAT_MARK(t, kMG);
     if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -521,6 +503,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         *reinterpret_cast<float4*>(wp) = w4;
         *reinterpret_cast<float4*>(vp) = v4;
       }
+    } else if (kW2Par && tid >= C::kW2First) {  // beside the W1 update (warps it leaves idle)
+      for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
     }
     if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
@@ -530,6 +514,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       }
     }
     __syncthreads();
+    WSTAT_MARK(t, kMEnd);
+  }
+  if constexpr (kTagged) {  // the counters stay those of the counter form (arrivals_base)
+    if (tid == 0) red_relaxed_add(my_counter, (unsigned)steps);
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
 
@@ -569,25 +557,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   }
 }
 
-// Packs X_all (float32 p/255) into [n][CL][XB] bytes; flags any value that is not exactly
-// pixel(p) for a byte p.
-template <int CL>
-__global__ void k_stationary_pack(const float* X, int n, uint8_t* xb, int* bad) {
-  using C = Slice<CL>;
-  const size_t total = (size_t)n * CL * C::XB;
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
-    const int q = (int)(e % C::XB), r = (int)((e / C::XB) % CL);
-    const size_t s = e / ((size_t)C::XB * CL);
-    unsigned p = 0;
-    if (q < C::KS) {
-      const float x = X[s * kIn + (size_t)r * C::KS + q];
-      const int pi = __float2int_rn(x * 255.0f);
-      p = (unsigned)min(max(pi, 0), 255);
-      if (__float_as_uint(pixel(p)) != __float_as_uint(x)) atomicExch(bad, 1);
-    }
-    xb[e] = (uint8_t)p;
-  }
-}
 }  // namespace wstat
 
 }  // namespace mlp

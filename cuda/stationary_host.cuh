@@ -19,7 +19,7 @@ struct StationaryPlan {
   size_t smem = 0;           // dynamic shared memory per block (bytes)
   int n_total = 0;
   uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes
-  float* slots = nullptr;    // [2][clusters][128][10]
+  float* slots = nullptr;    // [2][clusters][128][10] (64-bit words: room for the kVTagged form)
   unsigned* counters = nullptr;  // [cluster][32]
   int* error_flag = nullptr;     // [1]
   unsigned arrivals = 0;     // each counter's value (mod 2^32) after the launches so far
@@ -75,12 +75,12 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
   p->smem = C::kSmemBytes;
   p->n_total = n_total;
   if (cudaMalloc(&p->xb, (size_t)n_total * CL * C::XB) != cudaSuccess ||
-      cudaMalloc(&p->slots, sizeof(float) * 2 * C::kClusters * kRows * kOut) != cudaSuccess ||
+      cudaMalloc(&p->slots, sizeof(unsigned long long) * 2 * C::kClusters * kRows * kOut) != cudaSuccess ||
       cudaMalloc(&p->counters, sizeof(unsigned) * 32 * CL) != cudaSuccess ||
       cudaMalloc(&p->error_flag, sizeof(int)) != cudaSuccess ||
       cudaMemsetAsync(p->counters, 0, sizeof(unsigned) * 32 * CL, stream) != cudaSuccess ||
       cudaMemsetAsync(p->error_flag, 0, sizeof(int), stream) != cudaSuccess ||
-      cudaMemsetAsync(p->slots, 0, sizeof(float) * 2 * C::kClusters * kRows * kOut, stream) != cudaSuccess)
+      cudaMemsetAsync(p->slots, 0, sizeof(unsigned long long) * 2 * C::kClusters * kRows * kOut, stream) != cudaSuccess)
     return MLP_ERR_CUDA;
   int* bad = nullptr;
   int bad_h = 0;

@@ -9,9 +9,12 @@
 //   4. one full epoch (47 steps) against float64 (the gate's one-epoch parity limit) and a
 //      bitwise rerun; the pad units (shapes with G·U > 256) bitwise 0 after each of those epochs
 //   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
+//   6. the dev variants (cuda/stationary.cuh's kV* bits; dev/stationary/variants.cuh): each checked
+//      as 3.-4. (and bitwise against the shipped launch's epoch), then timed the same way; the
+//      probe variants (phase marks, dev/stationary/probe.cuh) print a phase table of one epoch
 // Exit status: 0 PASS, 1 a check failed, 2 bad arguments, 3 a CUDA error or unsupported device.
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -o build/stationary_epoch
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -Xptxas -v -o build/stationary_epoch
 //          dev/stationary/stationary_epoch.cu   (one line; see dev/stationary/README.md)
 // Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N]   (--cluster: only shapes <8,U> or <4,U>)
 #include <algorithm>
@@ -25,7 +28,9 @@
 #include <vector>
 
 #include "../../cuda/rng.h"
+#include "probe.cuh"  // defines WSTAT_MARK before the kernel header
 #include "../../cuda/stationary_host.cuh"
+#include "variants.cuh"
 
 namespace {
 constexpr int kIn = 784, kHid = 256, kOut = 10, kBatch = 128;
@@ -43,10 +48,13 @@ const MlpOffsets kOff = mlp_offsets(MlpShape{kIn, kHid, kOut});
     }                                                                                                \
   } while (0)
 
-bool g_fail = false;
+bool g_fail = false, g_quiet = false;  // g_quiet: verdicts counted, not printed (variants)
+double g_worst = 0;                   // largest value / limit of the verdicts since reset
 void verdict(const char* what, double value, double limit) {
   const bool ok = std::isfinite(value) && value <= limit;
   if (!ok) g_fail = true;
+  g_worst = std::max(g_worst, std::isfinite(value) ? value / limit : INFINITY);
+  if (g_quiet) return;
   std::printf("  %-44s %.3e  (limit %.3e)  %s\n", what, value, limit, ok ? "PASS" : "FAIL");
 }
 
@@ -144,6 +152,7 @@ struct Dev {
 int g_pad_seen = 0, g_pad_bad = 0;  // pad entries checked at the end of run_epoch's epochs, and not bitwise 0
 
 // Runs one epoch of n samples from (p0, v0) with `order_h`; returns params, velocity, losses.
+variants::EpochFn g_fn = nullptr;  // the variant run_epoch launches (nullptr: mlp::stationary_epoch, the host API)
 void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, const std::vector<float>& v0,
                const std::vector<int>& order_h, int n, std::vector<float>& p, std::vector<float>& v, std::vector<float>& loss) {
   const int steps = (n + kBatch - 1) / kBatch;
@@ -153,7 +162,8 @@ void run_epoch(mlp::StationaryPlan& plan, Dev& d, const std::vector<float>& p0, 
   std::vector<float> nan_loss((size_t)steps, NAN);
   CK(cudaMemcpy(d.loss, nan_loss.data(), (size_t)steps * 4, cudaMemcpyHostToDevice));
   CK(cudaMemset(d.pad, 0, 2 * sizeof(int)));
-  const int st = mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, 0, d.pad);
+  const int st = g_fn == nullptr ? mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, 0, d.pad)
+                                 : g_fn(&plan, d.params, d.velocity, d.labels, d.order, n, kBatch, kLr, kMu, d.loss, d.pad);
   if (st != MLP_OK) {
     std::fprintf(stderr, "stationary_epoch: launch failed (status %d): %s\n", st, cudaGetErrorString(cudaGetLastError()));
     std::exit(3);
@@ -182,7 +192,7 @@ void compare(const char* label, const std::vector<float>& p0, const std::vector<
   const size_t lo[4] = {kOff.w1, kOff.b1, kOff.w2, kOff.b2}, hi[4] = {kOff.b1, kOff.w2, kOff.b2, kOff.total};
   std::vector<double> dg(p.size()), dr(p.size()), vg(v.begin(), v.end());
   for (size_t i = 0; i < p.size(); ++i) { dg[i] = (double)p[i] - p0[i]; dr[i] = ref.p[i] - p0[i]; }
-  std::printf("%s (tolerance %.3e; worst element / largest |ref| in brackets, for information)\n", label, tol);
+  if (!g_quiet) std::printf("%s (tolerance %.3e; worst element / largest |ref| in brackets, for information)\n", label, tol);
   for (int t = 0; t < 4; ++t) {
     double worst = 0, big = 0;
     for (size_t i = lo[t]; i < hi[t]; ++i) { worst = std::max(worst, std::fabs(dg[i] - dr[i])); big = std::max(big, std::fabs(dr[i])); }
@@ -199,7 +209,7 @@ void compare(const char* label, const std::vector<float>& p0, const std::vector<
   char what[96];
   std::snprintf(what, sizeof what, "step losses (%zu), worst relative", loss.size());
   verdict(what, worst_loss, tol);
-  std::printf("  closest ReLU kink in float64: |a|/scale = %.2e (float32 resolves ~6e-8)\n", ref.min_margin);
+  if (!g_quiet) std::printf("  closest ReLU kink in float64: |a|/scale = %.2e (float32 resolves ~6e-8)\n", ref.min_margin);
 }
 }  // namespace
 
@@ -309,81 +319,96 @@ int main(int argc, char** argv) {
     if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");
   }
 
-  // ---- 3. short run: 3 full steps + a tail of 112, non-zero initial velocity ----
+  // ---- 3.-4. float64 references (once), then the checks of the shipped launch ----
   const double eps = std::ldexp(1.0, -24), terms = std::sqrt((double)(kIn + kHid + 2));
-  {
-    const int n = 3 * kBatch + 112, steps = 4;
-    const std::vector<int> order = make_order(0);
-    std::vector<float> p, v, loss;
-    run_epoch(plan, d, p0, vr, order, n, p, v, loss);
-    Ref ref{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(vr.begin(), vr.end())};
-    std::vector<double> ref_loss;
-    for (int t = 0; t < steps; ++t) ref_loss.push_back(ref.step(X, y, order.data() + t * kBatch, std::min(kBatch, n - t * kBatch)));
-    // Norm-wise float32 sums of ~√(784+256+2) terms a step (the gate's case-2 scale), times 16
-    // for the gradient products and the momentum recursion, per step.
-    const double tol = 16.0 * steps * terms * eps;
-    compare("short run: 4 steps (3 x 128 + 112), v0 != 0, against float64", p0, p, v, loss, ref, ref_loss, tol);
-  }
-
-  // ---- 4. one full epoch against float64, and a bitwise rerun ----
-  std::vector<float> pe, ve, le;
-  {
-    const std::vector<int> order = make_order(0);
-    run_epoch(plan, d, p0, vz, order, n_total, pe, ve, le);
-    Ref ref{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(kOff.total, 0.0)};
-    std::vector<double> ref_loss;
-    const int steps = (n_total + kBatch - 1) / kBatch;
-    for (int t = 0; t < steps; ++t) ref_loss.push_back(ref.step(X, y, order.data() + t * kBatch, std::min(kBatch, n_total - t * kBatch)));
-    std::vector<double> dg(pe.size()), dr(pe.size());
-    for (size_t i = 0; i < pe.size(); ++i) { dg[i] = (double)pe[i] - p0[i]; dr[i] = ref.p[i] - p0[i]; }
-    std::printf("full epoch: %d steps against float64 (the gate's one-epoch parity limit 1e-2 of the update)\n", steps);
-    verdict("all parameters |dP-dRef|/|dRef|", rel_norm(dg, dr, 0, pe.size()), 1e-2);
-    double wl = 0;
-    for (int t = 0; t < steps; ++t) wl = std::max(wl, std::fabs(le[(size_t)t] - ref_loss[(size_t)t]) / ref_loss[(size_t)t]);
-    verdict("step losses, worst relative", wl, 1e-2);
-    std::printf("  step loss 0 %.6f (float64 %.6f), step %d %.6f (float64 %.6f); closest kink %.2e\n", le[0], ref_loss[0],
-                steps - 1, le[(size_t)steps - 1], ref_loss[(size_t)steps - 1], ref.min_margin);
-    std::vector<float> p2, v2, l2;
-    run_epoch(plan, d, p0, vz, order, n_total, p2, v2, l2);
-    const bool same = std::memcmp(p2.data(), pe.data(), pe.size() * 4) == 0 && std::memcmp(v2.data(), ve.data(), ve.size() * 4) == 0 &&
-                      std::memcmp(l2.data(), le.data(), le.size() * 4) == 0;
-    std::printf("  bitwise rerun (params, velocity, step losses): %s\n", same ? "identical  PASS" : "DIFFERENT  FAIL");
-    if (!same) g_fail = true;
-  }
-  {
-    // Pad units (G·U − 256 columns past 256): every entry of their W1 slice, b1, W2 rows and
-    // velocities, at the end of each of the 3 epochs above, must be bitwise 0 (the header's proof).
-    const int pad_units = plan.clusters * plan.units - kHid;
-    if (pad_units == 0) std::printf("pad units: none in this shape (0 entries checked)\n");
-    else {
-      const bool ok = g_pad_seen > 0 && g_pad_bad == 0;
-      std::printf("pad units: %d; %d entries checked over 3 epochs, %d not bitwise 0  %s\n", pad_units, g_pad_seen, g_pad_bad,
-                  ok ? "PASS" : "FAIL");
-      if (!ok) g_fail = true;
+  const int n_short = 3 * kBatch + 112, steps_short = 4, steps_full = (n_total + kBatch - 1) / kBatch;
+  const std::vector<int> order0 = make_order(0);
+  Ref ref_s{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(vr.begin(), vr.end())};
+  Ref ref_f{std::vector<double>(p0.begin(), p0.end()), std::vector<double>(kOff.total, 0.0)};
+  std::vector<double> rl_s, rl_f;
+  for (int t = 0; t < steps_short; ++t) rl_s.push_back(ref_s.step(X, y, order0.data() + t * kBatch, std::min(kBatch, n_short - t * kBatch)));
+  for (int t = 0; t < steps_full; ++t) rl_f.push_back(ref_f.step(X, y, order0.data() + t * kBatch, std::min(kBatch, n_total - t * kBatch)));
+  // Norm-wise float32 sums of ~√(784+256+2) terms a step (the gate's case-2 scale), times 16 for
+  // the gradient products and the momentum recursion, per step.
+  const double tol_s = 16.0 * steps_short * terms * eps;
+  std::vector<float> pe, ve, le;  // the shipped launch's full epoch (the variants must match it bitwise)
+  // Short run, full epoch, bitwise rerun, pad entries; returns false when a check failed.
+  auto checks = [&](bool first) {
+    const bool fail_before = g_fail;
+    g_fail = false;
+    g_worst = 0;
+    g_pad_seen = g_pad_bad = 0;
+    {
+      std::vector<float> p, v, loss;
+      run_epoch(plan, d, p0, vr, order0, n_short, p, v, loss);
+      compare("short run: 4 steps (3 x 128 + 112), v0 != 0, against float64", p0, p, v, loss, ref_s, rl_s, tol_s);
     }
-  }
+    std::vector<float> p1, v1, l1;
+    run_epoch(plan, d, p0, vz, order0, n_total, p1, v1, l1);
+    std::vector<double> dg(p1.size()), dr(p1.size());
+    for (size_t i = 0; i < p1.size(); ++i) { dg[i] = (double)p1[i] - p0[i]; dr[i] = ref_f.p[i] - p0[i]; }
+    if (!g_quiet) std::printf("full epoch: %d steps against float64 (the gate's one-epoch parity limit 1e-2 of the update)\n", steps_full);
+    verdict("all parameters |dP-dRef|/|dRef|", rel_norm(dg, dr, 0, p1.size()), 1e-2);
+    double wl = 0;
+    for (int t = 0; t < steps_full; ++t) wl = std::max(wl, std::fabs(l1[(size_t)t] - rl_f[(size_t)t]) / rl_f[(size_t)t]);
+    verdict("step losses, worst relative", wl, 1e-2);
+    if (!g_quiet)
+      std::printf("  step loss 0 %.6f (float64 %.6f), step %d %.6f (float64 %.6f); closest kink %.2e\n", l1[0], rl_f[0], steps_full - 1,
+                  l1[(size_t)steps_full - 1], rl_f[(size_t)steps_full - 1], ref_f.min_margin);
+    std::vector<float> p2, v2, l2;
+    run_epoch(plan, d, p0, vz, order0, n_total, p2, v2, l2);
+    auto same_as = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    };
+    const bool same = same_as(p1, p2) && same_as(v1, v2) && same_as(l1, l2);
+    if (!same) g_fail = true;
+    if (first) pe = p1, ve = v1, le = l1;
+    const bool as_shipped = same_as(p1, pe) && same_as(v1, ve) && same_as(l1, le);
+    if (!as_shipped) g_fail = true;
+    const int pad_units = plan.clusters * plan.units - kHid;
+    const bool pad_ok = pad_units == 0 || (g_pad_seen > 0 && g_pad_bad == 0);
+    if (!pad_ok) g_fail = true;
+    if (!g_quiet) {
+      std::printf("  bitwise rerun (params, velocity, step losses): %s\n", same ? "identical  PASS" : "DIFFERENT  FAIL");
+      // Pad units (G·U − 256 columns past 256): every entry of their W1 slice, b1, W2 rows and
+      // velocities, at the end of each of the 3 epochs above, must be bitwise 0 (the header's proof).
+      if (pad_units == 0) std::printf("pad units: none in this shape (0 entries checked)\n");
+      else std::printf("pad units: %d; %d entries checked over 3 epochs, %d not bitwise 0  %s\n", pad_units, g_pad_seen, g_pad_bad, pad_ok ? "PASS" : "FAIL");
+    } else {
+      std::printf("  checks: worst value/limit %.1e over the short run and full epoch, rerun %s, bits %s the shipped launch's, pad %d of %d not 0  %s\n",
+                  g_worst, same ? "identical" : "DIFFERENT", as_shipped ? "equal to" : "DIFFERENT from", g_pad_bad, g_pad_seen,
+                  g_fail ? "FAIL" : "PASS");
+    }
+    const bool ok = !g_fail;
+    g_fail = g_fail || fail_before;
+    return ok;
+  };
+  checks(true);
 
   // ---- 5. timing: training continues from epoch 0's result, a new order each epoch ----
-  {
-    const int warm = 3, steps = (n_total + kBatch - 1) / kBatch;
-    std::vector<std::vector<int>> orders;
-    std::vector<int*> d_orders;
-    for (int e = 0; e < warm + epochs; ++e) {
-      orders.push_back(make_order(1 + e));
-      int* o = nullptr;
-      CK(cudaMalloc(&o, (size_t)n_total * 4));
-      CK(cudaMemcpy(o, orders.back().data(), (size_t)n_total * 4, cudaMemcpyHostToDevice));
-      d_orders.push_back(o);
-    }
+  const int warm = 3;
+  std::vector<int*> d_orders;
+  for (int e = 0; e < warm + epochs; ++e) {
+    const std::vector<int> o_h = make_order(1 + e);
+    int* o = nullptr;
+    CK(cudaMalloc(&o, (size_t)n_total * 4));
+    CK(cudaMemcpy(o, o_h.data(), (size_t)n_total * 4, cudaMemcpyHostToDevice));
+    d_orders.push_back(o);
+  }
+  // Median ms, CV % of `epochs` epochs after `warm` warm-up of the launch g_fn.
+  auto timing = [&](double* cv_out) {
     CK(cudaMemcpy(d.params, pe.data(), pe.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.velocity, ve.data(), ve.size() * 4, cudaMemcpyHostToDevice));
     std::vector<cudaEvent_t> ev((size_t)(warm + epochs) + 1);
     for (auto& e : ev) CK(cudaEventCreate(&e));
     CK(cudaEventRecord(ev[0], 0));
     for (int e = 0; e < warm + epochs; ++e) {
-      if (mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d_orders[(size_t)e], n_total, kBatch, kLr, kMu, d.loss, 0) != MLP_OK) {
+      const int st = g_fn == nullptr
+                         ? mlp::stationary_epoch(&plan, d.params, d.velocity, d.labels, d_orders[(size_t)e], n_total, kBatch, kLr, kMu, d.loss, 0)
+                         : g_fn(&plan, d.params, d.velocity, d.labels, d_orders[(size_t)e], n_total, kBatch, kLr, kMu, d.loss, nullptr);
+      if (st != MLP_OK) {
         std::fprintf(stderr, "stationary_epoch: launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-        return 3;
+        std::exit(3);
       }
       CK(cudaEventRecord(ev[(size_t)e + 1], 0));
     }
@@ -394,25 +419,61 @@ int main(int argc, char** argv) {
       CK(cudaEventElapsedTime(&m, ev[(size_t)e], ev[(size_t)e + 1]));
       ms.push_back(m);
     }
-    std::vector<float> lz((size_t)steps);
+    for (auto& e : ev) CK(cudaEventDestroy(e));
+    std::vector<float> lz((size_t)steps_full);
     CK(cudaMemcpy(lz.data(), d.loss, lz.size() * 4, cudaMemcpyDeviceToHost));
-    bool finite = true;
-    for (float l : lz) finite = finite && std::isfinite(l);
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    const double med = sorted.size() % 2 ? sorted[sorted.size() / 2] : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+    if (!std::all_of(lz.begin(), lz.end(), [](float l) { return std::isfinite(l); }))
+      g_fail = true, std::printf("  last epoch's losses NOT FINITE  FAIL\n");
     double mean = 0, var = 0;
     for (double m : ms) mean += m;
     mean /= ms.size();
     for (double m : ms) var += (m - mean) * (m - mean);
-    const double cv = 100.0 * std::sqrt(var / ms.size()) / mean;
-    std::printf("timing: %d epochs after %d warm-up: median %.4f ms (min %.4f, max %.4f), CV %.2f%%, %.2f us/step; last epoch's losses %s\n",
-                epochs, warm, med, sorted.front(), sorted.back(), cv, 1000.0 * med / steps, finite ? "finite" : "NOT FINITE");
+    *cv_out = 100.0 * std::sqrt(var / ms.size()) / mean;
+    return variants::median(ms);
+  };
+  {
+    double cv = 0;
+    const double med = timing(&cv);
+    std::printf("timing: %d epochs after %d warm-up: median %.4f ms, CV %.2f%%, %.2f us/step\n", epochs, warm, med, cv, 1000.0 * med / steps_full);
     std::printf("  launch: %s\n", plan.cooperative ? "cooperative attribute + clusters" : "clusters (cooperative attribute refused)");
-    if (!finite) g_fail = true;
-    for (auto& e : ev) CK(cudaEventDestroy(e));
-    for (int* o : d_orders) CK(cudaFree(o));
   }
+
+  // ---- 6. variants (cuda/stationary.cuh's kV* bits): checks, then timing, one after another ----
+  const bool have_variants = (plan.cluster == 8 && plan.units == 20) || (plan.cluster == 4 && plan.units == 12);
+  if (!have_variants) std::printf("variants: not instantiated for <%d,%d>\n", plan.cluster, plan.units);
+  std::vector<double> v_med((size_t)variants::list().size(), -1), v_cv(v_med.size(), 0);
+  for (size_t i = 0; have_variants && i < variants::list().size(); ++i) {
+    const variants::Variant& vv = variants::list()[i];
+    g_fn = vv.fn;
+    g_quiet = true;
+    std::printf("variant %-26s (V=%#x)\n", vv.name, vv.bits);
+    const bool ok = checks(false);
+    g_quiet = false;
+    if (!ok) continue;
+    v_med[i] = timing(&v_cv[i]);
+    if (vv.bits & probe::kVProbe) {  // one more epoch, recorded, from the trained state
+      std::vector<unsigned long long> mk((size_t)probe::kMaxSteps * plan.clusters * plan.cluster * probe::kSlots * 2, 0);
+      unsigned long long* dm = nullptr;
+      CK(cudaMalloc(&dm, mk.size() * 8));
+      CK(cudaMemset(dm, 0, mk.size() * 8));
+      CK(cudaMemcpyToSymbol(probe::g_marks, &dm, sizeof dm));
+      if (g_fn(&plan, d.params, d.velocity, d.labels, d_orders[0], n_total, kBatch, kLr, kMu, d.loss, nullptr) != MLP_OK) return 3;
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(mk.data(), dm, mk.size() * 8, cudaMemcpyDeviceToHost));
+      CK(cudaFree(dm));
+      variants::report(mk, steps_full, plan.clusters * plan.cluster, plan.cluster);
+    }
+  }
+  g_fn = nullptr;
+  if (have_variants) {
+    std::printf("variants timed one after another (%d epochs after %d warm-up each), median:\n", epochs, warm);
+    for (size_t i = 0; i < v_med.size(); ++i) {
+      if (v_med[i] < 0) std::printf("  %-30s FAIL (not timed)\n", variants::list()[i].name);
+      else std::printf("  %-30s %.4f ms  %6.2f us/step  CV %.2f%%  %+.1f%% vs base\n", variants::list()[i].name, v_med[i],
+                       1000.0 * v_med[i] / steps_full, v_cv[i], v_med[0] > 0 ? 100.0 * (v_med[i] / v_med[0] - 1) : 0.0);
+    }
+  }
+  for (int* o : d_orders) CK(cudaFree(o));
   mlp::stationary_release(&plan);
   CK(cudaFree(d.params)); CK(cudaFree(d.velocity)); CK(cudaFree(d.X));
   CK(cudaFree(d.labels)); CK(cudaFree(d.order)); CK(cudaFree(d.loss)); CK(cudaFree(d.pad));

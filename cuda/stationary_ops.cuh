@@ -1,0 +1,153 @@
+// cuda/stationary_ops.cuh — the weight-stationary epoch's constants, input slice, kernel
+// arguments and data-movement / synchronisation primitives (byte staging and conversion, the
+// input packing kernel); the kernel itself is cuda/stationary.cuh.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "submission.h"
+
+namespace mlp {
+namespace wstat {
+constexpr int kIn = 784, kHidden = 256, kOut = 10;  // the recipe's widths (only these)
+constexpr int kRows = 128;                           // largest batch; the per-step row buffers
+constexpr int kThreads = 256;                        // threads per block
+constexpr int kOutPad = 16;                          // dZ row stride in shared memory
+constexpr float kInv255 = 1.0f / 255.0f;
+constexpr unsigned long long kWaitTimeoutNs = 4000000000ull;  // a grid wait longer than 4 s traps
+
+constexpr int r4(int x) { return (x + 3) / 4 * 4; }  // rounded up to a multiple of 4
+
+// The input slice of a rank, from the cluster size CL alone (also the packed input layout).
+template <int CL>
+struct Slice {
+  static constexpr int KS = kIn / CL;              // input rows per block
+  static constexpr int kKp0 = (KS + 1 + 3) / 4 * 4;
+  // Row stride of the staged inputs (floats): KS inputs, the ones column (b1), zero padding; an
+  // odd multiple of 4 so the 8 consecutive rows a quarter-warp reads in F1 (one float4 each) fall
+  // in 8 different bank groups.
+  static constexpr int KP = kKp0 % 8 == 0 ? kKp0 + 4 : kKp0;
+  static constexpr int XB = (KP + 15) / 16 * 16;   // bytes per (sample, rank) in the packed X
+  static constexpr int kKq = KP / 4;               // input quads staged
+  static constexpr int kKqG = (KS + 1 + 3) / 4;    // input quads with a non-zero row (F1, G)
+  static_assert(kIn % CL == 0 && kKqG <= kKq && XB >= KP, "slice");
+};
+
+struct Args {
+  float* params;           // flat parameters (submission.h layout), read at start, written at end
+  float* velocity;         // flat velocity, same layout
+  const uint8_t* xb;       // packed inputs [n_total][CL][XB] bytes (stationary_prepare)
+  const int* labels;       // [n_total] int32
+  const int* order;        // [n] this epoch's row order
+  int n, batch;            // samples this epoch, rows per step (<= kRows)
+  float lr, mu;            // SGD: v = mu·v − lr·g; p = p + v
+  float* step_loss;        // [ceil(n / batch)] each step's mean loss
+  float* slots;            // [2][clusters][kRows][kOut] partial logits, by step parity (floats,
+                           // or kVTagged: 64-bit words; allocated as words)
+  unsigned* counters;      // [CL][32] arrival counters, one 128-byte line per rank
+  unsigned arrivals_base;  // each counter's value before this launch
+  int* error_flag;         // set to 1 before a trap when a grid wait times out
+  int* pad_check;          // [2]: += pad entries seen, += those not bitwise 0 (end of the epoch)
+};
+
+// Exactly float32(p) / 255.0f, the loader's value (cuda/dataset.cpp), for p in 0..255: the
+// product with the rounded reciprocal and one Newton correction (verified for all 256 bytes on
+// the host and on the device by dev/stationary/stationary_epoch.cu).
+__host__ __device__ __forceinline__ float pixel(unsigned p) {
+  const float f = (float)p;
+#ifdef __CUDA_ARCH__
+  const float q = __fmul_rn(f, kInv255);
+#else
+  const float q = f * kInv255;
+#endif
+  const float e = fmaf(-q, 255.0f, f);
+  return fmaf(e, kInv255, q);
+}
+
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(__cvta_generic_to_global(gsrc)) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_relaxed_add(unsigned* p, unsigned v) {
+  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// cp.async of step rows [base, base + nb) of this rank's packed slice into Bb[kRows][XB].
+template <int CL>
+__device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base, int nb, int rank) {
+  using C = Slice<CL>;
+  constexpr int kChunks = C::XB / 16;
+  for (int e = threadIdx.x; e < nb * kChunks; e += kThreads) {
+    const int b = e / kChunks, q = e % kChunks;
+    const int s = __ldg(a.order + base + b);
+    cp_async16(Bb + b * C::XB + 16 * q, a.xb + ((size_t)s * CL + rank) * C::XB + 16 * q);
+  }
+  cp_async_commit();
+}
+
+// Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
+// (input KS) of rank 0's valid rows, which carries b1.
+template <int CL>
+__device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  using C = Slice<CL>;
+  for (int e = threadIdx.x; e < kRows * C::kKq; e += kThreads) {
+    const int b = e / C::kKq, q = e % C::kKq, k = 4 * q;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (b < nb) {
+      const unsigned w = *reinterpret_cast<const unsigned*>(Bb + b * C::XB + k);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        v[i] = k + i < C::KS ? pixel((w >> (8 * i)) & 0xffu) : (k + i == C::KS && rank == 0 ? 1.f : 0.f);
+    }
+    *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+// Packs X_all (float32 p/255) into [n][CL][XB] bytes; flags any value that is not exactly
+// pixel(p) for a byte p.
+template <int CL>
+__global__ void k_stationary_pack(const float* X, int n, uint8_t* xb, int* bad) {
+  using C = Slice<CL>;
+  const size_t total = (size_t)n * CL * C::XB;
+  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const int q = (int)(e % C::XB), r = (int)((e / C::XB) % CL);
+    const size_t s = e / ((size_t)C::XB * CL);
+    unsigned p = 0;
+    if (q < C::KS) {
+      const float x = X[s * kIn + (size_t)r * C::KS + q];
+      const int pi = __float2int_rn(x * 255.0f);
+      p = (unsigned)min(max(pi, 0), 255);
+      if (__float_as_uint(pixel(p)) != __float_as_uint(x)) atomicExch(bad, 1);
+    }
+    xb[e] = (uint8_t)p;
+  }
+}
+}  // namespace wstat
+}  // namespace mlp

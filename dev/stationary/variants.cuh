@@ -1,0 +1,151 @@
+// dev/stationary/variants.cuh — launches of k_stationary_epoch<CL, U, V> for the dev variants
+// (cuda/stationary.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare, and the
+// phase report of a recorded epoch. Included by dev/stationary/stationary_epoch.cu after
+// probe.cuh and cuda/stationary_host.cuh.
+#pragma once
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace variants {
+using namespace mlp::wstat;
+
+template <int CL, int U, int V>
+cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
+  using C = Cfg<CL, U>;
+  static bool attr_set = false;
+  if (!attr_set) {
+    const cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+    if (e != cudaSuccess) return e;
+    attr_set = true;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(C::kGrid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = C::kSmemBytes;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CL;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeCooperative;
+  attr[1].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = p->cooperative ? 2 : 1;
+  return cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, V>, args);
+}
+
+// stationary_epoch's semantics for variant V (the shapes <8,20> and <4,12> only).
+template <int V>
+int epoch(mlp::StationaryPlan* p, float* params, float* velocity, const int* labels, const int* order, int n, int batch,
+          float lr, float mu, float* step_loss, int* pad_check) {
+  Args args{params, velocity, p->xb, labels, order, n, batch, lr, mu, step_loss, p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
+  cudaError_t e = cudaErrorInvalidValue;
+  if (p->cluster == 8 && p->units == 20) e = launch<8, 20, V>(p, args);
+  else if (p->cluster == 4 && p->units == 12) e = launch<4, 12, V>(p, args);
+  if (e != cudaSuccess) return MLP_ERR_CUDA;
+  p->arrivals += (unsigned)p->clusters * (unsigned)((n + batch - 1) / batch);
+  return MLP_OK;
+}
+
+using EpochFn = int (*)(mlp::StationaryPlan*, float*, float*, const int*, const int*, int, int, float, float, float*, int*);
+struct Variant {
+  const char* name;
+  int bits;
+  EpochFn fn;
+};
+constexpr int kAll = kVTagged | kVSplitB | kVW2Par;
+inline const std::vector<Variant>& list() {
+  static const std::vector<Variant> v = {
+      {"base (V=0, as shipped)", 0, epoch<0>},
+      {"nofence", kVNoFence, epoch<kVNoFence>},
+      {"tagged", kVTagged, epoch<kVTagged>},
+      {"splitB", kVSplitB, epoch<kVSplitB>},
+      {"w2par", kVW2Par, epoch<kVW2Par>},
+      {"tagged+splitB+w2par", kAll, epoch<kAll>},
+      {"probe base", probe::kVProbe, epoch<probe::kVProbe>},
+      {"probe tagged+splitB+w2par", probe::kVProbe | kAll, epoch<probe::kVProbe | kAll>},
+  };
+  return v;
+}
+
+inline double median(std::vector<double> x) {
+  if (x.empty()) return 0;
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+// The phase table of one recorded epoch: marks [steps][grid][kSlots][2] (clock64, ns).
+inline void report(const std::vector<unsigned long long>& mk, int steps, int grid, int cl) {
+  static const char* names[kMarks] = {"top",   "F1 (+DSMEM push)", "cluster barrier A", "F2: H = ReLU(sum)",
+                                      "F2: logits to slots (+sync)", "release (fence, red)", "next inputs to floats",
+                                      "counter wait (acquire)", "S: slots, softmax, dZ", "D: dH, dW2 pushes",
+                                      "cluster barrier B", "G: dW1 (+warp 7 W2)", "update (+W2 beside)"};
+  auto at = [&](int t, int b, int m, int w) { return mk[(((size_t)t * grid + b) * probe::kSlots + m) * 2 + w]; };
+  const int st = std::min(steps, probe::kMaxSteps);
+  // Cycles per ns per block, over the whole recorded epoch (clock64 is per SM; %globaltimer global).
+  std::vector<double> ghz((size_t)grid);
+  double gran = 1e300;
+  for (int b = 0; b < grid; ++b) {
+    const double dc = (double)(at(st - 1, b, kMEnd, 0) - at(0, b, kMTop, 0));
+    const double dn = (double)(at(st - 1, b, kMEnd, 1) - at(0, b, kMTop, 1));
+    ghz[(size_t)b] = dn > 0 ? dc / dn : 1.98;
+    for (int t = 0; t < st; ++t)
+      for (int m = 1; m < kMarks; ++m) {
+        const double d = (double)(at(t, b, m, 1) - at(t, b, m - 1, 1));
+        if (d > 0) gran = std::min(gran, d);
+      }
+  }
+  double gm = 0;
+  for (double g : ghz) gm += g;
+  gm /= grid;
+  std::printf("  phases (clock64 of thread 0 after each phase's barrier; %d steps; SM clock %.3f GHz from clock64/globaltimer;\n"
+              "  globaltimer: smallest non-zero step %.0f ns): median over steps of the slowest block | the mean block, us\n",
+              st, gm, gran);
+  double s_slow = 0, s_mean = 0;
+  for (int m = 1; m < kMarks; ++m) {
+    std::vector<double> slow, mean;
+    for (int t = 0; t < st; ++t) {
+      double mx = 0, sum = 0;
+      for (int b = 0; b < grid; ++b) {
+        const double us = (double)(at(t, b, m, 0) - at(t, b, m - 1, 0)) / ghz[(size_t)b] / 1000.0;
+        mx = std::max(mx, us);
+        sum += us;
+      }
+      slow.push_back(mx);
+      mean.push_back(sum / grid);
+    }
+    const double a = median(slow), b = median(mean);
+    s_slow += a;
+    s_mean += b;
+    std::printf("    %-30s %7.3f | %7.3f\n", names[m], a, b);
+  }
+  std::vector<double> step_us, skew, skew_all, lat;
+  for (int t = 0; t < st; ++t) {
+    double worst = 0, lo = 1e300, hi = 0, l = 0;
+    for (int r = 0; r < cl; ++r) {
+      double rlo = 1e300, rhi = 0, dlo = 1e300;
+      for (int b = r; b < grid; b += cl) {
+        const double ar = (double)at(t, b, kMArrive, 1), dn = (double)at(t, b, kMDone, 1);
+        rlo = std::min(rlo, ar); rhi = std::max(rhi, ar); dlo = std::min(dlo, dn);
+      }
+      worst = std::max(worst, rhi - rlo);
+      lo = std::min(lo, rlo); hi = std::max(hi, rhi);
+      l = std::max(l, dlo - rhi);
+    }
+    skew.push_back(worst / 1000.0);
+    skew_all.push_back((hi - lo) / 1000.0);
+    lat.push_back(l / 1000.0);
+    if (t > 0) {
+      double mx = 0;
+      for (int b = 0; b < grid; ++b) mx = std::max(mx, (double)(at(t, b, kMTop, 1) - at(t - 1, b, kMTop, 1)));
+      step_us.push_back(mx / 1000.0);
+    }
+  }
+  std::printf("    %-30s %7.3f | %7.3f   (step top to top, slowest block, globaltimer: %.3f)\n", "sum", s_slow, s_mean, median(step_us));
+  std::printf("  arrival skew at the counter wait (globaltimer, median over steps): within a rank group %.3f us, whole grid %.3f us;\n"
+              "  last arrival -> first block past the wait (worst rank group) %.3f us\n",
+              median(skew), median(skew_all), median(lat));
+}
+}  // namespace variants
