@@ -442,6 +442,12 @@ int main(int argc, char** argv) {
   const bool have_variants = (plan.cluster == 8 && plan.units == 20) || (plan.cluster == 4 && plan.units == 12);
   if (!have_variants) std::printf("variants: not instantiated for <%d,%d>\n", plan.cluster, plan.units);
   std::vector<double> v_med((size_t)variants::list().size(), -1), v_cv(v_med.size(), 0);
+  // The probe variants' mark buffer, set before any of them runs (every probe launch writes it).
+  std::vector<unsigned long long> mk((size_t)probe::kMaxSteps * plan.clusters * plan.cluster * probe::kSlots * 2, 0);
+  unsigned long long* dm = nullptr;
+  CK(cudaMalloc(&dm, mk.size() * 8));
+  CK(cudaMemset(dm, 0, mk.size() * 8));
+  CK(cudaMemcpyToSymbol(probe::g_marks, &dm, sizeof dm));
   for (size_t i = 0; have_variants && i < variants::list().size(); ++i) {
     const variants::Variant& vv = variants::list()[i];
     g_fn = vv.fn;
@@ -452,18 +458,14 @@ int main(int argc, char** argv) {
     if (!ok) continue;
     v_med[i] = timing(&v_cv[i]);
     if (vv.bits & probe::kVProbe) {  // one more epoch, recorded, from the trained state
-      std::vector<unsigned long long> mk((size_t)probe::kMaxSteps * plan.clusters * plan.cluster * probe::kSlots * 2, 0);
-      unsigned long long* dm = nullptr;
-      CK(cudaMalloc(&dm, mk.size() * 8));
       CK(cudaMemset(dm, 0, mk.size() * 8));
-      CK(cudaMemcpyToSymbol(probe::g_marks, &dm, sizeof dm));
       if (g_fn(&plan, d.params, d.velocity, d.labels, d_orders[0], n_total, kBatch, kLr, kMu, d.loss, nullptr) != MLP_OK) return 3;
       CK(cudaDeviceSynchronize());
       CK(cudaMemcpy(mk.data(), dm, mk.size() * 8, cudaMemcpyDeviceToHost));
-      CK(cudaFree(dm));
       variants::report(mk, steps_full, plan.clusters * plan.cluster, plan.cluster);
     }
   }
+  CK(cudaFree(dm));
   g_fn = nullptr;
   if (have_variants) {
     std::printf("variants timed one after another (%d epochs after %d warm-up each), median:\n", epochs, warm);
