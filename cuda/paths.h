@@ -5,6 +5,8 @@
 //   graph       the fused epoch captured once into a CUDA graph, replayed with cudaGraphLaunch
 //   persistent  one cooperative launch per epoch, three grid-wide barriers a step
 //   persistent2 the same with two barriers a step (opt-in: only when named in --paths)
+//   stationary  one cluster launch per epoch: weights stationary in shared memory, one cross-SM
+//               wait a step (recipe shape on sm_90+)
 //   submission  the linked submission's mlp_train_epoch (only when it is not ours)
 #pragma once
 #include <cuda_runtime.h>
@@ -19,7 +21,7 @@
 namespace mlp {
 
 // The scratch buffers of one step, carved out of the caller's workspace
-// (mlp_workspace_floats(s, batch) floats, see submission.h).
+// (mlp_workspace_floats(s, batch) floats) at the offsets mlp_workspace_offsets gives (model.h).
 struct Workspace {
   float* Xb;     // [batch × in]   the gathered batch
   int* yb;       // [batch]        its labels
@@ -77,7 +79,7 @@ struct SubmissionError : std::runtime_error {
   int status;
   SubmissionError(const std::string& what, int st) : std::runtime_error(what), status(st) {}
 };
-// "not implemented", "invalid argument", ... for a MlpStatus value.
+// "not implemented", "invalid argument", ... for a MlpStatus value: submission.h's mlp_status_name.
 const char* status_name(int status);
 
 // The paths this binary has, in report order. `external_submission`: a learner's file is
@@ -91,6 +93,9 @@ std::unique_ptr<KernelPath> make_persistent_path();
 // 1.126 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
 // in --paths, not among path_names(), so a default run does not depend on it.
 std::unique_ptr<KernelPath> make_persistent2_path();
+// cuda/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
+// chip, one cross-SM wait a step (recipe shape, sm_90+); the fastest path on the H200.
+std::unique_ptr<KernelPath> make_stationary_path();
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.
