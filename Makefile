@@ -34,7 +34,7 @@ HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats h
 TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_quick mode_perf_only mode_profile
 TRAIN_OBJ  := $(TRAIN_SRC:%=$(BUILD)/host/%.o)
 HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
-DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/gate.o
+DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(BUILD)/gate.o
 HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
 
 .PHONY: all clean
@@ -63,7 +63,7 @@ $(BUILD)/submission.o: $(SUBMISSION) $(HEADERS) $(BUILD)/config.stamp
 $(BUILD)/mlp_train: $(BUILD)/mlp_train.o $(BUILD)/submission.o $(DEV_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
-$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(BUILD)/persistent.o $(HOST_OBJ)
+$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)

@@ -274,7 +274,7 @@ class SubmissionPath : public KernelPath {
 }  // namespace
 
 std::vector<std::string> path_names(bool external_submission) {
-  std::vector<std::string> names = {"unfused", "fused", "graph", "persistent"};
+  std::vector<std::string> names = {"unfused", "fused", "graph", "persistent", "stationary"};
   if (external_submission) names.insert(names.begin(), "submission");
   return names;
 }
@@ -285,6 +285,7 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "graph") return std::make_unique<GraphPath>();
   if (name == "persistent") return make_persistent_path();
   if (name == "persistent2") return make_persistent2_path();
+  if (name == "stationary") return make_stationary_path();
   if (name == "submission") return std::make_unique<SubmissionPath>();
   return nullptr;
 }

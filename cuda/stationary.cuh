@@ -148,6 +148,12 @@ struct Cfg : Slice<CL> {
 
 template <int CL, int U, int V = 0>
 __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  // Thread-block clusters and distributed shared memory are sm_90+: the host never launches
+  // this kernel below that (stationary_prepare returns UNSUPPORTED); it traps if one does.
+  (void)a;
+  __trap();
+#else
   using C = Cfg<CL, U>;
   constexpr int KS = C::KS, KP = C::KP, RPB = C::RPB, O = kOut, NO = C::kOwn + 1;
   namespace cg = cooperative_groups;
@@ -173,14 +179,15 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* Lred = sm + C::oLred;                                  // [CL] loss partials (rank 0)
 
   const int j0 = cid * U, k0 = rank * KS;  // first unit column, first input row
-  float* W1 = a.params;
-  float* b1 = W1 + kIn * kHidden;
-  float* W2 = b1 + kHidden;
-  float* b2 = W2 + kHidden * O;
-  float* vW1 = a.velocity;
-  float* vb1 = vW1 + kIn * kHidden;
-  float* vW2 = vb1 + kHidden;
-  float* vb2 = vW2 + kHidden * O;
+  constexpr MlpOffsets off = mlp_offsets(MlpShape{kIn, kHidden, kOut});  // model.h's layout
+  float* W1 = a.params + off.w1;     // [784 × 256]
+  float* b1 = a.params + off.b1;     // [256]
+  float* W2 = a.params + off.w2;     // [256 × 10]
+  float* b2 = a.params + off.b2;     // [10]
+  float* vW1 = a.velocity + off.w1;  // the velocity, same layout
+  float* vb1 = a.velocity + off.b1;
+  float* vW2 = a.velocity + off.w2;
+  float* vb2 = a.velocity + off.b2;
   const bool loss_owner = cid == 0 && rank == 0;
 
   for (int e = tid; e < KP * U; e += kThreads) {
@@ -555,6 +562,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     atomicAdd(a.pad_check, pad_seen);
     atomicAdd(a.pad_check + 1, pad_bad);
   }
+#endif
 }
 
 }  // namespace wstat

@@ -26,7 +26,7 @@ from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
 CAPTURE_RANGE = "profile-epoch"
 # The binary's paths (cuda/paths.cu path_names), used when results/run.json does not list them.
-DEFAULT_PATHS = ("unfused", "fused", "graph", "persistent")
+DEFAULT_PATHS = ("unfused", "fused", "graph", "persistent", "stationary")
 # Extra `nsys profile` options profile_all passes: trace the kernels inside CUDA graphs one by one
 # (the default, "graph", traces a graph as one item, so the graph path's kernels would not appear
 # in cuda_gpu_kern_sum and its launches per step could not be counted).

@@ -76,7 +76,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     binary = BUILD_DIR / "mlp_train"
     if not binary.exists():
         raise SystemExit(f"error: {binary} missing: run `invoke build` first")
-    paths = paths or ["unfused", "fused", "graph", "persistent", "persistent2"]  # persistent2: opt-in, checked too
+    paths = paths or ["unfused", "fused", "graph", "persistent", "persistent2", "stationary"]  # persistent2: opt-in, checked too
     plan = []
     for tool in tools:
         for path in paths:
