@@ -90,7 +90,7 @@ $(BUILD)/asan/mlp_host: cuda/host_tool.cpp $(ASAN_OBJ) $(HEADERS)
 
 # dev/persistent_phases.cu, the persistent kernels' phase breakdown (a dev experiment; not part of
 # `all`, `invoke gpu.phases` builds and runs it): build/persistent_phases --data data --out results
-PHASES_OBJ := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/submission.o $(HOST_OBJ)
+PHASES_OBJ := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(BUILD)/submission.o $(HOST_OBJ)
 $(BUILD)/persistent_phases: dev/persistent_phases.cu $(PHASES_OBJ) $(HEADERS) $(BUILD)/config.stamp
 	$(NVCC) $(NVCCFLAGS) $< $(PHASES_OBJ) -o $@
 
