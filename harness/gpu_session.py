@@ -135,6 +135,7 @@ def _evidence_filter(info: tarfile.TarInfo):
 def pack_evidence(out_dir: Path, root: Path = ROOT) -> Path:
     """out_dir/evidence.tgz of results/, profile/ and SWEEP.md (where present), without .npy
     (a width-8192 sweep point's weights alone are 25 MB) and .sqlite files."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     dest = Path(out_dir) / "evidence.tgz"
     tmp = dest.with_name(".evidence.tgz.tmp")
     with tarfile.open(tmp, "w:gz") as tar:
