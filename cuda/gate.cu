@@ -1,6 +1,7 @@
-// cuda/gate.cu — gate cases 1–8 (gate.h). Inputs are real images or seeded random values (never zeros);
-// every output buffer is poisoned with NaN (all bits set) before the call, so an output that is
-// never written fails the comparison instead of passing on stale memory.
+// cuda/gate.cu — gate cases 1–10 (gate.h). Inputs are real images or seeded random values (never
+// zeros); every output buffer is poisoned with NaN (all bits set) before the call, so an output
+// that is never written fails the comparison instead of passing on stale memory, and has guard
+// bands (guard.h) checked after the call.
 #include "gate.h"
 
 #include <algorithm>
@@ -9,29 +10,14 @@
 
 #include "cpu_reference.h"
 #include "cuda_check.h"
+#include "epoch_check.h"
+#include "guard.h"
 #include "rng.h"
 #include "run_stats.h"
 
 namespace {
 
 constexpr double kU32 = 5.9604644775390625e-08;  // float32 unit roundoff, 2^-24
-
-template <class T>
-struct DevBuf {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DevBuf(size_t count) : n(count) { CUDA_CHECK(cudaMalloc(&p, sizeof(T) * (n ? n : 1))); }
-  ~DevBuf() { cudaFree(p); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  void upload(const T* h) { CUDA_CHECK(cudaMemcpy(p, h, sizeof(T) * n, cudaMemcpyHostToDevice)); }
-  void poison() { CUDA_CHECK(cudaMemset(p, 0xFF, sizeof(T) * n)); }  // float NaN / int −1
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    CUDA_CHECK(cudaMemcpy(h.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 std::vector<double> to_double(const float* v, size_t n) { return std::vector<double>(v, v + n); }
 
@@ -46,6 +32,25 @@ bool call_ok(int st, const char* fn, CaseResult& r) {
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   return true;
+}
+
+// Guard-band hits of this process, in order: "case N: fn: <what DevBuf::check says>" (case 10).
+std::vector<std::string>& guard_hits() {
+  static std::vector<std::string> hits;
+  return hits;
+}
+
+// After a call: every buffer's guard bands; a hit fails the case, naming the call and the buffer.
+bool guards_ok(CaseResult& r, const char* fn, std::initializer_list<std::string> checks) {
+  std::string all;
+  for (const auto& c : checks)
+    if (!c.empty()) all += (all.empty() ? "" : "; ") + c;
+  if (all.empty()) return true;
+  guard_hits().push_back("case " + std::to_string(r.id) + ": " + fn + ": " + all);
+  r.passed = false;
+  r.value = NAN;
+  r.detail = std::string("guard band: ") + fn + " wrote outside its buffer: " + all;
+  return false;
 }
 
 CaseResult make(int id, const char* name) {
@@ -85,12 +90,14 @@ void forward_case(const GateInputs& g, int batch, CaseResult& r, bool normwise) 
   std::vector<float> Xf;
   std::vector<int> y;
   take_rows(g, batch, Xf, y);
-  DevBuf<float> dp(g.init->size()), dX(Xf.size()), dH((size_t)batch * s.hidden), dZ((size_t)batch * s.out);
+  DevBuf<float> dp(g.init->size(), "params"), dX(Xf.size(), "X"), dH((size_t)batch * s.hidden, "H"),
+      dZ((size_t)batch * s.out, "Z");
   dp.upload(g.init->data());
   dX.upload(Xf.data());
   dH.poison();
   dZ.poison();
   if (!call_ok(mlp_forward(s, dp.p, dX.p, batch, dH.p, dZ.p, nullptr), "mlp_forward", r)) return;
+  if (!guards_ok(r, "mlp_forward", {dp.check(), dX.check(), dH.check(), dZ.check()})) return;
   std::vector<float> Z = dZ.download();
   std::vector<double> P = to_double(g.init->data(), g.init->size()), X = to_double(Xf.data(), Xf.size());
   std::vector<double> Href((size_t)batch * s.hidden), Zref((size_t)batch * s.out);
@@ -172,13 +179,14 @@ CaseResult case_loss_extreme(const GateInputs& g) {
     }, (int)(rng.next() % (uint64_t)O));
   }
   const int B = (int)y.size();
-  DevBuf<float> dZd(Z.size()), dG(Z.size()), dL(1);
-  DevBuf<int> dy(y.size());
+  DevBuf<float> dZd(Z.size(), "Z"), dG(Z.size(), "dZ"), dL(1, "loss");
+  DevBuf<int> dy(y.size(), "labels");
   dZd.upload(Z.data());
   dy.upload(y.data());
   dG.poison();
   dL.poison();
   if (!call_ok(mlp_loss(s, dZd.p, dy.p, B, dG.p, dL.p, nullptr), "mlp_loss", r)) return r;
+  if (!guards_ok(r, "mlp_loss", {dZd.check(), dy.check(), dG.check(), dL.check()})) return r;
   std::vector<float> G = dG.download(), L = dL.download();
   std::vector<double> Zd = to_double(Z.data(), Z.size()), Gref(Z.size());
   double Lref = ref_loss(s, Zd.data(), y.data(), B, Gref.data());
@@ -207,16 +215,20 @@ CaseResult case_grad_check(const GateInputs& g) {
   std::vector<float> Xf;
   std::vector<int> y;
   take_rows(g, B, Xf, y);
-  DevBuf<float> dp(o.total), dX(Xf.size()), dH((size_t)B * s.hidden), dZ((size_t)B * s.out), dG((size_t)B * s.out),
-      dL(1), dgrad(o.total), dHs((size_t)B * s.hidden);
-  DevBuf<int> dy(y.size());
+  DevBuf<float> dp(o.total, "params"), dX(Xf.size(), "X"), dH((size_t)B * s.hidden, "H"), dZ((size_t)B * s.out, "Z"),
+      dG((size_t)B * s.out, "dZ"), dL(1, "loss"), dgrad(o.total, "grads"), dHs((size_t)B * s.hidden, "dH_scratch");
+  DevBuf<int> dy(y.size(), "labels");
   dp.upload(g.init->data());
   dX.upload(Xf.data());
   dy.upload(y.data());
   dgrad.poison();
   if (!call_ok(mlp_forward(s, dp.p, dX.p, B, dH.p, dZ.p, nullptr), "mlp_forward", r)) return r;
+  if (!guards_ok(r, "mlp_forward", {dp.check(), dX.check(), dH.check(), dZ.check()})) return r;
   if (!call_ok(mlp_loss(s, dZ.p, dy.p, B, dG.p, dL.p, nullptr), "mlp_loss", r)) return r;
+  if (!guards_ok(r, "mlp_loss", {dZ.check(), dy.check(), dG.check(), dL.check()})) return r;
   if (!call_ok(mlp_backward(s, dp.p, dX.p, dH.p, dG.p, B, dgrad.p, dHs.p, nullptr, nullptr), "mlp_backward", r))
+    return r;
+  if (!guards_ok(r, "mlp_backward", {dp.check(), dX.check(), dH.check(), dG.check(), dgrad.check(), dHs.check()}))
     return r;
   std::vector<float> grad = dgrad.download();
 
@@ -283,11 +295,12 @@ CaseResult case_step(const GateInputs& g) {
     v[i] = (float)((rng.uniform() * 2 - 1) * 0.1);
     gr[i] = (float)((rng.uniform() * 2 - 1) * 0.5);
   }
-  DevBuf<float> dp(n), dv(n), dg(n);
+  DevBuf<float> dp(n, "params"), dv(n, "velocity"), dg(n, "grads");
   dp.upload(p.data());
   dv.upload(v.data());
   dg.upload(gr.data());
   if (!call_ok(mlp_step(dp.p, dv.p, dg.p, n, lr, mu, nullptr), "mlp_step", r)) return r;
+  if (!guards_ok(r, "mlp_step", {dp.check(), dv.check(), dg.check()})) return r;
   std::vector<float> P = dp.download(), V = dv.download();
   // float64 of the same float32 inputs and the same float32 lr and μ.
   double worst = 0;
@@ -314,8 +327,9 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path) {
   std::vector<float> zeros(total, 0.f);
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[(size_t)i] = (*g.order0)[(size_t)i];  // 32 real images
-  DevBuf<float> dp(total), dv(total), dws(mlp_workspace_floats(s, n)), dloss(1);
-  DevBuf<int> dord(n);
+  DevBuf<float> dp(total, "params"), dv(total, "velocity"), dws(mlp_workspace_floats(s, n), "workspace"),
+      dloss(1, "step_loss");
+  DevBuf<int> dord(n, "order");
   dp.upload(g.init->data());
   dv.upload(zeros.data());
   dord.upload(order.data());
@@ -329,6 +343,7 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path) {
     r.detail = e.what();
     return r;
   }
+  if (!guards_ok(r, "epoch", {dp.check(), dv.check(), dws.check(), dloss.check(), dord.check()})) return r;
   float last = dloss.download()[0];
   r.value = last;
   r.limit = 0.01;
@@ -337,10 +352,71 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path) {
   return r;
 }
 
+CaseResult case_epoch_check(const GateInputs& g) {
+  CaseResult r = make(9, "epoch-check");
+  const MlpShape s = g.s;
+  const int B = g.recipe->batch;
+  // Two full batches and a short tail batch (300 = 2·128 + 44 at the recipe's batch).
+  const int n = std::min(g.recipe->train_size, B > 1 ? 2 * B + std::max(1, B * 11 / 32) : 3);
+  const int steps = (n + B - 1) / B;
+  EpochCheckInput in;
+  in.s = s;
+  in.n = n;
+  in.batch = B;
+  in.lr = (float)g.recipe->lr;
+  in.momentum = (float)g.recipe->momentum;
+  in.X_all = g.data->train_x.data();
+  in.y_all = g.data->train_y.data();
+  in.order.assign(g.order0->begin(), g.order0->begin() + n);
+  in.p0 = *g.init;
+  SplitMix64 rng(stream_seed(g.seed, kStreamTest, 9));  // a velocity as after some steps: the step must use it
+  in.v0.resize(in.p0.size());
+  for (auto& x : in.v0) x = (float)((rng.uniform() * 2 - 1) * 1e-3);
+  DevBuf<float> dp(in.p0.size(), "params"), dv(in.v0.size(), "velocity"), dws(mlp_workspace_floats(s, B), "workspace"),
+      dloss((size_t)steps, "step_loss");
+  DevBuf<int> dord((size_t)n, "order");
+  dp.upload(in.p0.data());
+  dv.upload(in.v0.data());
+  dord.upload(in.order.data());
+  dws.poison();
+  dloss.poison();
+  if (!call_ok(mlp_train_epoch(s, dp.p, dv.p, g.d_train_x, g.d_train_y, dord.p, n, B, in.lr, in.momentum, dws.p,
+                               dloss.p, nullptr),
+               "mlp_train_epoch", r))
+    return r;
+  if (!guards_ok(r, "mlp_train_epoch", {dp.check(), dv.check(), dws.check(), dloss.check(), dord.check()})) return r;
+  const EpochCheckRef ref = epoch_check_reference(in);
+  const EpochCheckScore sc = epoch_check_score(ref, s, dp.download(), dv.download(), dloss.download(), 2.0);
+  r.value = sc.worst;
+  r.limit = 1.0;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%d steps (%d rows, batch %d, tail %d) from the initial state, velocity U(+-1e-3): max |got-ref|/(2E) "
+                "over params, velocity and step losses, E the float32 error bound propagated through every step "
+                "(sums 2*sqrt(n+2)*u, %d ambiguous ReLU kinks allowed); worst %s; per tensor: %s",
+                steps, n, B, n - (steps - 1) * B, ref.ambiguous, sc.where.c_str(), sc.per_tensor.c_str());
+  r.detail = buf;
+  r.passed = sc.worst <= 1.0;
+  return r;
+}
+
+CaseResult case_guard_bands() {
+  CaseResult r = make(10, "guard-bands");
+  const auto& hits = guard_hits();
+  r.value = (double)hits.size();
+  r.limit = 0;
+  r.passed = hits.empty();
+  r.detail = hits.empty() ? "every output and workspace buffer of cases 1-6 and 9 has " + std::to_string(kGuard) +
+                                " poisoned elements each side, intact after every call"
+                          : std::to_string(hits.size()) + " call(s) wrote outside a buffer; first: " + hits.front();
+  return r;
+}
+
 std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g) {
   std::printf("%-2s %-18s %12s %12s  %s\n", "#", "case", "value", "limit", "verdict");
   std::vector<CaseResult> cases;
-  for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step}) {
+  for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step,
+                  case_epoch_check}) {
     cases.push_back(fn(g));
     print_case(cases.back());
   }
@@ -424,6 +500,19 @@ CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run,
 bool gate_passed(const std::vector<CaseResult>& cases) {
   bool ok = true;
   for (const auto& c : cases)
-    if (c.id <= 7) ok &= c.passed;
+    if (c.id != 8) ok &= c.passed;
   return ok;
+}
+
+std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit) {
+  char b[256];
+  if (!r.ok) return "path " + r.name + ": " + r.error;
+  // NaN parity with ok set: a path that did not run on this device (skipped), not a failure.
+  if (r.parity_vs_fused > parity_limit) {
+    std::snprintf(b, sizeof b, "path %s: one-epoch parity vs fused %.3g > %.0e", r.name.c_str(), r.parity_vs_fused,
+                  parity_limit);
+    return b;
+  }
+  if (rerun_checked && !r.deterministic) return "path " + r.name + ": a rerun of one epoch was not bitwise identical";
+  return "";
 }

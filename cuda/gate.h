@@ -1,8 +1,11 @@
-// cuda/gate.h — the gate: cases 1–8. Cases 1–5 run against the linked submission's entry
+// cuda/gate.h — the gate: cases 1–10. Cases 1–5 run against the linked submission's entry
 // points, case 6 against any kernel path, case 7 compares the gated path's trained accuracy with
-// the float64 reference, case 8 times every path. Cases 1–7 decide the verdict (gate_passed);
-// case 8 is recorded (every path timed with finite results) but decides nothing. Each returns a
-// verdict with the measured value and the limit it was held to, both printed.
+// the float64 reference, case 8 times every path, case 9 runs the submission's mlp_train_epoch
+// for a short epoch against float64, case 10 sums the guard-band hits of cases 1–6 and 9 (every
+// buffer they hand a submission has poisoned guard bands, cuda/guard.h; a hit also fails the
+// case that made the call). Every case but 8 decides the verdict (gate_passed); case 8 is
+// recorded (every path timed with finite results) but decides nothing. Each returns a verdict
+// with the measured value and the limit it was held to, both printed.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,7 +39,14 @@ CaseResult case_step(const GateInputs& g);
 // 32 images, 200 steps of `path` (one 32-image epoch each), final loss < 0.01.
 CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
 
-// Prints the table's header, then runs and prints cases 1–5.
+// Case 9: 2 full batches and a tail batch (300 rows at batch 128) of mlp_train_epoch from the
+// initial parameters and a seeded velocity U(±1e-3); every parameter, velocity element and step
+// loss against float64 within twice the propagated float32 bound of cuda/epoch_check.h.
+CaseResult case_epoch_check(const GateInputs& g);
+// Case 10: the guard-band hits of this process so far (0 passes).
+CaseResult case_guard_bands();
+
+// Prints the table's header, then runs and prints cases 1–5 and 9.
 std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g);
 // One row of the table on stdout (SKIP for a case that was not run).
 void print_case(const CaseResult& c);
@@ -61,5 +71,8 @@ CaseResult case_train(const PathRun* r, const std::string& gated, const RefTrain
 // gated path's median epoch time.
 CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run, int epochs);
 
-// The verdict: cases 1–7 passed.
+// The verdict: every case but 8 passed.
 bool gate_passed(const std::vector<CaseResult>& cases);
+// Why a trained path fails the gate ("" when it does not): it did not train, its one-epoch
+// parity with the fused path exceeds `parity_limit`, or (when checked) its rerun differed.
+std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit);

@@ -31,6 +31,14 @@ int run_gate(const RunContext& ctx) {
   print_case(cases.back());
   cases.push_back(case_perf(gr.runs, gated_run, R.epochs));
   print_case(cases.back());
+  cases.push_back(case_guard_bands());
+  print_case(cases.back());
+  // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
+  std::vector<std::string> path_fails;
+  for (const auto& r : gr.runs) {
+    const std::string f = path_failure(r, true, kParityLimit);
+    if (!f.empty()) path_fails.push_back(f);
+  }
 
   // run.json (docs/formats.md)
   Json cj = Json::array();
@@ -67,8 +75,9 @@ int run_gate(const RunContext& ctx) {
   write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
 
-  const bool ok = gate_passed(cases);
+  const bool ok = gate_passed(cases) && path_fails.empty();
   print_hints(hints_for(cases));
-  std::printf("gate: %s\n", ok ? "PASS (cases 1-7)" : "FAIL");
+  for (const auto& f : path_fails) std::printf("FAIL %s\n", f.c_str());
+  std::printf("gate: %s\n", ok ? "PASS (cases 1-7, 9, 10; every path's parity and rerun)" : "FAIL");
   return ok ? kExitPass : kExitGateFailed;
 }
