@@ -19,10 +19,15 @@ from spec.schema import SchemaError, validate
 FILES = {"run": "run.json", "pytorch": "pytorch.json", "phases": "persistent_phases.json",
          "sanitize": "sanitize.json", "ceilings": "ceilings.json", "sweep": "sweep.json",
          "full_split": "full60k/sweep.json", "nvidia_smi": "logs/nvidia-smi.csv",
-         "profile_log": "logs/profile.log", "sanitize_log": "logs/sanitize.log", "ncu": "ncu"}
+         "profile_log": "logs/profile.log", "sanitize_log": "logs/sanitize.log", "ncu": "ncu",
+         "torch_memory": "torch_memory.json", "torch_batch": "torch_batch_steps.json",
+         "torch_linear": "torch_linear_kernels.json",
+         "stationary_phases": "stationary_phases.json"}
 SCHEMA_OF = {"run": "run", "pytorch": "pytorch", "phases": "persistent_phases",
              "sanitize": "sanitize", "ceilings": "ceilings", "sweep": "sweep",
-             "full_split": "sweep"}
+             "full_split": "sweep", "torch_memory": "torch_memory",
+             "torch_batch": "torch_batch_steps", "torch_linear": "torch_linear_kernels",
+             "stationary_phases": "stationary_phases"}
 PROFILE_REPORTS = (("kern", "cuda_gpu_kern_sum", read_kern_sum),
                    ("api", "cuda_api_sum", read_api_sum),
                    ("nvtx", "nvtx_sum", read_nvtx_sum))
@@ -210,6 +215,10 @@ class Inputs:
     predictions: list
     gaps: list
     paths: dict = field(default_factory=dict)
+    torch_memory: dict | None = None
+    torch_batch: dict | None = None
+    torch_linear: dict | None = None
+    stationary_phases: dict | None = None
 
 
 def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures) -> Inputs:

@@ -156,6 +156,27 @@ def phase_plot(breakdowns: list[dict], full_rows: list[dict]) -> bytes:
         return _png(fig)
 
 
+def stationary_phase_plot(kernel: str, rows: list[dict], step_us: float) -> bytes:
+    """One stacked bar of the stationary kernel's phases (slowest block, µs a step) beside one
+    bar of the measured median step."""
+    colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+               "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(8.0, 2.4)
+        ax = fig.add_subplot()
+        left = 0.0
+        for i, r in enumerate(rows):
+            ax.barh([1], [r["slowest"]], left=left, color=colours[i % len(colours)],
+                    label=r["name"])
+            left += r["slowest"]
+        ax.barh([0], [step_us], color="black", label="measured step (median)")
+        ax.set_yticks([1, 0], [f"{kernel}: phases, slowest block", "measured step"])
+        ax.set_xlabel("µs a step")
+        ax.set_title(f"Where the {kernel} epoch's time goes")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=7)
+        return _png(fig)
+
+
 def kernel_breakdown_plot(rows: list[tuple[str, float]], title: str) -> bytes:
     """rows: (kernel label, total µs) in the CSV's order; one horizontal bar per kernel row."""
     with matplotlib.rc_context(_STYLE):

@@ -10,14 +10,16 @@ import jinja2
 
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
-from analysis.sections import common, gate, memory, phases, profiles, roofline, sanitize
+from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
+from analysis.sections import torch_studies
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
 from spec.files import ROOT, write_all
 
 RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES.md.j2", "SWEEP.md.j2"
 PLOT_FILES = {"loss": "loss_per_epoch.png", "loss_deviation": "loss_deviation.png",
-              "epoch_time": "epoch_time.png", "phases": "persistent_phases.png"}
+              "epoch_time": "epoch_time.png", "phases": "persistent_phases.png",
+              "stationary_phases": "stationary_phases.png"}
 KERNEL_PLOT = "{path}_kernel_breakdown.png"   # one per profiled path
 SWEEP_PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
                     "step_time": "sweep_step_time_vs_batch.png"}
@@ -71,9 +73,10 @@ def results_context(inp: Inputs) -> dict:
         "run": run, "recipe": run["recipe"], "gpu": run.get("gpu") or {},
         "build": run.get("build") or {}, "torch": torch, "steps": steps,
         "summary": summary_mod.summary(run, torch, inp.phases, profs,
-                                       {k: getattr(inp, k) for k in ("phases", "sweep",
-                                                                     "full_split", "sanitize",
-                                                                     "ceilings")}),
+                                       {k: getattr(inp, k) for k in (
+                                           "phases", "sweep", "full_split", "sanitize",
+                                           "ceilings", "stationary_phases", "torch_memory",
+                                           "torch_batch", "torch_linear")}),
         "cases": gate.cases(run), "path_checks": gate.path_checks(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
@@ -93,7 +96,33 @@ def results_context(inp: Inputs) -> dict:
         "open_gaps": [g | {"detail": " ".join(g["detail"].split())}
                       for g in inp.gaps if g["status"] == "open"],
         "headline": common.HEADLINE_PATH, "eager": common.EAGER_VARIANT,
+        "torch_variants": torch_studies.variants(torch),
+        "torch_memory": torch_studies.memory(inp.torch_memory, run),
+        "torch_batch": torch_studies.batch_steps(inp.torch_batch),
+        "torch_linear": torch_studies.linear(inp.torch_linear),
+        "stationary": floor.stationary(inp.stationary_phases, run),
+        "floor": floor.floor(run, inp.ceilings, inp.phases, inp.stationary_phases),
     }
+
+
+def _repo_link(p, out_dir) -> str | None:
+    """A link to a file a study names relative to the repository root (or absolute)."""
+    if not p:
+        return None
+    p = Path(p)
+    return link(p if p.is_absolute() else ROOT / p, out_dir)
+
+
+def _study_links(ctx: dict, out_dir) -> dict:
+    """Links from the report to the files the PyTorch studies name (timelines, HTML, plot)."""
+    mem = ctx["torch_memory"]
+    out = {"memory_html": {}, "memory_timeline": {}, "memory_plot": None}
+    if mem is not None:
+        for col in mem["cols"]:
+            out["memory_html"][col["key"]] = _repo_link(col["html"], out_dir)
+            out["memory_timeline"][col["key"]] = _repo_link(col["timeline"], out_dir)
+        out["memory_plot"] = _repo_link(mem["plot"], out_dir)
+    return out
 
 
 def _profile_log_error(text: str | None) -> str | None:
@@ -133,6 +162,10 @@ def results_plots(ctx: dict) -> dict[str, bytes]:
     if ph is not None and ph["breakdowns"]:
         full = [r for r in ph["rows"] if tuple(r["phases"]) == phases.ALL_PHASES]
         out["phases"] = plots.phase_plot(ph["breakdowns"], full)
+    st = ctx["stationary"]
+    if st is not None:
+        out["stationary_phases"] = plots.stationary_phase_plot(st["kernel"], st["rows"],
+                                                               st["step_us"])
     for p in ctx["profiles"]:
         out[f"kernels:{p['name']}"] = plots.kernel_breakdown_plot(
             [(k["op"], float(k["total_ns"]) / 1e3) for k in p["kernels"]],
@@ -161,6 +194,7 @@ def render_results(inp: Inputs, out_path, profiles_path, plots_dir, sweep_md,
     files["ncu"] = [shown_name(x, out_path.parent) for page in inp.ncu
                     for x in (page["details"], page["raw"]) if x is not None]
     ctx["files"] = files
+    ctx["links"] = _study_links(ctx, out_path.parent)
     ctx["plots"] = {k: link(plots_dir / plot_file(k), out_path.parent) for k in images}
     ctx["profile_plots"] = {k: link(plots_dir / plot_file(k), profiles_path.parent) for k in images}
     outputs = {out_path: results_t.render(**ctx), profiles_path: profiles_t.render(**ctx)}

@@ -3,6 +3,12 @@ profile/, predictions.toml and GAPS.toml, through templates/RESULTS.md.j2 and PR
 
     python -m analysis.report [--results results] [--profile profile] [--out RESULTS.md]
                               [--profiles-out PROFILES.md] [--plots DIR] [--sweep-md SWEEP.md]
+    python -m analysis.report --results results/portability/t4 --out results/portability/t4/RESULTS.md
+
+Another results folder (a device class of the portability runs, a gate submission) renders into
+its own output: its profile folder defaults to <results>/profile (absent: no profiles shown), its
+plots to <results>/plots, PROFILES.md beside --out; predictions.toml and GAPS.toml stay the
+repository's.
 
 Every number comes from an input file or is computed from those numbers (analysis/sections/);
 the templates hold the words and no number. Deterministic: the only dates and commits shown are
@@ -43,12 +49,20 @@ def render(results_dir=RESULTS_DIR, profile_dir=PROFILE_DIR,
     return list(outputs)
 
 
+def default_profile_dir(results_dir) -> Path:
+    """profile/ for the repository's results/, else the results folder's own profile/."""
+    if Path(results_dir).resolve() == Path(RESULTS_DIR).resolve():
+        return Path(PROFILE_DIR)
+    return Path(results_dir) / "profile"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis.report",
                                  description="Render RESULTS.md and PROFILES.md from results/ "
                                              "and profile/.")
     ap.add_argument("--results", default=str(RESULTS_DIR))
-    ap.add_argument("--profile", default=str(PROFILE_DIR))
+    ap.add_argument("--profile", default=None,
+                    help="default: profile/ for results/, else RESULTS/profile")
     ap.add_argument("--predictions", default=str(ROOT / "predictions.toml"))
     ap.add_argument("--gaps", default=str(ROOT / "GAPS.toml"))
     ap.add_argument("--out", default=str(ROOT / "RESULTS.md"))
@@ -56,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--plots", default=None, help="plots folder (default: RESULTS/plots)")
     ap.add_argument("--sweep-md", default=None, help="SWEEP.md, for the link to it")
     args = ap.parse_args(argv)
+    if args.profile is None:
+        args.profile = str(default_profile_dir(args.results))
     try:
         written = render(args.results, args.profile, args.predictions, args.gaps, args.out,
                          args.profiles_out, args.plots, args.sweep_md)

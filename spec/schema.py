@@ -1,4 +1,5 @@
-"""The JSON schemas of results/*.json and `validate`, which checks a parsed document against one
+"""The JSON schemas of results/*.json (run, pytorch, the phase files, sanitize, ceilings, sweep,
+the three PyTorch profiling studies) and `validate`, which checks a parsed document against one
 without changing it.
 
     validate(doc, "run", "results/run.json")   # raises SchemaError or returns None
@@ -190,7 +191,9 @@ RUN = Obj({
     "paths": Map(Obj(_TIMING | {
         "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONUM,
         "parity_limit": ONUM, "parity_vs_fp64": ONUM, "deterministic": OBOOL,
-        "accuracy_gap_pp": ONUM}, required=("passed",))),
+        "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR})),
+    "device_limits": Obj({"smem_per_block_optin": INT, "sms": INT, "threads_per_sm": INT,
+                          "capped": Map(NUM)}),
     "reference_fp64": Obj(_TIMING | {"passed": BOOL}),
     "build": Obj({"arch": STR, "accumulate": STR, "make_command": STR, "command": STR,
                   "submission": STR}),
@@ -200,7 +203,9 @@ PYTORCH = Obj({
     "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
     "date_utc": STR, "commit": STR,
     "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONUM,
-                                   "compile_seconds": ONUM})),
+                                   "compile_seconds": ONUM, "capture_seconds": ONUM,
+                                   "setup_seconds": ONUM, "cudagraph_skips": OINT})),
+    "variants_run": Arr(STR), "variants_left_out": Map(STR), "fastest_variant": OSTR,
 }, required=("variants",))
 
 PHASES = Obj({
@@ -262,6 +267,60 @@ SWEEP = Obj({
 }, required=("schema", "config", "points"))
 
 
+_STUDY = {"schema": Const(1), "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
+          "device": STR, "shape": Arr(INT), "date_utc": STR, "commit": OSTR}
+_GROUPS = ("parameters", "gradients", "optimizer_state", "activations", "inputs", "other")
+TORCH_MEMORY = Obj(_STUDY | {
+    "batch": INT, "plot": OSTR, "ledger": _LEDGER,
+    "optimizers": Map(Obj({
+        "label": STR, "timeline": STR, "html": OSTR, "peak_total_bytes": NUM,
+        "peak_at_us": ONUM, "groups_peak": Obj({g: NUM for g in _GROUPS}, required=_GROUPS),
+        "ledger_bytes": Map(NUM), "max_memory_allocated_bytes": ONUM},
+        required=("label", "peak_total_bytes", "groups_peak", "ledger_bytes"))),
+}, required=("schema", "batch", "optimizers"))
+
+TORCH_BATCH_STEPS = Obj(_STUDY | {
+    "optimizer": STR, "steps_traced": INT, "steps_timed": INT,
+    "batches": Arr(Obj({
+        "batch": INT, "untraced_us_per_step": NUM, "wall_us_per_step": NUM,
+        "host_us_per_step": NUM, "kernel_us_per_step": NUM, "gpu_busy_us_per_step": ONUM,
+        "gpu_busy_fraction": ONUM, "kernels_per_step": NUM, "launches_per_step": NUM,
+        "work_vs_first": NUM, "untraced_time_vs_first": NUM, "trace": STR},
+        required=("batch", "untraced_us_per_step", "wall_us_per_step", "host_us_per_step",
+                  "kernel_us_per_step", "gpu_busy_fraction", "work_vs_first",
+                  "untraced_time_vs_first")), nonempty=True),
+}, required=("schema", "batches"))
+
+_KERNEL = Obj({"name": STR, "op": OSTR, "kind": STR, "instances_per_step": NUM,
+               "mean_us": NUM, "us_per_step": NUM},
+              required=("name", "instances_per_step", "mean_us", "us_per_step"))
+_PHASE = Obj({"kernels": Arr(_KERNEL), "gpu_us_per_step": NUM},
+             required=("kernels", "gpu_us_per_step"))
+TORCH_LINEAR = Obj(_STUDY | {
+    "optimizer": STR, "steps_traced": INT,
+    "batches": Arr(Obj({"batch": INT, "trace": STR, "layers": Arr(Obj({
+        "layer": STR, "in_out": Arr(INT), "forward": _PHASE, "backward": _PHASE},
+        required=("layer", "forward", "backward")))}, required=("batch", "layers"))),
+}, required=("schema", "batches"))
+
+STATIONARY_PHASES = Obj({
+    "schema": Const(1), "source": STR, "kernel": STR, "shape": STR, "commit": OSTR,
+    "date_utc": STR, "step_us": POS,
+    "phases": Arr(Obj({"name": STR, "slowest_us": NUM, "mean_us": NUM},
+                      required=("name", "slowest_us", "mean_us")), nonempty=True),
+    "wait_skew_us": ONUM,
+    "variants": Arr(Obj({"name": STR, "us_per_step": POS, "cv_pct": ONUM, "shipped": BOOL},
+                        required=("name", "us_per_step", "shipped"))),
+}, required=("schema", "step_us", "phases"))
+
+
+def _run_checks(doc) -> str | None:
+    for name, rec in doc["paths"].items():
+        if "passed" not in rec and "skipped" not in rec:
+            return f"paths.{name}: missing key 'passed' (or 'skipped')"
+    return None
+
+
 def _sweep_checks(doc) -> str | None:
     for i, p in enumerate(doc["points"]):
         best = p.get("best_cuda_path")
@@ -271,7 +330,9 @@ def _sweep_checks(doc) -> str | None:
 
 
 SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
-    "run": (RUN, None), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
+    "run": (RUN, _run_checks), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
+    "torch_memory": (TORCH_MEMORY, None), "torch_batch_steps": (TORCH_BATCH_STEPS, None),
+    "torch_linear_kernels": (TORCH_LINEAR, None), "stationary_phases": (STATIONARY_PHASES, None),
     "sanitize": (SANITIZE, None), "ceilings": (CEILINGS, None), "sweep": (SWEEP, _sweep_checks),
 }
 

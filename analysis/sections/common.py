@@ -32,7 +32,7 @@ LAST_N_ACCURACY = 5       # test accuracy averaged over the last N epochs (as ca
 def passed(rec: dict | None) -> bool:
     """A run.json path passes by its `passed`; a pytorch.json variant has none and passes when
     it has no error (that is read here, pytorch.json is not changed)."""
-    if not rec:
+    if not rec or is_skipped(rec):
         return False
     if "passed" in rec:
         return rec["passed"] is True
@@ -58,7 +58,14 @@ def fastest(records: dict) -> str | None:
     return min(medians, key=lambda n: medians[n]) if medians else None
 
 
+def is_skipped(rec: dict | None) -> bool:
+    """A run.json path the device could not run ({"skipped": "<reason>"}): not a failure."""
+    return bool(rec) and isinstance(rec.get("skipped"), str)
+
+
 def error_line(rec: dict) -> str:
+    if is_skipped(rec):
+        return f"skipped: {rec['skipped'].strip()}"
     error = str(rec.get("error") or "").strip()
     return error.splitlines()[0] if error else ""
 

@@ -15,7 +15,8 @@ def cases(run: dict) -> dict:
     return {"rows": rows, "passed": sum(1 for x in run["cases"] if x["passed"] is True),
             "total": len(rows), "failed": [x["name"] for x in run["cases"] if x["passed"] is False],
             "hints": [h for h in run.get("hints", []) if isinstance(h, str)],
-            "failed_paths": [n for n, r in run["paths"].items() if not c.passed(r)]}
+            "failed_paths": [n for n, r in run["paths"].items()
+                             if not c.passed(r) and not c.is_skipped(r)]}
 
 
 def path_checks(run: dict) -> list[dict] | None:
@@ -57,7 +58,8 @@ def timing(run: dict, torch: dict | None) -> dict:
                          "vs_eager": m / eager if eager and not missing(m) else None,
                          "vs_best_torch": m / best_torch_ms
                          if best_torch_ms and not missing(m) else None,
-                         "compile_seconds": rec.get("compile_seconds")})
+                         "compile_seconds": rec.get("compile_seconds"),
+                         "config": rec.get("config") if kind == "cuda" else None})
     return {"rows": rows, "eager_median": eager, "best_torch": best_torch,
             "best_torch_median": best_torch_ms, "torch_run": torch is not None}
 
@@ -66,6 +68,8 @@ def tier_for(name: str, paths: dict, eager: dict | None) -> dict:
     """The tier ladder for one path; each criterion with its numbers and met: True, False or
     None (not evaluable)."""
     rec = paths[name]
+    if c.is_skipped(rec):
+        return {"path": name, "tier": "none", "excluded": c.error_line(rec), "criteria": []}
     if not c.passed(rec):
         return {"path": name, "tier": "none", "excluded": "failed the gate", "criteria": []}
     median = c.passed_median(rec)

@@ -6,13 +6,18 @@ than run.json's."""
 from __future__ import annotations
 
 from analysis.sections import common as c
+from analysis.sections.floor import stationary, stationary_limit
 from analysis.sections.phases import kernel_breakdown
 from analysis.sections.profiles import limit
 
 # Sections whose input names its own commit: (key in the sources dict, the section's title).
 OTHER_RUN_SECTIONS = (("phases", "Where the persistent epoch's time goes"),
                       ("sweep", "Memory and cost"), ("full_split", "The full train split"),
-                      ("sanitize", "Sanitizers"), ("ceilings", "Roofline"))
+                      ("sanitize", "Sanitizers"), ("ceilings", "Roofline"),
+                      ("stationary_phases", "Where the stationary epoch's time goes"),
+                      ("torch_memory", "PyTorch memory"), ("torch_batch", "PyTorch step time "
+                                                           "against batch size"),
+                      ("torch_linear", "PyTorch's Linear kernels"))
 
 
 def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
@@ -28,7 +33,18 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
     eager = c.passed_median(variants.get(c.EAGER_VARIANT))
     out = {"gate_passed": not failed_cases and not not_run, "failed_cases": failed_cases,
            "not_run": not_run, "cases": len(run["cases"]),
-           "failed_paths": [n for n, r in paths.items() if not c.passed(r)],
+           "failed_paths": [n for n, r in paths.items()
+                            if not c.passed(r) and (not c.is_skipped(r)
+                                                    or n == run.get("gated_path"))],
+           "skipped_paths": [{"path": n, "why": r["skipped"]} for n, r in paths.items()
+                             if c.is_skipped(r)],
+           "reduced": [{"path": n, "config": r["config"]} for n, r in paths.items()
+                       if isinstance(r.get("config"), str)],
+           "capped": ((run.get("device_limits") or {}).get("capped") or {}),
+           "device_limits": run.get("device_limits"),
+           "variants_run": (torch or {}).get("variants_run"),
+           "variants_left_out": [{"name": n, "why": w} for n, w in
+                                 ((torch or {}).get("variants_left_out") or {}).items()],
            "n_paths": len(paths), "fastest": None, "torch_run": torch is not None,
            "limit": None, "other_runs": []}
     if best is not None:
@@ -41,7 +57,8 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
                           "eager": c.EAGER_VARIANT, "eager_median": eager,
                           "vs_eager": m / eager if eager else None}
         bd = kernel_breakdown(phases, best, steps) if phases is not None else None
-        out["limit"] = limit(best, profiles.get(best), bd)
+        out["limit"] = (stationary_limit(stationary(sources.get("stationary_phases"), run), best)
+                        or limit(best, profiles.get(best), bd))
     commit, date = run.get("commit"), run.get("date_utc")
     for key, title in OTHER_RUN_SECTIONS:
         doc = sources.get(key)

@@ -98,8 +98,23 @@ def sweep(doc: dict) -> dict:
         "commands": [{"label": p["label"], "command": p.get("command"),
                       "pytorch_command": p.get("pytorch_command")}
                      for p in every if p.get("command")],
+        "fastest_torch": fastest_torch(points),
         "_width_points": width, "_batch_points": batch,
     }
+
+
+def fastest_torch(points: list[dict]) -> list[str]:
+    """The PyTorch variants that are the fastest passing one at some point, in point order."""
+    out = []
+    for p in points:
+        med = {n: m["median_ms"] for n, m in p["pytorch"].items()
+               if m and m.get("passed") is not False and not m.get("error")
+               and finite(m.get("median_ms"))}
+        if med:
+            best = min(med, key=lambda n: med[n])
+            if best not in out:
+                out.append(best)
+    return out
 
 
 def recipe_point(doc: dict, run: dict) -> tuple[str | None, dict | None]:
