@@ -87,8 +87,9 @@ class Setup:
 
     def meta(self) -> dict:
         dev = self.device
-        return {"schema": 1, "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
-                "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        from harness.run import git_commit
+        return {"schema": 1, "commit": git_commit(), "torch_version": torch.__version__,
+                "cuda_version": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 "device": str(dev), "shape": list(self.shape)}
 
 
