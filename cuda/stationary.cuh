@@ -4,7 +4,9 @@
 // epoch. Standalone dev experiment (dev/stationary/); not yet a KernelPath. The host side (shape
 // choice from the device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh;
 // constants, Args and the staging / sync primitives are cuda/stationary_ops.cuh. The kernel's third
-// template parameter V (default 0, the form below) selects the dev variants (kV* bits).
+// template parameter V (kV* bits; 0 = the first form, described below) selects the variant; the
+// host launches kShippedV (cuda/stationary_host.cuh), which adds kVTile (register-tiled F1 and G,
+// described at those phases), kVNoFence and kVFastConv to the step below.
 //
 // Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
 // G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
@@ -45,6 +47,9 @@
 //   G   dW1 slice = X[:, slice]ᵀ·dH (with db1 in rank 0's row KS) by 4×4 tiles, batch split in
 //       GS parts, summed in part order, the update in place; warp 7 afterwards: owners sum the
 //       dW2 (db2, loss) partials in rank order, update, push the W2 copies
+//   (kVTile: F1 tiles of 4 rows × U units over 8 K parts, G tiles of 4 inputs × U units over
+//   GP batch parts, both reduce-scattered across lanes by shuffles in a fixed tree; F1 pushes one
+//   slot per rank, so F2 sums CL slots; warp 7 does the W2 update during G, not after it.)
 // The next step's inputs are staged as bytes by cp.async issued at the top of each step.
 // Every sum has a fixed order, so reruns are bitwise identical; no float atomics.
 //
@@ -86,6 +91,10 @@ constexpr int kVNoFence = 2;  // counter form without the two __threadfence (bar
 constexpr int kVSplitB = 4;   // cluster barrier B split: arrive, the next inputs' conversion, wait
 constexpr int kVW2Par = 8;    // the W2/b2/loss update by the warps the W1 update leaves idle,
                               // beside it, instead of warp 7 after its dW1 tile
+constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation order: results
+                              // differ from V = 0 in the last bits; see "kVTile" below); the W2
+                              // update on warp 7, which G leaves free, beside G
+constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 enum Mark : int { kMTop, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMG, kMEnd, kMarks };
@@ -110,6 +119,11 @@ struct Cfg : Slice<CL> {
   static constexpr int kW2Items = (U + 1) * kOut;   // D: partial dW2 (U units) and db2 outputs
   static constexpr int kW2Upd = (kOwn + 1) * kOut + 1;  // warp 7 in G: owned rows, b2, loss
   static constexpr int kW2First = (NT + 31) / 32 * 32;  // kVW2Par: first thread of the W2 update
+  // kVTile: G's batch parts per input quad (lanes), and the warps G uses (warp 7 stays free).
+  static constexpr int kGP = kKqG * 8 <= kThreads - 32 ? 8 : 4;
+  static constexpr int kGWarps = (kKqG * kGP + 31) / 32;
+  static_assert(kKqG * kGP <= kThreads - 32, "kVTile: G leaves warp 7 free");
+  static_assert(kThreads == 256 && kRows == 128 && U % 4 == 0, "kVTile: F1's row mapping");
   static_assert(U % 4 == 0 && U >= 4 && kClusters * U >= kHidden && (kClusters - 1) * U < kHidden, "units");
   static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
@@ -224,11 +238,11 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
   unsigned* my_counter = a.counters + 32 * rank;
-  // F1 mapping: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
-  const int f_b = tid & (kRows - 1), f_s = tid >> 7;
 
   constexpr bool kTagged = (V & kVTagged) != 0, kNoFence = (V & kVNoFence) != 0;
   constexpr bool kSplitB = (V & kVSplitB) != 0 && C::kXBuf == 2, kW2Par = (V & kVW2Par) != 0;
+  constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
+  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // F1 partials per pre-activation in Red
   unsigned long long* slots64 = reinterpret_cast<unsigned long long*>(a.slots);  // kTagged
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
   // in W2red (rank order); item `it` of kW2Upd; pushes the new W2 rows to every block's W2l.
@@ -281,7 +295,51 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
-    {
+    if constexpr (kTile) {
+      // Thread: 4 rows (rb, rb+1, rb+64, rb+65) x all U units over inputs k = 8m + fp; lane bits
+      // 1-3 are the K part fp (lanes n, n^1 share it, so they read the same W address), bits 0
+      // and 4 the row pair (rows 2 apart: the 32 scalar X loads of a warp hit 32 banks; the 8 W
+      // float4 rows of a warp fall in 8 bank groups when U/4 is odd). Each part sums its inputs
+      // in m order; the 8 parts are then reduce-scattered across lanes (xor 8, 4, 2), leaving
+      // each lane U/2 units of one row, pushed to the reducing rank as slot `rank`.
+      constexpr int kKi = KS + 1, kFM = (kKi + 7) / 8;  // inputs with a non-zero row (b1's at KS)
+      const int lane = tid & 31, fp = (lane >> 1) & 7;
+      const int rb = 8 * (tid >> 5) + 2 * ((lane & 1) | ((lane >> 3) & 2));
+      float acc[4 * U];
+#pragma unroll
+      for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
+      const float* xr = Xs + rb * KP + fp;
+      const float* wr = Ws + fp * U;
+#pragma unroll
+      for (int m = 0; m < kFM; ++m) {
+        if (m + 1 < kFM || 8 * m + fp < kKi) {
+          float xv[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) xv[i] = xr[((i & 1) + 64 * (i >> 1)) * KP + 8 * m];
+#pragma unroll
+          for (int q = 0; q < C::kUq; ++q) {
+            const float4 w = *reinterpret_cast<const float4*>(wr + 8 * m * U + 4 * q);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              acc[i * U + 4 * q + 0] = fmaf(xv[i], w.x, acc[i * U + 4 * q + 0]);
+              acc[i * U + 4 * q + 1] = fmaf(xv[i], w.y, acc[i * U + 4 * q + 1]);
+              acc[i * U + 4 * q + 2] = fmaf(xv[i], w.z, acc[i * U + 4 * q + 2]);
+              acc[i * U + 4 * q + 3] = fmaf(xv[i], w.w, acc[i * U + 4 * q + 3]);
+            }
+          }
+        }
+      }
+      reduce_half<4 * U>(acc, 8, (lane & 8) != 0);  // rows {0,1} | {2,3} of the tile
+      reduce_half<2 * U>(acc, 4, (lane & 4) != 0);  // one row
+      reduce_half<U>(acc, 2, (lane & 2) != 0);      // units [0, U/2) | [U/2, U)
+      const int row = rb + ((lane >> 2) & 1) + 64 * ((lane >> 3) & 1);
+      float* dst = cluster.map_shared_rank(Red, (unsigned)(row / RPB)) + (rank * RPB + row % RPB) * U +
+                   (U / 2) * ((lane >> 1) & 1);
+#pragma unroll
+      for (int e = 0; e < U / 2; e += 2) *reinterpret_cast<float2*>(dst + e) = make_float2(acc[e], acc[e + 1]);
+    } else {
+      // Thread: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
+      const int f_b = tid & (kRows - 1), f_s = tid >> 7;
       float acc[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) acc[u] = 0.f;
@@ -318,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const int row = e / U, u = e % U;
       float s = 0.f;
 #pragma unroll
-      for (int q = 0; q < C::kRedSlots; ++q) s += Red[(q * RPB + row) * U + u];
+      for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + u];
       Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
     }
     __syncthreads();
@@ -349,7 +407,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        convert_bytes<CL, kFastConv>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
     }
     WSTAT_MARK(t, kMConvert);
@@ -451,7 +509,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       if (has_next) {
         cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        convert_bytes<CL, kFastConv>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
       cluster_wait();
     } else {
@@ -459,65 +517,128 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
     WSTAT_MARK(t, kMB);
 
-    // ---- G: dW1 slice (and db1) by 4×4 tiles, batch in GS parts; then warp 7: W2, b2, loss ----
-    float acc[4][4];
-    const int g_h = tid / C::NT, g_tile = tid % C::NT, g_kq = g_tile / C::kUq, g_uq = g_tile % C::kUq;
-    if (tid < C::GS * C::NT) {
+    // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
+    if constexpr (kTile) {
+      // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h
+      // (h = lane mod GP, summed in i order); the GP parts reduce-scattered across lanes (xor
+      // GP/2 .. 1), leaving each lane U/2 (GP 8) or U (GP 4) units of one slice row, updated in
+      // place (nothing reads Ws/Vs in G). Quarter-warps read 8 different X rows of the same quad
+      // (8 bank groups: KP/4 is odd) and GP dH rows (8 bank groups when U/4 is odd). Lanes past
+      // the last quad compute a clamped copy for the shuffles and write nothing. Warp 7 (no
+      // tiles) does the W2 update meanwhile.
+      constexpr int GP = C::kGP;
+      if (tid < 32 * C::kGWarps) {
+        const int lane = tid & 31, h = lane & (GP - 1), gq = tid / GP, kq = min(gq, C::kKqG - 1);
+        float acc[4 * U];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
-      const float* xp = Xs + 4 * g_kq;
-      const float* dp = dHf + 4 * g_uq;
-      constexpr int kPart = kRows / C::GS;
-      const int rb = kPart * g_h;
+        for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
+        const float* xp = Xs + h * KP + 4 * kq;
+        const float* dp = dHf + h * U;
 #pragma unroll 4
-      for (int b = rb; b < rb + kPart; ++b) {
-        const float4 xv = *reinterpret_cast<const float4*>(xp + b * KP);
-        const float4 dv = *reinterpret_cast<const float4*>(dp + b * U);
-        const float xr[4] = {xv.x, xv.y, xv.z, xv.w}, dr[4] = {dv.x, dv.y, dv.z, dv.w};
+        for (int i = 0; i < kRows / GP; ++i) {
+          const float4 x4 = *reinterpret_cast<const float4*>(xp + i * GP * KP);
+          const float xr[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+          for (int q = 0; q < C::kUq; ++q) {
+            const float4 d4 = *reinterpret_cast<const float4*>(dp + i * GP * U + 4 * q);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xr[i], dr[j], acc[i][j]);
-      }
-      if (C::GS == 2 && g_h == 1)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
-              make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-    }
-    if constexpr (!kW2Par) {
-      if (tid >= kThreads - 32)
-        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-    }
-    __syncthreads();
-    WSTAT_MARK(t, kMG);
-    if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float g[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
-        if constexpr (C::GS == 2) {
-          const float4 o4 = *reinterpret_cast<const float4*>(Scr + g_tile * C::kScrStride + 4 * i);
-          g[0] += o4.x; g[1] += o4.y; g[2] += o4.z; g[3] += o4.w;
+            for (int c = 0; c < 4; ++c) {
+              acc[c * U + 4 * q + 0] = fmaf(xr[c], d4.x, acc[c * U + 4 * q + 0]);
+              acc[c * U + 4 * q + 1] = fmaf(xr[c], d4.y, acc[c * U + 4 * q + 1]);
+              acc[c * U + 4 * q + 2] = fmaf(xr[c], d4.z, acc[c * U + 4 * q + 2]);
+              acc[c * U + 4 * q + 3] = fmaf(xr[c], d4.w, acc[c * U + 4 * q + 3]);
+            }
+          }
         }
-        float* wp = Ws + (4 * g_kq + i) * U + 4 * g_uq;
-        float* vp = Vs + (4 * g_kq + i) * U + 4 * g_uq;
-        float4 w4 = *reinterpret_cast<float4*>(wp), v4 = *reinterpret_cast<float4*>(vp);
-        v4.x = a.mu * v4.x - a.lr * g[0]; v4.y = a.mu * v4.y - a.lr * g[1];
-        v4.z = a.mu * v4.z - a.lr * g[2]; v4.w = a.mu * v4.w - a.lr * g[3];
-        w4.x += v4.x; w4.y += v4.y; w4.z += v4.z; w4.w += v4.w;
-        *reinterpret_cast<float4*>(wp) = w4;
-        *reinterpret_cast<float4*>(vp) = v4;
+        int f0 = 0;  // first (slice row c, unit) of this lane's share, as c·U + unit
+        reduce_half<4 * U>(acc, GP / 2, (lane & (GP / 2)) != 0);
+        f0 += (lane & (GP / 2)) ? 2 * U : 0;
+        reduce_half<2 * U>(acc, GP / 4, (lane & (GP / 4)) != 0);
+        f0 += (lane & (GP / 4)) ? U : 0;
+        constexpr int kShare = GP == 8 ? U / 2 : U;
+        if constexpr (GP == 8) {
+          reduce_half<U>(acc, 1, (lane & 1) != 0);
+          f0 += (lane & 1) ? U / 2 : 0;
+        }
+        WSTAT_MARK(t, kMG);
+        if (gq < C::kKqG) {
+          float* wp = Ws + (4 * kq + f0 / U) * U + f0 % U;
+          float* vp = Vs + (4 * kq + f0 / U) * U + f0 % U;
+#pragma unroll
+          for (int e = 0; e < kShare; e += 2) {
+            float2 w2 = *reinterpret_cast<float2*>(wp + e), v2 = *reinterpret_cast<float2*>(vp + e);
+            v2.x = a.mu * v2.x - a.lr * acc[e];
+            v2.y = a.mu * v2.y - a.lr * acc[e + 1];
+            w2.x += v2.x;
+            w2.y += v2.y;
+            *reinterpret_cast<float2*>(wp + e) = w2;
+            *reinterpret_cast<float2*>(vp + e) = v2;
+          }
+        }
+      } else if (tid >= kThreads - 32) {
+        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
       }
-    } else if (kW2Par && tid >= C::kW2First) {  // beside the W1 update (warps it leaves idle)
-      for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
+    } else {
+      // 4×4 tiles (k quad × unit quad), batch in GS parts; warp 7 afterwards: W2, b2, loss.
+      float acc[4][4];
+      const int g_h = tid / C::NT, g_tile = tid % C::NT, g_kq = g_tile / C::kUq, g_uq = g_tile % C::kUq;
+      if (tid < C::GS * C::NT) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+        const float* xp = Xs + 4 * g_kq;
+        const float* dp = dHf + 4 * g_uq;
+        constexpr int kPart = kRows / C::GS;
+        const int rb = kPart * g_h;
+#pragma unroll 4
+        for (int b = rb; b < rb + kPart; ++b) {
+          const float4 xv = *reinterpret_cast<const float4*>(xp + b * KP);
+          const float4 dv = *reinterpret_cast<const float4*>(dp + b * U);
+          const float xr[4] = {xv.x, xv.y, xv.z, xv.w}, dr[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xr[i], dr[j], acc[i][j]);
+        }
+        if (C::GS == 2 && g_h == 1)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
+                make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+      }
+      if constexpr (!kW2Par) {
+        if (tid >= kThreads - 32)
+          for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
+      }
+      __syncthreads();
+      WSTAT_MARK(t, kMG);
+      if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float g[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
+          if constexpr (C::GS == 2) {
+            const float4 o4 = *reinterpret_cast<const float4*>(Scr + g_tile * C::kScrStride + 4 * i);
+            g[0] += o4.x; g[1] += o4.y; g[2] += o4.z; g[3] += o4.w;
+          }
+          float* wp = Ws + (4 * g_kq + i) * U + 4 * g_uq;
+          float* vp = Vs + (4 * g_kq + i) * U + 4 * g_uq;
+          float4 w4 = *reinterpret_cast<float4*>(wp), v4 = *reinterpret_cast<float4*>(vp);
+          v4.x = a.mu * v4.x - a.lr * g[0]; v4.y = a.mu * v4.y - a.lr * g[1];
+          v4.z = a.mu * v4.z - a.lr * g[2]; v4.w = a.mu * v4.w - a.lr * g[3];
+          w4.x += v4.x; w4.y += v4.y; w4.z += v4.z; w4.w += v4.w;
+          *reinterpret_cast<float4*>(wp) = w4;
+          *reinterpret_cast<float4*>(vp) = v4;
+        }
+      } else if (kW2Par && tid >= C::kW2First) {  // beside the W1 update (warps it leaves idle)
+        for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
+      }
     }
     if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
         cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL>(Xs0, Bb, nb_next, rank);
+        convert_bytes<CL, kFastConv>(Xs0, Bb, nb_next, rank);
       }
     }
     __syncthreads();

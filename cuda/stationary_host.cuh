@@ -39,6 +39,11 @@ inline void stationary_release(StationaryPlan* p) {
 }
 
 namespace wstat {
+// The kernel variant the host launches (cuda/stationary.cuh's kV* bits): register-tiled F1 and
+// G, the counter without the two __threadfence, the conversion without I2F. V = 0 (the first
+// form) stays in dev/stationary/stationary_epoch.cu as the comparison.
+constexpr int kShippedV = kVTile | kVNoFence | kVFastConv;
+
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>
 // (13 clusters, 4 pad units), <4,12> (22 clusters, 8 pad units; more FMAs per block).
@@ -50,7 +55,7 @@ constexpr Shape kShapes[] = {{8, 16}, {8, 20}, {4, 12}};
 template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
   using C = Cfg<CL, U>;
-  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, kShippedV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
   if (e != cudaSuccess) return e;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(C::kGrid);
@@ -63,7 +68,7 @@ inline cudaError_t max_clusters(int* out) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U>, &cfg);
+  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U, kShippedV>, &cfg);
 }
 
 template <int CL, int U>
@@ -120,14 +125,14 @@ inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t s
   attr[1].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = p->cooperative ? 2 : 1;
-  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
+  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, kShippedV>, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy
     // check in stationary_prepare (all clusters fit at once) and the wait's timeout.
     (void)cudaGetLastError();
     p->cooperative = false;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
+    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, kShippedV>, args);
   }
   return e;
 }
@@ -177,6 +182,12 @@ inline int stationary_prepare(StationaryPlan* p, MlpShape s, const float* X_all,
   p->tried.clear();
   stationary_release(p);
   if (major < 9 || !cluster_ok) return MLP_ERR_UNSUPPORTED;
+  // The softmax's IEEE divisions may call their slow path, whose stack frame grows under
+  // compute-sanitizer's instrumentation past the default 1 KB: make sure of kStackBytes.
+  size_t stack = 0;
+  if (cudaDeviceGetLimit(&stack, cudaLimitStackSize) != cudaSuccess) return MLP_ERR_CUDA;
+  if (stack < wstat::kStackBytes && cudaDeviceSetLimit(cudaLimitStackSize, wstat::kStackBytes) != cudaSuccess)
+    return MLP_ERR_CUDA;
   for (const wstat::Shape sh : wstat::kShapes) {
     if (force_cluster != 0 && sh.cl != force_cluster) continue;
     // A shape the device cannot take (too little shared memory, say) counts as 0 clusters.

@@ -16,7 +16,11 @@ constexpr int kRows = 128;                           // largest batch; the per-s
 constexpr int kThreads = 256;                        // threads per block
 constexpr int kOutPad = 16;                          // dZ row stride in shared memory
 constexpr float kInv255 = 1.0f / 255.0f;
-constexpr unsigned long long kWaitTimeoutNs = 4000000000ull;  // a grid wait longer than 4 s traps
+// A grid wait longer than 60 s traps (the blocks were not all resident). Generous so that
+// compute-sanitizer's tools, which slow the kernel down by orders of magnitude, never trip it.
+constexpr unsigned long long kWaitTimeoutNs = 60000000000ull;
+constexpr size_t kStackBytes = 4096;  // per-thread stack stationary_prepare makes sure of (the
+                                      // IEEE division's slow path under racecheck's instrumentation)
 
 constexpr int r4(int x) { return (x + 3) / 4 * 4; }  // rounded up to a multiple of 4
 
@@ -66,6 +70,30 @@ __host__ __device__ __forceinline__ float pixel(unsigned p) {
   return fmaf(e, kInv255, q);
 }
 
+// pixel(p) of byte i of w without the int->float conversion unit: 0x4B0000pp is the float 2^23 + p,
+// so the subtraction gives float(p) exactly; then the same two roundings as pixel(), bit for bit.
+__device__ __forceinline__ float pixel_of_byte(unsigned w, int i) {
+  const float f = __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | (unsigned)i)), 8388608.0f);
+  const float q = __fmul_rn(f, kInv255);
+  const float e = fmaf(-q, 255.0f, f);
+  return fmaf(e, kInv255, q);
+}
+
+// One level of a butterfly reduce-scatter across the lanes `off` apart: v[0, N) of this lane and
+// its partner -> v[0, N/2) = this lane's half (the upper one when `hi`) of the pairwise sums. The
+// two lanes add the same two floats (commutative), so the result does not depend on which lane
+// computes it; every index is a compile-time constant (registers, no local memory).
+template <int N, int M>
+__device__ __forceinline__ void reduce_half(float (&v)[M], int off, bool hi) {
+  static_assert(N % 2 == 0 && N <= M, "reduce_half");
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    const float send = hi ? v[i] : v[N / 2 + i];
+    const float keep = hi ? v[N / 2 + i] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+  }
+}
+
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(smem_dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(__cvta_generic_to_global(gsrc)) : "memory");
@@ -113,8 +141,8 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
 }
 
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
-// (input KS) of rank 0's valid rows, which carries b1.
-template <int CL>
+// (input KS) of rank 0's valid rows, which carries b1. kFast: pixel_of_byte (no I2F; same bits).
+template <int CL, bool kFast = false>
 __device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int nb, int rank) {
   using C = Slice<CL>;
   for (int e = threadIdx.x; e < kRows * C::kKq; e += kThreads) {
@@ -123,8 +151,10 @@ __device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int 
     if (b < nb) {
       const unsigned w = *reinterpret_cast<const unsigned*>(Bb + b * C::XB + k);
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        v[i] = k + i < C::KS ? pixel((w >> (8 * i)) & 0xffu) : (k + i == C::KS && rank == 0 ? 1.f : 0.f);
+      for (int i = 0; i < 4; ++i) {
+        const float x = kFast ? pixel_of_byte(w, i) : pixel((w >> (8 * i)) & 0xffu);
+        v[i] = k + i < C::KS ? x : (k + i == C::KS && rank == 0 ? 1.f : 0.f);
+      }
     }
     *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
   }

@@ -1,5 +1,6 @@
 """Nsight Compute counters of the kernels that bound the epoch (`invoke gpu.ncu`): the persistent
-path's one-launch epoch and the fused path's two widest rows. --clock-control none leaves the
+path's one-launch epoch, the fused path's two widest rows and the stationary path's one-launch
+epoch (a cluster launch; its template arguments follow the name, so the regex has no `$`). --clock-control none leaves the
 clocks as the timed runs see them (ncu otherwise locks them to base). Writes
 results/ncu/<name>.ncu-rep, its raw-metric and details pages as <name>_raw.csv and
 <name>_details.csv (analysis/ncu_csv.py reads them) and <name>.log. Run after `invoke build`;
@@ -23,7 +24,8 @@ class Target(NamedTuple):
 
 
 TARGETS = (Target("persistent", "persistent", "k_persistent_epoch$", 1),
-           Target("fused", "fused", "k_fwd_hidden_bias_relu|k_dW1", 2))
+           Target("fused", "fused", "k_fwd_hidden_bias_relu|k_dW1", 2),
+           Target("stationary", "stationary", "k_stationary_epoch", 1))
 
 
 def _rel(p) -> str:

@@ -10,13 +10,16 @@
 //      bitwise rerun; the pad units (shapes with G·U > 256) bitwise 0 after each of those epochs
 //   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
 //   6. the dev variants (cuda/stationary.cuh's kV* bits; dev/stationary/variants.cuh): each checked
-//      as 3.-4. (and bitwise against the shipped launch's epoch), then timed the same way; the
-//      probe variants (phase marks, dev/stationary/probe.cuh) print a phase table of one epoch
+//      as 3.-4. (and bitwise against the first epoch of its summation-order family: tiled or not),
+//      then timed the same way; the probe variants (phase marks, dev/stationary/probe.cuh) print a
+//      phase table of one epoch; `probe shipped`'s goes to results/stationary_phases.json
 // Exit status: 0 PASS, 1 a check failed, 2 bad arguments, 3 a CUDA error or unsupported device.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -Xptxas -v -o build/stationary_epoch
 //          dev/stationary/stationary_epoch.cu   (one line; see dev/stationary/README.md)
-// Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N]   (--cluster: only shapes <8,U> or <4,U>)
+// Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N] [--json PATH] [--commit STR]
+//        (--cluster: only shapes <8,U> or <4,U>; --json: the phase/variant record, default
+//        results/stationary_phases.json, written for <8,20>; --commit: its "commit" field, else null)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -143,7 +146,43 @@ double rel_norm(const std::vector<double>& a, const std::vector<double>& b, size
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-__global__ void k_pixel_selftest(float* out) { out[threadIdx.x] = mlp::wstat::pixel(threadIdx.x); }
+// out[p] = pixel(p), out[256 + p] = pixel_of_byte (the kVFastConv form) of byte p % 4 of a word.
+__global__ void k_pixel_selftest(float* out) {
+  const unsigned p = threadIdx.x, i = p % 4, w = (p << (8 * i)) | (0xA5u << (8 * ((i + 1) % 4)));
+  out[p] = mlp::wstat::pixel(p);
+  out[256 + p] = mlp::wstat::pixel_of_byte(w, (int)i);
+}
+
+// results/stationary_phases.json (docs/formats.md): temp file, then rename.
+bool write_phases_json(const std::string& path, const char* commit, double step_us, const variants::PhaseTable& pt,
+                       const std::vector<std::string>& names, const std::vector<double>& us, const std::vector<double>& cv,
+                       const std::vector<bool>& shipped) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return false;
+  std::fprintf(f, "{\"schema\": 1, \"source\": \"dev/stationary/stationary_epoch.cu\", \"kernel\": \"stationary\", \"shape\": \"<8,20>\",\n");
+  if (commit) std::fprintf(f, " \"commit\": \"%s\",", commit);
+  else std::fprintf(f, " \"commit\": null,");
+  std::fprintf(f, " \"step_us\": %.4f,\n \"phases\": [", step_us);
+  for (size_t i = 0; i < pt.rows.size(); ++i)
+    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"slowest_us\": %.4f, \"mean_us\": %.4f}", i ? "," : "", pt.rows[i].name,
+                 pt.rows[i].slowest_us, pt.rows[i].mean_us);
+  std::fprintf(f, "],\n \"wait_skew_us\": %.4f,\n \"variants\": [", pt.skew_us);
+  bool first = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (us[i] < 0) continue;  // failed a check: not timed
+    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"us_per_step\": %.4f, \"cv_pct\": %.3f, \"shipped\": %s}", first ? "" : ",",
+                 names[i].c_str(), us[i], cv[i], shipped[i] ? "true" : "false");
+    first = false;
+  }
+  std::fprintf(f, "]}\n");
+  const bool ok = std::fflush(f) == 0 && !std::ferror(f);
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
 
 struct Dev {
   float *params, *velocity, *X, *loss;
@@ -214,14 +253,24 @@ void compare(const char* label, const std::vector<float>& p0, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data = "data";
+  std::string data = "data", json = "results/stationary_phases.json";
+  const char* commit = nullptr;
   int force_cluster = 0, epochs = 30;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--cluster" && i + 1 < argc) force_cluster = std::atoi(argv[++i]);
     else if (a == "--epochs" && i + 1 < argc) epochs = std::atoi(argv[++i]);
-    else { std::fprintf(stderr, "usage: stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N>=20]\n"); return 2; }
+    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N>=20] [--json PATH] [--commit STR]\n");
+      return 2;
+    }
+  }
+  if (commit && (!*commit || std::strpbrk(commit, "\"\\\n"))) {
+    std::fprintf(stderr, "stationary_epoch: --commit takes a non-empty string without quotes or backslashes\n");
+    return 2;
   }
   if ((force_cluster != 0 && force_cluster != 8 && force_cluster != 4) || epochs < 20) {
     std::fprintf(stderr, "stationary_epoch: --cluster takes 8 or 4, --epochs at least 20\n");
@@ -285,18 +334,18 @@ int main(int argc, char** argv) {
       host_bad += std::memcmp(&a, &b, 4) != 0;
     }
     float* dp = nullptr;
-    CK(cudaMalloc(&dp, 256 * 4));
+    CK(cudaMalloc(&dp, 512 * 4));
     k_pixel_selftest<<<1, 256>>>(dp);
     CK(cudaGetLastError());
-    std::vector<float> got(256);
-    CK(cudaMemcpy(got.data(), dp, 256 * 4, cudaMemcpyDeviceToHost));
+    std::vector<float> got(512);
+    CK(cudaMemcpy(got.data(), dp, 512 * 4, cudaMemcpyDeviceToHost));
     CK(cudaFree(dp));
     int dev_bad = 0;
     for (unsigned p = 0; p < 256; ++p) {
       const float b = (float)p / 255.0f;
-      dev_bad += std::memcmp(&got[p], &b, 4) != 0;
+      dev_bad += (std::memcmp(&got[p], &b, 4) != 0) + (std::memcmp(&got[256 + p], &b, 4) != 0);
     }
-    std::printf("byte conversion: pixel(p) == float(p)/255 bitwise for all 256 bytes: host %d, device %d mismatches  %s\n",
+    std::printf("byte conversion: pixel(p) and pixel_of_byte == float(p)/255 bitwise for all 256 bytes: host %d, device %d mismatches  %s\n",
                 host_bad, dev_bad, host_bad + dev_bad == 0 ? "PASS" : "FAIL");
     if (host_bad + dev_bad) g_fail = true;
   }
@@ -311,9 +360,10 @@ int main(int argc, char** argv) {
   }
   {
     cudaFuncAttributes fa{};
-    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16>));
-    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20>));
-    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12>));
+    using mlp::wstat::kShippedV;
+    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16, kShippedV>));
+    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20, kShippedV>));
+    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12, kShippedV>));
     std::printf("config: %s; max active clusters %d; %d registers/thread, %zu B local (spills)\n", plan.what.c_str(),
                 plan.max_active_clusters, fa.numRegs, (size_t)fa.localSizeBytes);
     if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");
@@ -331,9 +381,11 @@ int main(int argc, char** argv) {
   // Norm-wise float32 sums of ~√(784+256+2) terms a step (the gate's case-2 scale), times 16 for
   // the gradient products and the momentum recursion, per step.
   const double tol_s = 16.0 * steps_short * terms * eps;
-  std::vector<float> pe, ve, le;  // the shipped launch's full epoch (the variants must match it bitwise)
+  std::vector<float> pe, ve, le;  // the shipped launch's full epoch (timing starts from it)
+  struct Bits { std::vector<float> p, v, l; };
+  std::vector<std::pair<int, Bits>> fam_ref;  // per summation-order family: its first full epoch
   // Short run, full epoch, bitwise rerun, pad entries; returns false when a check failed.
-  auto checks = [&](bool first) {
+  auto checks = [&](bool first, int family) {
     const bool fail_before = g_fail;
     g_fail = false;
     g_worst = 0;
@@ -363,7 +415,11 @@ int main(int argc, char** argv) {
     const bool same = same_as(p1, p2) && same_as(v1, v2) && same_as(l1, l2);
     if (!same) g_fail = true;
     if (first) pe = p1, ve = v1, le = l1;
-    const bool as_shipped = same_as(p1, pe) && same_as(v1, ve) && same_as(l1, le);
+    const Bits* ref = nullptr;
+    for (const auto& fr : fam_ref)
+      if (fr.first == family) ref = &fr.second;
+    if (!ref) fam_ref.push_back({family, Bits{p1, v1, l1}}), ref = &fam_ref.back().second;
+    const bool as_shipped = same_as(p1, ref->p) && same_as(v1, ref->v) && same_as(l1, ref->l);
     if (!as_shipped) g_fail = true;
     const int pad_units = plan.clusters * plan.units - kHid;
     const bool pad_ok = pad_units == 0 || (g_pad_seen > 0 && g_pad_bad == 0);
@@ -375,15 +431,15 @@ int main(int argc, char** argv) {
       if (pad_units == 0) std::printf("pad units: none in this shape (0 entries checked)\n");
       else std::printf("pad units: %d; %d entries checked over 3 epochs, %d not bitwise 0  %s\n", pad_units, g_pad_seen, g_pad_bad, pad_ok ? "PASS" : "FAIL");
     } else {
-      std::printf("  checks: worst value/limit %.1e over the short run and full epoch, rerun %s, bits %s the shipped launch's, pad %d of %d not 0  %s\n",
-                  g_worst, same ? "identical" : "DIFFERENT", as_shipped ? "equal to" : "DIFFERENT from", g_pad_bad, g_pad_seen,
-                  g_fail ? "FAIL" : "PASS");
+      std::printf("  checks: worst value/limit %.1e over the short run and full epoch, rerun %s, bits %s the %s family's, pad %d of %d not 0  %s\n",
+                  g_worst, same ? "identical" : "DIFFERENT", as_shipped ? "equal to" : "DIFFERENT from",
+                  family ? "tiled" : "untiled", g_pad_bad, g_pad_seen, g_fail ? "FAIL" : "PASS");
     }
     const bool ok = !g_fail;
     g_fail = g_fail || fail_before;
     return ok;
   };
-  checks(true);
+  checks(true, variants::family(mlp::wstat::kShippedV));
 
   // ---- 5. timing: training continues from epoch 0's result, a new order each epoch ----
   const int warm = 3;
@@ -431,10 +487,13 @@ int main(int argc, char** argv) {
     *cv_out = 100.0 * std::sqrt(var / ms.size()) / mean;
     return variants::median(ms);
   };
+  double shipped_ms = -1, shipped_cv = 0;
   {
     double cv = 0;
     const double med = timing(&cv);
-    std::printf("timing: %d epochs after %d warm-up: median %.4f ms, CV %.2f%%, %.2f us/step\n", epochs, warm, med, cv, 1000.0 * med / steps_full);
+    std::printf("timing (the shipped launch, V=%#x): %d epochs after %d warm-up: median %.4f ms, CV %.2f%%, %.2f us/step\n",
+                mlp::wstat::kShippedV, epochs, warm, med, cv, 1000.0 * med / steps_full);
+    shipped_ms = med, shipped_cv = cv;
     std::printf("  launch: %s\n", plan.cooperative ? "cooperative attribute + clusters" : "clusters (cooperative attribute refused)");
   }
 
@@ -442,6 +501,8 @@ int main(int argc, char** argv) {
   const bool have_variants = (plan.cluster == 8 && plan.units == 20) || (plan.cluster == 4 && plan.units == 12);
   if (!have_variants) std::printf("variants: not instantiated for <%d,%d>\n", plan.cluster, plan.units);
   std::vector<double> v_med((size_t)variants::list().size(), -1), v_cv(v_med.size(), 0);
+  variants::PhaseTable shipped_phases;
+  bool have_phases = false;
   // The probe variants' mark buffer, set before any of them runs (every probe launch writes it).
   std::vector<unsigned long long> mk((size_t)probe::kMaxSteps * plan.clusters * plan.cluster * probe::kSlots * 2, 0);
   unsigned long long* dm = nullptr;
@@ -452,8 +513,8 @@ int main(int argc, char** argv) {
     const variants::Variant& vv = variants::list()[i];
     g_fn = vv.fn;
     g_quiet = true;
-    std::printf("variant %-26s (V=%#x)\n", vv.name, vv.bits);
-    const bool ok = checks(false);
+    std::printf("variant %-32s (V=%#x)\n", vv.name, vv.bits);
+    const bool ok = checks(false, variants::family(vv.bits));
     g_quiet = false;
     if (!ok) continue;
     v_med[i] = timing(&v_cv[i]);
@@ -462,7 +523,8 @@ int main(int argc, char** argv) {
       if (g_fn(&plan, d.params, d.velocity, d.labels, d_orders[0], n_total, kBatch, kLr, kMu, d.loss, nullptr) != MLP_OK) return 3;
       CK(cudaDeviceSynchronize());
       CK(cudaMemcpy(mk.data(), dm, mk.size() * 8, cudaMemcpyDeviceToHost));
-      variants::report(mk, steps_full, plan.clusters * plan.cluster, plan.cluster);
+      const variants::PhaseTable pt = variants::report(mk, steps_full, plan.clusters * plan.cluster, plan.cluster);
+      if ((vv.bits & ~probe::kVProbe) == mlp::wstat::kShippedV) shipped_phases = pt, have_phases = true;
     }
   }
   CK(cudaFree(dm));
@@ -470,10 +532,29 @@ int main(int argc, char** argv) {
   if (have_variants) {
     std::printf("variants timed one after another (%d epochs after %d warm-up each), median:\n", epochs, warm);
     for (size_t i = 0; i < v_med.size(); ++i) {
-      if (v_med[i] < 0) std::printf("  %-30s FAIL (not timed)\n", variants::list()[i].name);
-      else std::printf("  %-30s %.4f ms  %6.2f us/step  CV %.2f%%  %+.1f%% vs base\n", variants::list()[i].name, v_med[i],
+      if (v_med[i] < 0) std::printf("  %-32s FAIL (not timed)\n", variants::list()[i].name);
+      else std::printf("  %-32s %.4f ms  %6.2f us/step  CV %.2f%%  %+.1f%% vs V=0\n", variants::list()[i].name, v_med[i],
                        1000.0 * v_med[i] / steps_full, v_cv[i], v_med[0] > 0 ? 100.0 * (v_med[i] / v_med[0] - 1) : 0.0);
     }
+  }
+  // results/stationary_phases.json: the shipped launch (host API) and every timed variant, the
+  // phase table of `probe shipped` (written only for <8,20> with that probe passed).
+  if (have_variants && have_phases && plan.cluster == 8 && plan.units == 20) {
+    std::vector<std::string> names{"stationary (host API)"};
+    std::vector<double> us{1000.0 * shipped_ms / steps_full}, cvs{shipped_cv};
+    std::vector<bool> shipped{true};
+    for (size_t i = 0; i < v_med.size(); ++i) {
+      names.push_back(variants::list()[i].name);
+      us.push_back(v_med[i] < 0 ? -1 : 1000.0 * v_med[i] / steps_full);
+      cvs.push_back(v_cv[i]);
+      shipped.push_back(false);
+    }
+    if (write_phases_json(json, commit, shipped_phases.step_us, shipped_phases, names, us, cvs, shipped))
+      std::printf("wrote %s\n", json.c_str());
+    else
+      g_fail = true, std::printf("could not write %s  FAIL\n", json.c_str());
+  } else {
+    std::printf("%s not written (needs <8,20> and a passing `probe shipped`)\n", json.c_str());
   }
   for (int* o : d_orders) CK(cudaFree(o));
   mlp::stationary_release(&plan);

@@ -54,17 +54,23 @@ struct Variant {
   int bits;
   EpochFn fn;
 };
-constexpr int kAll = kVTagged | kVSplitB | kVW2Par;
+// Variants whose sums have the same order give the same bits: the family of a variant is its
+// kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
+// epoch of its family (the shipped launch's, for the shipped family).
+constexpr int family(int bits) { return bits & kVTile; }
+constexpr int kShip = kShippedV;  // tile + nofence + fastconv
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
-      {"base (V=0, as shipped)", 0, epoch<0>},
+      {"V=0 (untiled, the first form)", 0, epoch<0>},
       {"nofence", kVNoFence, epoch<kVNoFence>},
-      {"tagged", kVTagged, epoch<kVTagged>},
-      {"splitB", kVSplitB, epoch<kVSplitB>},
-      {"w2par", kVW2Par, epoch<kVW2Par>},
-      {"tagged+splitB+w2par", kAll, epoch<kAll>},
-      {"probe base", probe::kVProbe, epoch<probe::kVProbe>},
-      {"probe tagged+splitB+w2par", probe::kVProbe | kAll, epoch<probe::kVProbe | kAll>},
+      {"nofence+fastconv", kVNoFence | kVFastConv, epoch<kVNoFence | kVFastConv>},
+      {"tile", kVTile, epoch<kVTile>},
+      {"tile+nofence", kVTile | kVNoFence, epoch<kVTile | kVNoFence>},
+      {"shipped: tile+nofence+fastconv", kShip, epoch<kShip>},
+      {"shipped+splitB", kShip | kVSplitB, epoch<kShip | kVSplitB>},
+      {"shipped+tagged", (kShip & ~kVNoFence) | kVTagged, epoch<(kShip & ~kVNoFence) | kVTagged>},
+      {"probe V=0", probe::kVProbe, epoch<probe::kVProbe>},
+      {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
 }
@@ -76,12 +82,25 @@ inline double median(std::vector<double> x) {
   return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-// The phase table of one recorded epoch: marks [steps][grid][kSlots][2] (clock64, ns).
-inline void report(const std::vector<unsigned long long>& mk, int steps, int grid, int cl) {
+struct PhaseRow {
+  const char* name;
+  double slowest_us, mean_us;
+};
+struct PhaseTable {
+  std::vector<PhaseRow> rows;  // marks 1 .. kMarks-1
+  double step_us = 0, skew_us = 0;
+};
+
+// The phase table of one recorded epoch: marks [steps][grid][kSlots][2] (clock64, ns); printed
+// and returned.
+inline PhaseTable report(const std::vector<unsigned long long>& mk, int steps, int grid, int cl) {
+  PhaseTable out;
   static const char* names[kMarks] = {"top",   "F1 (+DSMEM push)", "cluster barrier A", "F2: H = ReLU(sum)",
                                       "F2: logits to slots (+sync)", "release (fence, red)", "next inputs to floats",
                                       "counter wait (acquire)", "S: slots, softmax, dZ", "D: dH, dW2 pushes",
                                       "cluster barrier B", "G: dW1 (+warp 7 W2)", "update (+W2 beside)"};
+  // (kVTile: "G" is thread 0's products and shuffles, "update" its update and the wait for the
+  // other warps, warp 7's W2 update included.)
   auto at = [&](int t, int b, int m, int w) { return mk[(((size_t)t * grid + b) * probe::kSlots + m) * 2 + w]; };
   const int st = std::min(steps, probe::kMaxSteps);
   // Cycles per ns per block, over the whole recorded epoch (clock64 is per SM; %globaltimer global).
@@ -120,6 +139,7 @@ inline void report(const std::vector<unsigned long long>& mk, int steps, int gri
     s_slow += a;
     s_mean += b;
     std::printf("    %-30s %7.3f | %7.3f\n", names[m], a, b);
+    out.rows.push_back(PhaseRow{names[m], a, b});
   }
   std::vector<double> step_us, skew, skew_all, lat;
   for (int t = 0; t < st; ++t) {
@@ -147,5 +167,8 @@ inline void report(const std::vector<unsigned long long>& mk, int steps, int gri
   std::printf("  arrival skew at the counter wait (globaltimer, median over steps): within a rank group %.3f us, whole grid %.3f us;\n"
               "  last arrival -> first block past the wait (worst rank group) %.3f us\n",
               median(skew), median(skew_all), median(lat));
+  out.step_us = median(step_us);
+  out.skew_us = median(skew);
+  return out;
 }
 }  // namespace variants
