@@ -185,7 +185,7 @@ def phases(c):
 
 @task
 def ncu(c):
-    """Nsight Compute counters (--clock-control none) of the persistent kernel and the fused path's two widest rows -> results/ncu/."""
+    """Nsight Compute counters (--clock-control none) of the persistent and stationary kernels and the fused path's two widest rows -> results/ncu/."""
     from harness.ncu_counters import main as ncu_main
     _exit_on(ncu_main(), "gpu.ncu: a profile failed (results/ncu/<name>.log)")
 
