@@ -28,7 +28,7 @@ NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
 EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
 SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
 
-HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats hints cpu_reference shipped_reference epoch_check
+HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats hints cpu_reference shipped_reference epoch_check path_fit
 # Host code of mlp_train that calls the CUDA runtime (no kernels): compiled by $(CXX), linked into
 # mlp_train only.
 TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_quick mode_perf_only mode_profile

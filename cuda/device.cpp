@@ -1,11 +1,14 @@
 #include "device.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cuda_check.h"
 #include "paths.h"
 
 cudaDeviceProp select_device() {
+  const auto caps = mlp::read_caps([](const char* n) -> const char* { return std::getenv(n); });  // bad input: exit 2 before the GPU
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0)
@@ -19,8 +22,16 @@ cudaDeviceProp select_device() {
     throw CudaError("this binary has no code for " + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
                     std::to_string(prop.minor) + "): rebuild with `invoke build --arch sm_" +
                     std::to_string(prop.major) + std::to_string(prop.minor) + "` (" + cudaGetErrorString(err) + ")");
+  mlp::set_effective_limits(mlp::apply_caps(mlp::query_device_limits(), caps));
+  if (!caps.empty()) {
+    const mlp::DeviceLimits& l = mlp::effective_limits();
+    std::fprintf(stderr, "device limits capped (MLP_CAP_*): %d SMs, %lld B shared/block, %d threads/SM, sm_%d\n", l.sms,
+                 l.smem_per_block_optin, l.threads_per_sm, l.cc);
+  }
   return prop;
 }
+
+const mlp::DeviceLimits& device_limits() { return mlp::effective_limits(); }
 
 DeviceData::DeviceData(const Dataset& data) {
   try {

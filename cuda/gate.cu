@@ -488,6 +488,10 @@ CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run,
   c8.passed = !runs.empty();
   std::string perf_detail = "median epoch ms (epochs 1.." + std::to_string(epochs - 1) + "; CV %):";
   for (const auto& r : runs) {
+    if (!r.skipped.empty()) {  // did not run on this device (run.json says why)
+      perf_detail += " " + r.name + " skipped";
+      continue;
+    }
     c8.passed &= r.ok && std::isfinite(r.median);
     char b[96];
     std::snprintf(b, sizeof b, " %s %.3f (%.1f%%)", r.name.c_str(), r.median, r.cv);
@@ -506,6 +510,7 @@ bool gate_passed(const std::vector<CaseResult>& cases) {
 
 std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit) {
   char b[256];
+  if (!r.skipped.empty()) return "";  // did not run on this device: said in run.json, not a failure
   if (!r.ok) return "path " + r.name + ": " + r.error;
   // NaN parity with ok set: a path that did not run on this device (skipped), not a failure.
   if (r.parity_vs_fused > parity_limit) {

@@ -45,6 +45,11 @@ int run_gate(const RunContext& ctx) {
   for (const auto& c : cases) cj.add(case_json(c));
   Json pj = Json::object();
   for (const auto& r : gr.runs) {
+    if (!r.skipped.empty()) {  // did not run on this device: the reason, no timings or verdicts
+      Json o = Json::object();
+      pj.set(r.name, add_path_run(o, r).done());
+      continue;
+    }
     CaseResult acc = case_train(&r, ctx.gated, ref);
     Json o = Json::object();
     add_path_run(o, r)
@@ -65,7 +70,8 @@ int run_gate(const RunContext& ctx) {
       .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
   Json root = Json::object();
   root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("run_id", run_id_json(in.opt.run_id))
-      .set("gpu", gpu_json(ctx.prop)).set("submission", Json::str(ctx.submission))
+      .set("gpu", gpu_json(ctx.prop)).set("device_limits", device_limits_json())
+      .set("submission", Json::str(ctx.submission))
       .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
       .set("recipe", recipe_json(R, in.data.n_test, mlp_offsets(in.s).total))
       .set("reference_source", Json::str(in.opt.reference)).set("memory", memory_watch().json())

@@ -1,5 +1,6 @@
 #include "path_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -43,6 +44,25 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
   std::fprintf(stderr, "fused: one epoch vs float64 ||dp||/||update|| = %.3g\n", dist(fused_one, fp64_one));
   for (const auto& name : in.names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
+    // What the device (capped or not) lets the path run in; the gated path is never skipped.
+    const mlp::PathFit fit = path->fit(mlp::effective_limits(), s, R.batch);
+    if (!fit.runs() && name != ctx.gated) {
+      std::printf("path %s: skipped: %s\n", name.c_str(), fit.skipped.c_str());
+      std::fflush(stdout);
+      PathRun skip;
+      skip.name = name;
+      skip.skipped = fit.skipped;
+      skip.overfit.id = 6;
+      skip.overfit.name = "overfit-32";
+      skip.overfit.value = NAN;
+      skip.overfit.limit = 0.01;
+      skip.overfit.passed = true;
+      skip.overfit.detail = "not run (path skipped on this device)";
+      skip.launches_per_step = path->launches_per_step((R.train_size + R.batch - 1) / std::max(1, R.batch));
+      runs.push_back(skip);
+      continue;
+    }
+    std::fprintf(stderr, "path %s: %s\n", name.c_str(), fit.runs() ? fit.config.c_str() : fit.skipped.c_str());
     std::vector<float> p1 = one_epoch_params(*path, R, s, init, orders[0], dd);
     // --smoke skips the rerun: p2 stays empty and the line below says so instead of claiming identity.
     std::vector<float> p2 = smoke ? std::vector<float>{} : one_epoch_params(*path, R, s, init, orders[0], dd);

@@ -30,16 +30,8 @@ const char* status_name(int status) { return mlp_status_name(status); }
 namespace {
 constexpr int kEw = 256;  // threads of the elementwise kernels
 
-// Multiprocessors of the current device, read once (split-K sizes its grids by it).
-int sm_count() {
-  static int n = 0;
-  if (!n) {
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-  }
-  return n;
-}
+// Multiprocessors (split-K sizes its grids by them): effective_limits(), caps included.
+int sm_count() { return effective_limits().sms; }
 
 // Launches the GEMM `kernel` of binding Op (cuda/kernels.cuh) for the layer widths `s` and
 // `batch` rows: the problem (M, N, K), the grid, the threads and the kernel's name all come from
@@ -188,9 +180,63 @@ void unfused_epoch(const EpochArgs& a) {
   }
 }
 
+// The stepwise paths' kernels: ordinary launches, static shared memory only. Each kernel's
+// registers and static shared memory from cudaFuncGetAttributes against the limits.
+struct KernelUse {
+  const void* fn;
+  int threads;
+  const char* name;
+};
+template <class Op>
+KernelUse gemm_use(void (*k)(GemmArgs<Op>)) {
+  return {reinterpret_cast<const void*>(k), tile_threads<typename Op::Tile>(), Op::kName};
+}
+PathFit fit_stepwise(const std::vector<KernelUse>& uses, const DeviceLimits& lim) {
+  int threads = 0;
+  long long smem = 0;
+  for (const KernelUse& u : uses) {
+    cudaFuncAttributes fa;
+    KernelNeeds k = stepwise_needs(u.name, u.threads, 0);
+    const cudaError_t e = cudaFuncGetAttributes(&fa, u.fn);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      k.refused = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(e);
+    } else {
+      k.static_smem = (long long)fa.sharedSizeBytes;
+      k.regs = fa.numRegs;
+      if (fa.maxThreadsPerBlock < u.threads)
+        k.refused = std::to_string(u.threads) + " threads > its maximum " + std::to_string(fa.maxThreadsPerBlock);
+    }
+    const std::string why = why_not(k, lim);
+    if (!why.empty()) return PathFit{-1, "", std::string(u.name) + ": " + why};
+    threads = std::max(threads, u.threads);
+    smem = std::max(smem, k.static_smem);
+  }
+  return PathFit{0, "ordinary launches of <= " + std::to_string(threads) + " threads, <= " + std::to_string(smem) +
+                        " B static shared/block", ""};
+}
+std::vector<KernelUse> fused_kernels() {
+  return {gemm_use(k_fwd_hidden_bias_relu), gemm_use(k_fwd_logits_bias), gemm_use(k_dW2), gemm_use(k_dH_relu_mask),
+          gemm_use(k_dW1), {reinterpret_cast<const void*>(&k_softmax_xent), kSoftmaxThreads, "k_softmax_xent"},
+          {reinterpret_cast<const void*>(&k_colsum<Col::db1>), kColsumCols * kColsumSlices, "k_colsum"},
+          {reinterpret_cast<const void*>(&k_momentum_flat), kEw, "k_momentum_flat"},
+          {reinterpret_cast<const void*>(&k_gather_batch), kEw, "k_gather_batch"}};
+}
+std::vector<KernelUse> unfused_kernels() {
+  return {gemm_use(k_fwd_hidden_gemm), gemm_use(k_fwd_logits_gemm), gemm_use(k_dW2), gemm_use(k_dH_gemm),
+          gemm_use(k_dW1), {reinterpret_cast<const void*>(&k_softmax_xent), kSoftmaxThreads, "k_softmax_xent"},
+          {reinterpret_cast<const void*>(&k_colsum<Col::db1>), kColsumCols * kColsumSlices, "k_colsum"},
+          {reinterpret_cast<const void*>(&k_add_bias<Layer::hidden>), kEw, "k_add_bias"},
+          {reinterpret_cast<const void*>(&k_relu), kEw, "k_relu"},
+          {reinterpret_cast<const void*>(&k_relu_mask), kEw, "k_relu_mask"},
+          {reinterpret_cast<const void*>(&k_momentum_tensor<Tensor::W1>), kEw, "k_momentum_tensor"},
+          {reinterpret_cast<const void*>(&k_gather_batch), kEw, "k_gather_batch"}};
+}
+
 class FusedPath : public KernelPath {
  public:
   std::string name() const override { return "fused"; }
+  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(fused_kernels(), lim); }
   double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override { fused_epoch(a); }
 };
@@ -198,6 +244,7 @@ class FusedPath : public KernelPath {
 class UnfusedPath : public KernelPath {
  public:
   std::string name() const override { return "unfused"; }
+  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(unfused_kernels(), lim); }
   double launches_per_step(int) const override { return 17; }
   void epoch(const EpochArgs& a) override { unfused_epoch(a); }
 };
@@ -214,6 +261,11 @@ class GraphPath : public KernelPath {
     if (capture_stream_) cudaStreamDestroy(capture_stream_);
   }
   std::string name() const override { return "graph"; }
+  PathFit fit(const DeviceLimits& lim, MlpShape, int) override {
+    PathFit f = fit_stepwise(fused_kernels(), lim);
+    if (f.runs()) f.config = "the fused epoch as one CUDA graph: " + f.config;
+    return f;
+  }
   double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override {
     if (!exec_ || !same_as_captured(a)) capture(a);
@@ -264,6 +316,7 @@ class GraphPath : public KernelPath {
 class SubmissionPath : public KernelPath {
  public:
   std::string name() const override { return "submission"; }
+  PathFit fit(const DeviceLimits&, MlpShape, int) override { return PathFit{0, "the submission's own launches", ""}; }
   double launches_per_step(int) const override { return -1; }
   void epoch(const EpochArgs& a) override {
     int st = mlp_train_epoch(a.s, a.params, a.velocity, a.X_all, a.labels_all, a.order, a.n, a.batch, a.lr,
@@ -288,6 +341,42 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "stationary") return make_stationary_path();
   if (name == "submission") return std::make_unique<SubmissionPath>();
   return nullptr;
+}
+
+DeviceLimits query_device_limits() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  auto attr = [dev](cudaDeviceAttr a) {
+    int v = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, a, dev));
+    return v;
+  };
+  DeviceLimits l;
+  l.cc = attr(cudaDevAttrComputeCapabilityMajor) * 10 + attr(cudaDevAttrComputeCapabilityMinor);
+  l.sms = attr(cudaDevAttrMultiProcessorCount);
+  l.smem_per_block_optin = attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  l.smem_per_sm = attr(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+  l.reserved_smem_per_block = attr(cudaDevAttrReservedSharedMemoryPerBlock);
+  l.threads_per_sm = attr(cudaDevAttrMaxThreadsPerMultiProcessor);
+  l.threads_per_block = attr(cudaDevAttrMaxThreadsPerBlock);
+  l.regs_per_sm = attr(cudaDevAttrMaxRegistersPerMultiprocessor);
+  l.max_blocks_per_sm = attr(cudaDevAttrMaxBlocksPerMultiprocessor);
+  l.cooperative = attr(cudaDevAttrCooperativeLaunch) != 0;
+  l.clusters = l.cc >= 90 && attr(cudaDevAttrClusterLaunch) != 0;
+  return l;
+}
+
+namespace {
+DeviceLimits g_limits;
+bool g_limits_set = false;
+}  // namespace
+void set_effective_limits(const DeviceLimits& lim) {
+  g_limits = lim;
+  g_limits_set = true;
+}
+const DeviceLimits& effective_limits() {
+  if (!g_limits_set) set_effective_limits(query_device_limits());
+  return g_limits;
 }
 
 const void* probe_kernel() { return reinterpret_cast<const void*>(&k_momentum_flat); }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "path_fit.h"
 #include "submission.h"
 
 namespace mlp {
@@ -70,8 +71,14 @@ class KernelPath {
   // Kernel launches per training step for an epoch of `steps` steps (a whole-epoch kernel
   // declares 1/steps; -1: unknown, an outside submission).
   virtual double launches_per_step(int steps) const = 0;
+  // What the path needs of the device (`lim`, capped or not) for layer widths `s` and `batch`
+  // rows, checked there: the configuration it then runs in, or why it is skipped. Queries the
+  // device (cudaFuncGetAttributes, occupancy) but never throws for a refused configuration.
+  // epoch() runs the configuration chosen; without a fit() first (or for another shape) it fits
+  // itself to effective_limits(), and throws SubmissionError(MLP_ERR_UNSUPPORTED) when skipped.
+  virtual PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) = 0;
   // Enqueues one epoch on a.stream. Throws CudaError (ours) or SubmissionError (a submission's
-  // non-zero status).
+  // non-zero status, or a configuration the device refused).
   virtual void epoch(const EpochArgs& a) = 0;
 };
 
@@ -102,6 +109,13 @@ std::unique_ptr<KernelPath> make_stationary_path();
 struct GpuEval { double accuracy; double loss; };
 GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host,
                            int n, float* scratch, int chunk, cudaStream_t stream);
+
+// The current device's own limits (CudaError when it cannot be asked).
+DeviceLimits query_device_limits();
+// The limits every fit and every grid sized by the SM count use: those set (the device's with
+// the MLP_CAP_* caps applied, cuda/device.cpp), else the device's own, queried once.
+void set_effective_limits(const DeviceLimits& lim);
+const DeviceLimits& effective_limits();
 
 // One of our kernels, for cudaFuncGetAttributes: it fails when the binary has no code for the GPU.
 const void* probe_kernel();

@@ -28,20 +28,13 @@
 
 #include "model.h"
 #include "paths.h"
+#include "persistent_sizes.h"
 
 namespace mlp {
 // Not in an anonymous namespace: the kernels' names in a profile read mlp::k_persistent_epoch.
 namespace cg = cooperative_groups;
 
-constexpr int kThreads = 256, kWarps = kThreads / 32;  // one block per SM, 8 warps
-constexpr int kTileA = 16;    // H tile: 16 batch rows × 16 hidden units
-constexpr int kMaxKA = 1024;  // K (input features) staged per chunk in phase A
-constexpr int kTileC = 32;    // W1 tile: 32 inputs × 64 hidden units (kTileCJ)
-constexpr int kTileCJ = 64;
-constexpr int kRowsC = 128;   // batch rows staged per chunk in phase C
-constexpr int kMaxOut = 16;   // classes: phase B holds them in registers and lanes, phase C
-                              // gives each thread at most 2 of the 32·out dW2 outputs
-
+// Tile constants (kThreads, kTileA, kMaxKA, ...) and the shared-memory sizes: persistent_sizes.h.
 static_assert(kRecipeShape.out <= kMaxOut, "the recipe's classes must fit phase B's registers");
 static_assert(kRecipeShape.in % 4 == 0 && kRecipeShape.hidden % 4 == 0,
               "the recipe's widths take the 16-byte staging (multiples of 4 floats)");
@@ -82,6 +75,8 @@ __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
 // Xs[k][r] (transposed) and Ws[k][c] for a chunk of K; warp w multiplies its slice of K; lane
 // (g, q) holds rows 2g, 2g+1 and columns 4q..4q+3; warp partials are summed in warp order.
 // Staging uses 16-byte loads when the widths allow (784 and 256 do), scalar loads otherwise.
+// KA: input features staged per chunk (kMaxKA shipped; kSmallKA where shared memory is 64 KB).
+template <int KA = kMaxKA>
 __device__ inline void phase_a_tile(const Persist& P, float* smem, int base, int nb, int tr, int tc) {
   const int I = P.s.in, Hd = P.s.hidden;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
@@ -93,7 +88,7 @@ __device__ inline void phase_a_tile(const Persist& P, float* smem, int base, int
   const int out_col = c0 + tid % kTileA;
   const float bias = out_col < Hd ? ldcg(b1 + out_col) : 0.f;  // loaded now, used after the reduction
   float acc[2][4] = {};
-  const int kc_max = min(I, kMaxKA);
+  const int kc_max = min(I, KA);
   float* Xs = smem;                            // [kc_max][16]
   float* Ws = smem + (size_t)kc_max * kTileA;  // [kc_max][16]
   for (int k0 = 0; k0 < I; k0 += kc_max) {
@@ -261,11 +256,6 @@ __device__ __forceinline__ float momentum(const Persist& P, size_t idx, Owned o,
   P.params[idx] = o.p + v;
   return o.p + v;
 }
-
-// persistent2: shared-memory regions beside phase C's staging (Xs, Ds: 128×96 floats).
-constexpr int kWnOffset = kRowsC * (kTileC + kTileCJ);  // W1 tile, new values [32][64]
-constexpr int kXnOffset = kWnOffset + kTileC * kTileCJ; // next batch's inputs [128][32]
-constexpr int kPersist2Floats = kXnOffset + kRowsC * kTileC;
 
 // Stages rows [rc, rc + rows) of the batch starting at `base`, inputs [i0, i0 + 32), into
 // Xs[kRowsC][kTileC] (zeros past `rows` and past I) for phase C and persistent2's next batch.
@@ -480,8 +470,8 @@ __device__ inline void step_loss_sum(const Persist& P, int nb, int t) {
   if (threadIdx.x == 0) P.step_loss[t] = s / (float)nb;
 }
 
-// The shipped epoch of three barriers a step (k_persistent_epoch).
-template <class S = StagingShipped>
+// The shipped epoch of three barriers a step (k_persistent_epoch; KA: phase A's K chunk).
+template <class S = StagingShipped, int KA = kMaxKA>
 __device__ __forceinline__ void persistent_epoch(const Persist& P, float* smem) {
   cg::grid_group grid = cg::this_grid();
   const int steps = (P.n + P.batch - 1) / P.batch;
@@ -492,7 +482,7 @@ __device__ __forceinline__ void persistent_epoch(const Persist& P, float* smem) 
     const int base = t * P.batch, nb = min(P.batch, P.n - base);
     const int a_tiles = ((nb + kTileA - 1) / kTileA) * a_tiles_c;
     for (int item = blockIdx.x; item < a_tiles; item += gridDim.x)
-      phase_a_tile(P, smem, base, nb, item / a_tiles_c, item % a_tiles_c);
+      phase_a_tile<KA>(P, smem, base, nb, item / a_tiles_c, item % a_tiles_c);
     grid.sync();
     for (int r = blockIdx.x; r < nb; r += gridDim.x) phase_b_row(P, smem, base, nb, r);
     grid.sync();

@@ -5,29 +5,29 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuda_check.h"
 #include "persistent.cuh"
 
 namespace mlp {
 
-// Dynamic shared memory of a block for `in` input features: the largest of the phases' staging.
-inline size_t persistent_smem_bytes(int in) {
-  size_t a = 2 * (size_t)std::min(in, kMaxKA) * kTileA * sizeof(float);           // phase A: Xs, Ws
-  a = std::max(a, (size_t)kWarps * 256 * sizeof(float));                          //   its reduction
-  size_t b = (size_t)(kWarps + 1) * kMaxOut * sizeof(float);                      // phase B
-  size_t c = std::max((size_t)kRowsC * (kTileC + kTileCJ), (size_t)kWarps * 1024) * sizeof(float);  // C: W1 tile
-  c = std::max(c, (size_t)kRowsC * (kTileC + kMaxOut) * sizeof(float));           // C: W2 item
-  c = std::max(c, (size_t)kPersist2Floats * sizeof(float));                       // persistent2
-  return std::max(a, std::max(b, c));
-}
-
 // A kernel of signature `void(Persist)` as a path: one cooperative launch an epoch, one block of
-// kThreads per SM. `two_barriers`: the kernel is persistent2's (it needs the partials buffer).
+// kThreads per SM (the SM count of effective_limits(), caps included). `two_barriers`: the kernel
+// is persistent2's (it needs the partials buffer). `kernels`: one per K chunk of phase A the
+// path may run (persistent: kMaxKA, the shipped one, then kSmallKA for 64 KB of shared memory per
+// block; persistent2: one kernel, ka 0); fit() takes the first whose needs the device meets.
+struct PersistentKernel {
+  int ka;            // phase A's K chunk (0: no phase A)
+  const void* fn;
+};
+
 class PersistentPath : public KernelPath {
  public:
+  PersistentPath(std::string name, std::vector<PersistentKernel> kernels, bool two_barriers)
+      : name_(std::move(name)), kernels_(std::move(kernels)), two_barriers_(two_barriers) {}
   PersistentPath(std::string name, const void* kernel, bool two_barriers)
-      : name_(std::move(name)), kernel_(kernel), two_barriers_(two_barriers) {}
+      : PersistentPath(std::move(name), {{two_barriers ? 0 : kMaxKA, kernel}}, two_barriers) {}
   ~PersistentPath() override {
     if (partials_) cudaFree(partials_);
   }
@@ -35,22 +35,42 @@ class PersistentPath : public KernelPath {
   PersistentPath& operator=(const PersistentPath&) = delete;
   std::string name() const override { return name_; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
-  void epoch(const EpochArgs& a) override {
-    if (a.s.out > kMaxOut || a.s.out < 1)
-      throw SubmissionError("persistent path supports at most " + std::to_string(kMaxOut) + " classes", MLP_ERR_UNSUPPORTED);
-    const size_t smem = persistent_smem_bytes(a.s.in);
-    if (!configured_) {
-      int dev = 0, sms = 0, coop = 0, per_sm = 0;
-      CUDA_CHECK(cudaGetDevice(&dev));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-      if (!coop) throw SubmissionError("persistent path: device has no cooperative launch", MLP_ERR_UNSUPPORTED);
-      CUDA_CHECK(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-      CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, kThreads, smem));
-      if (per_sm < 1) throw SubmissionError("persistent path: kernel does not fit on an SM", MLP_ERR_UNSUPPORTED);
-      blocks_ = sms;  // one block per SM: the barrier's cost grows with the block count
-      configured_ = true;
+
+  PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
+    fitted_ = true;
+    fit_shape_ = s;
+    fit_batch_ = batch;
+    kernel_ = nullptr;
+    if (s.out > kMaxOut || s.out < 1)
+      return fit_ = PathFit{-1, "", "supports 1 to " + std::to_string(kMaxOut) + " classes, got " + std::to_string(s.out)};
+    std::vector<KernelNeeds> needs;
+    std::vector<std::string> labels;
+    std::vector<const void*> fns;
+    for (const PersistentCandidate& c : persistent_candidates(s, two_barriers_)) {
+      const void* fn = nullptr;
+      for (const PersistentKernel& k : kernels_)
+        if (k.ka == c.ka) fn = k.fn;
+      if (!fn) continue;  // a dev path of one kernel: only its own chunk
+      KernelNeeds k = c.needs;
+      if (why_not(k, lim).empty()) ask_device(fn, k);  // the device's answers only where the limits allow it
+      needs.push_back(k);
+      labels.push_back(c.label);
+      fns.push_back(fn);
     }
+    fit_ = choose(needs, labels, lim);
+    if (fit_.runs()) {
+      kernel_ = fns[(size_t)fit_.choice];
+      smem_ = (size_t)needs[(size_t)fit_.choice].dynamic_smem;
+      blocks_ = lim.sms;  // one block per SM: the barrier's cost grows with the block count
+    }
+    return fit_;
+  }
+
+  void epoch(const EpochArgs& a) override {
+    if (!fitted_ || a.s.in != fit_shape_.in || a.s.hidden != fit_shape_.hidden || a.s.out != fit_shape_.out ||
+        a.batch != fit_batch_)
+      fit(effective_limits(), a.s, a.batch);
+    if (!fit_.runs()) throw SubmissionError(name_ + " path skipped: " + fit_.skipped, MLP_ERR_UNSUPPORTED);
     if (two_barriers_) {
       const size_t need = (size_t)((a.s.in + kTileC - 1) / kTileC) * a.batch * a.s.hidden;
       if (need > partials_floats_) {
@@ -64,15 +84,49 @@ class PersistentPath : public KernelPath {
     Persist P{a.s, a.n, a.batch, a.lr, a.momentum, a.params, a.velocity, a.X_all, a.labels_all, a.order,
               w.H, w.dH, w.dZ, w.grads /* row losses: the first `batch` floats */, a.step_loss, partials_};
     void* args[] = {&P};
-    CUDA_CHECK(cudaLaunchCooperativeKernel(kernel_, dim3((unsigned)blocks_), dim3(kThreads), args, smem, a.stream));
+    const cudaError_t e = cudaLaunchCooperativeKernel(kernel_, dim3((unsigned)blocks_), dim3(kThreads), args, smem_, a.stream);
+    if (e == cudaErrorCooperativeLaunchTooLarge || e == cudaErrorInvalidConfiguration ||
+        e == cudaErrorLaunchOutOfResources || e == cudaErrorInvalidValue) {
+      (void)cudaGetLastError();  // a refused launch configuration: not a fault of the context
+      throw SubmissionError(name_ + " path: the device refused the launch (" + std::to_string(blocks_) + " blocks, " +
+                                std::to_string(smem_) + " B shared/block): " + cudaGetErrorString(e),
+                            MLP_ERR_UNSUPPORTED);
+    }
+    CUDA_CHECK(e);
     CUDA_CHECK_LAUNCH(name_ + " kernel");
   }
 
  private:
+  // Registers and static shared memory, the opt-in for the dynamic shared memory and the
+  // device's occupancy answer; a refusal is recorded in k.refused (and the error cleared).
+  static void ask_device(const void* fn, KernelNeeds& k) {
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, fn);
+    if (e == cudaSuccess) {
+      k.regs = fa.numRegs;
+      k.static_smem = (long long)fa.sharedSizeBytes;
+      e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)k.dynamic_smem);
+    }
+    int per_sm = 0;
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, k.threads, (size_t)k.dynamic_smem);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      k.refused = cudaGetErrorString(e);
+      return;
+    }
+    k.device_blocks_per_sm = per_sm;
+  }
+
   std::string name_;
-  const void* kernel_;
+  std::vector<PersistentKernel> kernels_;
   bool two_barriers_;
-  bool configured_ = false;
+  bool fitted_ = false;
+  MlpShape fit_shape_{};
+  int fit_batch_ = 0;
+  PathFit fit_;
+  const void* kernel_ = nullptr;
+  size_t smem_ = 0;
   int blocks_ = 0;
   float* partials_ = nullptr;
   size_t partials_floats_ = 0;

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "cuda_check.h"
+#include "paths.h"
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -44,6 +45,8 @@ std::string recipe_json(const Recipe& R, int n_test, size_t total) {
 }
 
 Json& add_path_run(Json& o, const PathRun& r) {
+  if (!r.skipped.empty()) o.set("skipped", Json::str(r.skipped));
+  o.set("config", r.skipped.empty() && !r.config.empty() ? Json::str(r.config) : "null");
   return o.set("launches_per_step", Json::num(r.launches_per_step))
       .set("error", Json::str(r.error))
       .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())
@@ -66,5 +69,7 @@ std::string command_line(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   return cmd;
 }
+
+std::string device_limits_json() { return mlp::device_limits_json(mlp::effective_limits()); }
 
 std::string run_id_json(const std::string& run_id) { return run_id.empty() ? "null" : Json::str(run_id); }

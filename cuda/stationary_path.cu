@@ -2,10 +2,13 @@
 // cuda/stationary_host.cuh) as the kernel path `stationary`: one cluster launch an epoch, each
 // block's slice of W1, b1, W2 and their velocities in shared memory for the whole epoch, one
 // cross-SM wait a step. Recipe shape only (784-256-10, batch <= 128) on sm_90 and newer with
-// enough co-resident clusters; elsewhere its epoch throws SubmissionError(MLP_ERR_UNSUPPORTED)
-// naming why.
+// enough co-resident clusters: fit() takes the first shape of wstat::kShapes whose clusters all
+// fit at once on the device as effective_limits() describes it (caps included: at most
+// sms / CL clusters, and the device's own cudaOccupancyMaxActiveClusters); elsewhere the path is
+// skipped with the counts, and its epoch throws SubmissionError(MLP_ERR_UNSUPPORTED) naming why.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "paths.h"
 #include "stationary_host.cuh"
@@ -21,21 +24,47 @@ class StationaryPath : public KernelPath {
   StationaryPath& operator=(const StationaryPath&) = delete;
   std::string name() const override { return "stationary"; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
+
+  PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
+    fitted_ = true;
+    fit_shape_ = s;
+    fit_batch_ = batch;
+    const std::string bad = stationary_problem_unsupported(s, batch);
+    if (!bad.empty()) return fit_ = PathFit{-1, "", bad};
+    std::vector<KernelNeeds> needs;
+    std::vector<std::string> labels;
+    chosen_.clear();
+    max_active_.clear();
+#define MLP_WSTAT_NEEDS(A, B) add_shape<A, B>(lim, needs, labels);
+    MLP_WSTAT_SHAPES(MLP_WSTAT_NEEDS)
+#undef MLP_WSTAT_NEEDS
+    fit_ = choose(needs, labels, lim);
+    return fit_;
+  }
+
   void epoch(const EpochArgs& a) override {
+    if (!fitted_ || a.s.in != fit_shape_.in || a.s.hidden != fit_shape_.hidden || a.s.out != fit_shape_.out ||
+        a.batch != fit_batch_) {
+      fit(effective_limits(), a.s, a.batch);
+      packed_x_ = nullptr;
+    }
+    if (!fit_.runs()) throw SubmissionError("stationary path skipped: " + fit_.skipped, MLP_ERR_UNSUPPORTED);
     // The inputs are packed as bytes once per X_all (outside every timed epoch but the first,
     // which train_path never times). Assumed: this epoch's order indexes rows [0, a.n) of X_all,
     // as TrainState's orders (permutations of the train rows) do.
     if (a.X_all != packed_x_ || a.n > plan_.n_total || a.batch > packed_batch_) {
-      const int st = stationary_prepare(&plan_, a.s, a.X_all, a.n, a.batch, a.stream);
+      // The shape fit() chose (stationary_prepare's own choice would ignore the caps).
+      const wstat::Shape sh = chosen_[(size_t)fit_.choice];
+      stationary_release(&plan_);
+      const int st = wstat::prepare_for(sh.cl, sh.u, &plan_, a.X_all, a.n, a.stream);
       if (st != MLP_OK) {
+        stationary_release(&plan_);
         packed_x_ = nullptr;
         throw SubmissionError("stationary path: " + std::string(status_name(st)) +
-                                  (st == MLP_ERR_UNSUPPORTED
-                                       ? " (needs the 784-256-10 shape, batch <= 128, sm_90+ clusters; shapes tried: " +
-                                             plan_.tried + ")"
-                                       : ""),
+                                  (st == MLP_ERR_UNSUPPORTED ? " (the inputs are not 8-bit pixels over 255)" : ""),
                               st);
       }
+      plan_.max_active_clusters = max_active_[(size_t)fit_.choice];
       packed_x_ = a.X_all;
       packed_batch_ = a.batch;
     }
@@ -45,6 +74,40 @@ class StationaryPath : public KernelPath {
   }
 
  private:
+  // One shape's needs: shared memory and clusters from Cfg, registers from the kernel and, where
+  // the limits allow the shape at all, the device's own co-resident cluster count.
+  template <int CL, int U>
+  void add_shape(const DeviceLimits& lim, std::vector<KernelNeeds>& needs, std::vector<std::string>& labels) {
+    using C = wstat::Cfg<CL, U>;
+    KernelNeeds k = stationary_needs(CL, U, C::kClusters, (long long)C::kSmemBytes);
+    int m = -1, need = 0;
+    if (why_not(k, lim).empty()) {
+      cudaFuncAttributes fa;
+      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::k_stationary_epoch<CL, U>);
+      if (e == cudaSuccess) {
+        k.regs = fa.numRegs;
+        k.static_smem = (long long)fa.sharedSizeBytes;
+        e = wstat::max_clusters_for(CL, U, &m, &need);
+      }
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        k.refused = cudaGetErrorString(e);
+        m = -1;
+      }
+      k.device_max_clusters = m;
+    }
+    needs.push_back(k);
+    labels.push_back(stationary_label(CL, U, C::kClusters, (long long)C::kSmemBytes));
+    chosen_.push_back(wstat::Shape{CL, U});
+    max_active_.push_back(m);
+  }
+
+  bool fitted_ = false;
+  MlpShape fit_shape_{};
+  int fit_batch_ = 0;
+  PathFit fit_;
+  std::vector<wstat::Shape> chosen_;  // candidate i's shape
+  std::vector<int> max_active_;       // candidate i's device answer (-1: not asked)
   StationaryPlan plan_;
   const float* packed_x_ = nullptr;  // the X_all that plan_.xb packs
   int packed_batch_ = 0;

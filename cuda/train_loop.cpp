@@ -76,6 +76,12 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
   run.name = path.name();
   run.launches_per_step = path.launches_per_step(steps);
+  const mlp::PathFit fit = path.fit(mlp::effective_limits(), s, R.batch);
+  if (!fit.runs()) {
+    run.skipped = fit.skipped;
+    return run;
+  }
+  run.config = fit.config;
   const int chunk = 10000;
   TrainState ts(R, s, init, orders, epochs);
   float* step_loss = ts.step_loss;

@@ -28,6 +28,8 @@ MemoryWatch& memory_watch();
 // One path's training run, as run.json records it.
 struct PathRun {
   std::string name;
+  std::string config;   // the configuration it ran in (PathFit::config)
+  std::string skipped;  // why it did not run on this device ("" when it ran): nothing else is set
   double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
   double parity_vs_fp64 = NAN;   // the same against the float64 reference's epoch
   bool deterministic = false;    // two one-epoch runs from the same state: bitwise equal
@@ -55,7 +57,8 @@ struct TrainState {
   mlp::EpochArgs epoch(const Recipe& R, const DeviceData& dd, int e, cudaStream_t stream) const;
 };
 
-// Trains `epochs` epochs of one path from the initial parameters; times each epoch with CUDA
+// Trains `epochs` epochs of one path from the initial parameters (first fitted to
+// mlp::effective_limits(): a path that does not fit comes back with .skipped set); times each epoch with CUDA
 // events around its enqueued work; evaluates on the test set after each epoch (not timed). A
 // submission's error or a non-finite loss ends the run with ok = false; a CUDA fault throws.
 PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
@@ -63,6 +66,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
                    int epochs, bool progress, bool check_loss = true);
 
 // Parameters after ONE epoch (order 0) of `path` from the initial state: for the parity check
-// against the fused path and the bitwise determinism check. Empty when the path failed.
+// against the fused path and the bitwise determinism check. Empty when the path failed or does
+// not fit the device.
 std::vector<float> one_epoch_params(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std::vector<float>& init,
                                     const std::vector<int32_t>& order0, const DeviceData& dd);
