@@ -117,6 +117,20 @@ def sanitize(c, paths=None, tools=None):
     _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
 
+@task(positional=["dir"],
+      help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked",
+            "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
+            "jobs": "submissions gated at once on the GPU (default 1: timings undisturbed)",
+            "limit": "each run's time limit in seconds (default: derived from our fastest path)"})
+def gate(c, dir=None, aggregate=None, jobs=1, limit=None):  # noqa: A002 - the argument's name on the command line
+    """Gate every submission in DIR (or aggregate existing folders): results/gate/leaderboard.{csv,md}."""
+    from harness.gate_dir import main as gate_main
+    args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
+    if limit:
+        args += ["--limit", str(limit)]
+    _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")
+
+
 @task
 def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
@@ -208,7 +222,7 @@ def torch_profiles(c, only=None):
 
 gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
-ns = Collection(data, build, run, profile, report, test, all, sanitize, reference, sweep, ceilings, gpu)
+ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu)
 
 
 def _bad_input_exits_2(body):
