@@ -38,7 +38,7 @@ DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o 
 HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
 
 .PHONY: all clean
-all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host
+all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit
 
 # A stamp that changes only when ARCH, SUBMISSION or ACCUM changes, so switching either rebuilds
 # what depends on it and nothing else.
@@ -68,6 +68,11 @@ $(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(
 
 $(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)
 	$(CXX) $(CXXFLAGS) $< $(HOST_OBJ) -o $@
+
+# Which configuration each path gets on a device given by its limits, without a GPU (CPU tests,
+# harness/arch_resources.py's path table): host code only, no kernel instantiated.
+$(BUILD)/mlp_fit: cuda/fit_tool.cu $(BUILD)/host/path_fit.o $(BUILD)/host/common.o $(HEADERS) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) $< $(BUILD)/host/path_fit.o $(BUILD)/host/common.o -o $@
 
 clean:
 	rm -rf $(BUILD)

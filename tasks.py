@@ -220,7 +220,26 @@ def torch_profiles(c, only=None):
     _exit_on(profiles_main(["--only", only] if only else []) or 0, "gpu.torch-profiles: a study failed (above)")
 
 
-gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles)
+@task(help={"classes": "comma-separated, of t4,l4 (default: both)",
+            "no-report": "do not render each class's RESULTS.md"})
+def portability(c, classes=None, no_report=False):
+    """The main job under T4 and L4 limits on this GPU (MLP_CAP_* caps) -> results/portability/<class>/.
+
+    Each class: run.json, run.log and RESULTS.md; every path runs in the configuration that fits
+    or is skipped with its reason (harness/portability.py)."""
+    from harness.portability import main as portability_main
+    _exit_on(portability_main((["--classes", classes] if classes else []) + (["--no-report"] if no_report else [])),
+             "gpu.portability: a class's run failed (results/portability/<class>/run.log)")
+
+
+@task(help={"only": "comma-separated studies: batch,linear (default: both)"})
+def ours_studies(c, only=None):
+    """Our binary's step time against batch (fastest path per batch) and the fused path's kernels by layer, from nsys -> results/ours_*.json, profile/ours/."""
+    from harness.ours_studies import main as ours_main
+    _exit_on(ours_main(["--only", only] if only else []) or 0, "gpu.ours-studies: a study failed (above)")
+
+
+gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
 ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu)
 

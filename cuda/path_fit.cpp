@@ -115,6 +115,7 @@ PathFit choose(const std::vector<KernelNeeds>& candidates, const std::vector<std
                const DeviceLimits& lim) {
   PathFit f;
   std::string reasons;
+  std::vector<std::string> whys;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string why = why_not(candidates[i], lim);
     const std::string label = i < labels.size() ? labels[i] : candidates[i].kernel;
@@ -123,9 +124,12 @@ PathFit choose(const std::vector<KernelNeeds>& candidates, const std::vector<std
       f.config = label;
       return f;
     }
+    whys.push_back(why);
     reasons += (reasons.empty() ? "" : "; ") + (candidates.size() > 1 ? label + ": " : std::string()) + why;
   }
-  f.skipped = candidates.empty() ? "no configuration declared" : reasons;
+  // One reason for every candidate (no clusters, say) is said once.
+  const bool same = !whys.empty() && std::all_of(whys.begin(), whys.end(), [&](const std::string& w) { return w == whys[0]; });
+  f.skipped = candidates.empty() ? "no configuration declared" : same ? whys[0] : reasons;
   return f;
 }
 
@@ -147,7 +151,8 @@ std::vector<PersistentCandidate> persistent_candidates(MlpShape s, bool two_barr
     c.needs.threads = kThreads;
     c.needs.cooperative = true;
     c.needs.blocks_per_sm = 1;
-    c.label = (ka ? "K chunk " + num(ka) + " (" : "(") + num(c.needs.dynamic_smem) + " B shared/block)";
+    const std::string bytes = num(c.needs.dynamic_smem) + " B shared/block";
+    c.label = ka ? "K chunk " + num(ka) + " (" + bytes + ")" : bytes;
     out.push_back(c);
   };
   if (two_barriers) {

@@ -6,6 +6,7 @@
 // fit at once on the device as effective_limits() describes it (caps included: at most
 // sms / CL clusters, and the device's own cudaOccupancyMaxActiveClusters); elsewhere the path is
 // skipped with the counts, and its epoch throws SubmissionError(MLP_ERR_UNSUPPORTED) naming why.
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,18 @@
 
 namespace mlp {
 namespace {
+
+// build/mlp_fit (cuda/fit_tool.cu) lists the same shapes without the kernels' host side.
+constexpr bool shapes_are(std::initializer_list<wstat::Shape> want) {
+  if (want.size() != sizeof(wstat::kShapes) / sizeof(wstat::kShapes[0])) return false;
+  int i = 0;
+  for (const wstat::Shape& w : want) {
+    if (w.cl != wstat::kShapes[i].cl || w.u != wstat::kShapes[i].u) return false;
+    ++i;
+  }
+  return true;
+}
+static_assert(shapes_are({{8, 16}, {8, 20}, {4, 12}}), "wstat::kShapes changed: update cuda/fit_tool.cu's list too");
 
 class StationaryPath : public KernelPath {
  public:

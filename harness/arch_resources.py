@@ -2,7 +2,7 @@
 against them, from ptxas's own report.
 
     python -m harness.arch_resources [--arch sm_75 ...] [--kernels-only] [--dynamic NAME=BYTES ...]
-                                     [--json PATH] [--limits]
+                                     [--json PATH] [--limits] [--paths-table]
 
 builds every CUDA translation unit cuda/*.cu (`--kernels-only`: those that define or include a
 `__global__` function) for each architecture of `ARCHS` that this machine's
@@ -482,6 +482,51 @@ def limits_table() -> str:
     return "\n".join(lines) + f"\n\nSource: {GUIDE}."
 
 
+# One GPU of each class for the path table: its SM count (a product fact, not the guide's).
+EXAMPLE_GPUS: dict[str, tuple[str, int]] = {
+    "sm_75": ("T4", 40), "sm_80": ("A100", 108), "sm_86": ("A10", 72), "sm_89": ("L4", 58),
+    "sm_90": ("H100 SXM / H200", 132), "sm_100": ("B200", 148), "sm_120": ("RTX 5090", 170)}
+TABLE_PATHS = ("unfused", "fused", "graph", "persistent", "persistent2", "stationary")
+FIT_TOOL = ROOT / "build" / "mlp_fit"
+
+
+def fit_args(lim: ArchLimits, sms: int) -> list[str]:
+    """build/mlp_fit's limits for an architecture of the table and an SM count."""
+    return ["--cc", lim.arch[3:], "--sms", str(sms), "--smem-per-block", str(lim.smem_per_block_optin),
+            "--smem-per-sm", str(lim.smem_per_sm), "--reserved", str(lim.reserved_smem_per_block),
+            "--threads-per-sm", str(lim.max_threads_per_sm), "--max-blocks-per-sm", str(lim.max_blocks_per_sm),
+            "--clusters", "1" if lim.clusters else "0"]
+
+
+def path_fits(arch: str, sms: int | None = None, tool: Path = FIT_TOOL) -> dict:
+    """Each path's {"config", "skipped"} on `arch` (its example GPU's SM count unless given), from
+    the binary's own fit logic (build/mlp_fit, cuda/path_fit.h)."""
+    if not Path(tool).is_file():
+        raise ResourceError(f"{tool} not found: run `make` (invoke build) first")
+    lim = ARCHS[arch]
+    out = subprocess.run([str(tool), *fit_args(lim, sms or EXAMPLE_GPUS[arch][1])], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ResourceError(f"mlp_fit failed for {arch}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def _cell(fit: dict) -> str:
+    if fit["config"] is not None:
+        return "yes" if fit["config"] == "ordinary launches" else f"yes: {fit['config']}"
+    return f"skipped: {fit['skipped']}"
+
+
+def path_table(tool: Path = FIT_TOOL) -> str:
+    """README's table: which paths run, in which configuration, on which class of GPU."""
+    lines = ["| GPU class (example, SMs) | " + " | ".join(f"`{p}`" for p in TABLE_PATHS) + " |",
+             "|---|" + "---|" * len(TABLE_PATHS)]
+    for arch, lim in ARCHS.items():
+        name, sms = EXAMPLE_GPUS[arch]
+        fits = path_fits(arch, sms, tool)
+        lines.append(f"| {arch} {lim.gpus} ({name}, {sms}) | " + " | ".join(_cell(fits[p]) for p in TABLE_PATHS) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render(report: Report) -> str:
     lines = ["| arch | kernel | unit | regs | threads (from) | regs/block | static smem | dyn smem | "
              "stack | blocks/SM | fits | notes |",
@@ -530,10 +575,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="nvcc calls at once (default 2)")
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
     ap.add_argument("--limits", action="store_true", help="print the limits table and stop")
+    ap.add_argument("--paths-table", action="store_true",
+                    help="print README's table of which paths run where (build/mlp_fit) and stop")
     args = ap.parse_args(argv)
     try:
         if args.limits:
             print(limits_table())
+            return 0
+        if args.paths_table:
+            print(path_table(), end="")
             return 0
         report = run(args.arch, not args.kernels_only, max(1, args.jobs), _parse_dynamic(args.dynamic))
     except ResourceError as e:
