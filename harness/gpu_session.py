@@ -5,9 +5,10 @@ GPU machine:
     invoke gpu.session --commit <commit> [--stages build,run,...] [--run-paths unfused,fused]
 
 Stages, in the order they run (DEFAULT_STAGES without --stages): build, ceilings, run, phases,
-profile, pytest, sanitize; sweep, ncu and accum only on request. A full set takes longer than one
-10-minute call on the lent H200 (the PyTorch baseline's max-autotune compile alone is about 4
-minutes), so split it: "build,ceilings,run,phases,profile", then "build,pytest,sanitize".
+profile, torchprof, oursstudies, pytest, sanitize; sweep, ncu and accum only on request. A full
+set takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
+compile alone is about 4 minutes), so split it: "build,ceilings,run,phases,profile", then
+"build,pytest,sanitize".
 --commit names the commit in run.json (MLP_COMMIT; the machine's tree copy can carry a stale
 .git); --run-paths picks the paths the run stage times. Each stage's output goes to
 results/logs/<stage>.log and its exit status to results/logs/stages.txt (124: its time limit).
@@ -50,6 +51,7 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
         Stage("phases", 90, (*INVOKE, "gpu.phases")),
         Stage("profile", 240, (*INVOKE, "profile")),
         Stage("torchprof", 240, (*INVOKE, "gpu.torch-profiles")),
+        Stage("oursstudies", 180, (*INVOKE, "gpu.ours-studies")),
         Stage("pytest", 500, (sys.executable, "-m", "pytest", "-q", "-ra", *GPU_TESTS)),
         Stage("sanitize", 600, (*INVOKE, "sanitize")),
         Stage("sweep", 580, (*INVOKE, "sweep")),
@@ -59,7 +61,8 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
 
 
 STAGE_NAMES = tuple(s.name for s in all_stages())
-DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "profile", "torchprof", "pytest", "sanitize")
+DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "profile", "torchprof", "oursstudies",
+                  "pytest", "sanitize")
 
 
 def parse_stages(text: str | None) -> list[str]:

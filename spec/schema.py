@@ -1,6 +1,6 @@
 """The JSON schemas of results/*.json (run, pytorch, the phase files, sanitize, ceilings, sweep,
-the three PyTorch profiling studies) and `validate`, which checks a parsed document against one
-without changing it.
+the three PyTorch profiling studies and our binary's two) and `validate`, which checks a parsed
+document against one without changing it.
 
     validate(doc, "run", "results/run.json")   # raises SchemaError or returns None
 
@@ -303,6 +303,36 @@ TORCH_LINEAR = Obj(_STUDY | {
         required=("layer", "forward", "backward")))}, required=("batch", "layers"))),
 }, required=("schema", "batches"))
 
+# harness/ours_studies.py: our binary's side of the batch and Linear studies (nsys).
+_OURS = {"schema": Const(1), "commit": OSTR, "gpu": OSTR, "shape": Arr(INT)}
+OURS_BATCH_STEPS = Obj(_OURS | {
+    "epochs_timed": INT, "tried": Arr(STR),
+    "batches": Arr(Obj({
+        "batch": INT, "path": STR, "steps": INT, "untraced_us_per_step": POS,
+        "candidates": Arr(Obj({"path": STR, "us_per_step": ONUM, "why": OSTR},
+                              required=("path", "us_per_step"))),
+        "wall_us_per_step": NUM, "host_us_per_step": NUM, "kernel_us_per_step": NUM,
+        "gpu_busy_us_per_step": ONUM, "gpu_busy_fraction": ONUM, "kernels_per_step": NUM,
+        "launches_per_step": NUM, "work_vs_first": NUM, "untraced_time_vs_first": NUM,
+        "profile": STR},
+        required=("batch", "path", "untraced_us_per_step", "wall_us_per_step",
+                  "host_us_per_step", "kernel_us_per_step", "gpu_busy_fraction",
+                  "work_vs_first", "untraced_time_vs_first")), nonempty=True),
+}, required=("schema", "batches"))
+_OUR_KERNEL = Obj({"name": STR, "what": STR, "instances_per_step": NUM, "mean_us": NUM,
+                   "us_per_step": NUM}, required=("name", "instances_per_step", "mean_us",
+                                                  "us_per_step"))
+_OUR_PHASE = Obj({"kernels": Arr(_OUR_KERNEL), "gpu_us_per_step": NUM},
+                 required=("kernels", "gpu_us_per_step"))
+OURS_LINEAR = Obj(_OURS | {
+    "path": STR,
+    "batches": Arr(Obj({"batch": INT, "steps": INT, "profile": STR, "other": _OUR_PHASE,
+                        "layers": Arr(Obj({"layer": STR, "in_out": Arr(INT),
+                                           "forward": _OUR_PHASE, "backward": _OUR_PHASE},
+                                          required=("layer", "forward", "backward")))},
+                       required=("batch", "layers")), nonempty=True),
+}, required=("schema", "path", "batches"))
+
 STATIONARY_PHASES = Obj({
     "schema": Const(1), "source": STR, "kernel": STR, "shape": STR, "commit": OSTR,
     "date_utc": STR, "step_us": POS,
@@ -333,6 +363,7 @@ SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
     "run": (RUN, _run_checks), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
     "torch_memory": (TORCH_MEMORY, None), "torch_batch_steps": (TORCH_BATCH_STEPS, None),
     "torch_linear_kernels": (TORCH_LINEAR, None), "stationary_phases": (STATIONARY_PHASES, None),
+    "ours_batch_steps": (OURS_BATCH_STEPS, None), "ours_linear_kernels": (OURS_LINEAR, None),
     "sanitize": (SANITIZE, None), "ceilings": (CEILINGS, None), "sweep": (SWEEP, _sweep_checks),
 }
 
