@@ -73,6 +73,6 @@ CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run,
 
 // The verdict: every case but 8 passed.
 bool gate_passed(const std::vector<CaseResult>& cases);
-// Why a trained path fails the gate ("" when it does not): it did not train, its one-epoch
+// Why a trained path fails the gate ("" when it does not, or was skipped on this device): it did not train, its one-epoch
 // parity with the fused path exceeds `parity_limit`, or (when checked) its rerun differed.
 std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit);
