@@ -129,7 +129,9 @@ def supervise(binary: Path, out: Path, args: list[str], limit: float | None = No
         rows.append({"id": i, "name": n, "value": None, "limit": None, "passed": False,
                      "detail": what if k == 0 else f"not run: the run ended at case {pending[0][0]} ({what})"})
     print(f"supervisor: {what}; case {pending[0][0] if pending else '-'} FAIL", flush=True)
-    hint = HINT_TIMEOUT if timed_out else HINT_FAULT
+    hint = (HINT_TIMEOUT if timed_out else
+            HINT_FAULT if done else f"the run stopped before its first case ({what}): the binary's message is in "
+                                    f"{out / 'stderr.log'}")
     doc = {"schema": 1, "run_id": run_id, "mode": "supervised", "run_command": " ".join(cmd[:-2]),
            "supervisor": {"limit_s": round(limit, 1), "seconds": seconds, "ended": what,
                           "stderr_tail": stderr[-2000:]},
