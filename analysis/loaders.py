@@ -22,12 +22,14 @@ FILES = {"run": "run.json", "pytorch": "pytorch.json", "phases": "persistent_pha
          "profile_log": "logs/profile.log", "sanitize_log": "logs/sanitize.log", "ncu": "ncu",
          "torch_memory": "torch_memory.json", "torch_batch": "torch_batch_steps.json",
          "torch_linear": "torch_linear_kernels.json",
-         "stationary_phases": "stationary_phases.json"}
+         "stationary_phases": "stationary_phases.json",
+         "ours_batch": "ours_batch_steps.json", "ours_linear": "ours_linear_kernels.json"}
 SCHEMA_OF = {"run": "run", "pytorch": "pytorch", "phases": "persistent_phases",
              "sanitize": "sanitize", "ceilings": "ceilings", "sweep": "sweep",
              "full_split": "sweep", "torch_memory": "torch_memory",
              "torch_batch": "torch_batch_steps", "torch_linear": "torch_linear_kernels",
-             "stationary_phases": "stationary_phases"}
+             "stationary_phases": "stationary_phases", "ours_batch": "ours_batch_steps",
+             "ours_linear": "ours_linear_kernels"}
 PROFILE_REPORTS = (("kern", "cuda_gpu_kern_sum", read_kern_sum),
                    ("api", "cuda_api_sum", read_api_sum),
                    ("nvtx", "nvtx_sum", read_nvtx_sum))
@@ -219,6 +221,8 @@ class Inputs:
     torch_batch: dict | None = None
     torch_linear: dict | None = None
     stationary_phases: dict | None = None
+    ours_batch: dict | None = None
+    ours_linear: dict | None = None
 
 
 def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures) -> Inputs:

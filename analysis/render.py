@@ -11,7 +11,7 @@ import jinja2
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
-from analysis.sections import torch_studies
+from analysis.sections import ours_studies, torch_studies
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
 from spec.files import ROOT, write_all
@@ -76,7 +76,8 @@ def results_context(inp: Inputs) -> dict:
                                        {k: getattr(inp, k) for k in (
                                            "phases", "sweep", "full_split", "sanitize",
                                            "ceilings", "stationary_phases", "torch_memory",
-                                           "torch_batch", "torch_linear")}),
+                                           "torch_batch", "torch_linear", "ours_batch",
+                                           "ours_linear")}),
         "cases": gate.cases(run), "path_checks": gate.path_checks(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
@@ -100,6 +101,8 @@ def results_context(inp: Inputs) -> dict:
         "torch_memory": torch_studies.memory(inp.torch_memory, run),
         "torch_batch": torch_studies.batch_steps(inp.torch_batch),
         "torch_linear": torch_studies.linear(inp.torch_linear),
+        "ours_batch": ours_studies.batch_steps(inp.ours_batch, inp.torch_batch),
+        "ours_linear": ours_studies.linear(inp.ours_linear, inp.torch_linear),
         "stationary": floor.stationary(inp.stationary_phases, run),
         "floor": floor.floor(run, inp.ceilings, inp.phases, inp.stationary_phases),
     }

@@ -17,7 +17,9 @@ OTHER_RUN_SECTIONS = (("phases", "Where the persistent epoch's time goes"),
                       ("stationary_phases", "Where the stationary epoch's time goes"),
                       ("torch_memory", "PyTorch memory"), ("torch_batch", "PyTorch step time "
                                                            "against batch size"),
-                      ("torch_linear", "PyTorch's Linear kernels"))
+                      ("torch_linear", "PyTorch's Linear kernels"),
+                      ("ours_batch", "our step time against batch size"),
+                      ("ours_linear", "our kernels by Linear layer"))
 
 
 def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
