@@ -15,7 +15,8 @@
 
 Each study writes its JSON and its nsys files (profile/ours/<study>_b<B>_<path>.nsys-rep and
 its three summary CSVs) together (spec.files.write_all: all or none). Field meanings:
-docs/formats.md. About 40 s of GPU time on the H200 for both (six nsys captures).
+docs/formats.md. Six timing runs and six nsys captures: expected about a minute on the H200
+(not yet measured; the session stage's limit is 180 s).
 
 CLI:
   python -m harness.ours_studies [--only batch,linear] [--results DIR] [--profile DIR]
