@@ -6,11 +6,13 @@
 // fit at once on the device as effective_limits() describes it (caps included: at most
 // sms / CL clusters, and the device's own cudaOccupancyMaxActiveClusters); elsewhere the path is
 // skipped with the counts, and its epoch throws SubmissionError(MLP_ERR_UNSUPPORTED) naming why.
+#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "paths.h"
 #include "stationary_host.cuh"
 
@@ -63,13 +65,23 @@ class StationaryPath : public KernelPath {
     }
     if (!fit_.runs()) throw SubmissionError("stationary path skipped: " + fit_.skipped, MLP_ERR_UNSUPPORTED);
     // The inputs are packed as bytes once per X_all (outside every timed epoch but the first,
-    // which train_path never times). Assumed: this epoch's order indexes rows [0, a.n) of X_all,
-    // as TrainState's orders (permutations of the train rows) do.
+    // which train_path never times): rows [0, max(order) + 1), read off this call's order, so a
+    // short epoch over a few rows of the train set (case 6's 32 images) packs every row its order
+    // names. Assumed: later calls with the same X_all index no row past the packed ones (the
+    // training orders are permutations of the train rows, and the first call of a run is one).
     if (a.X_all != packed_x_ || a.n > plan_.n_total || a.batch > packed_batch_) {
       // The shape fit() chose (stationary_prepare's own choice would ignore the caps).
       const wstat::Shape sh = chosen_[(size_t)fit_.choice];
+      std::vector<int> order((size_t)a.n);
+      CUDA_CHECK(cudaMemcpyAsync(order.data(), a.order, order.size() * sizeof(int), cudaMemcpyDeviceToHost, a.stream));
+      CUDA_CHECK(cudaStreamSynchronize(a.stream));
+      int rows = a.n;
+      for (int r : order) {
+        if (r < 0) throw SubmissionError("stationary path: a negative row in the order", MLP_ERR_INVALID_ARGUMENT);
+        rows = std::max(rows, r + 1);
+      }
       stationary_release(&plan_);
-      const int st = wstat::prepare_for(sh.cl, sh.u, &plan_, a.X_all, a.n, a.stream);
+      const int st = wstat::prepare_for(sh.cl, sh.u, &plan_, a.X_all, rows, a.stream);
       if (st != MLP_OK) {
         stationary_release(&plan_);
         packed_x_ = nullptr;
