@@ -52,22 +52,37 @@ struct Shape {
 };
 constexpr Shape kShapes[] = {{8, 16}, {8, 20}, {4, 12}};
 
+// A launch of C::kGrid blocks of kThreads in clusters of CL with C::kSmemBytes of dynamic shared
+// memory on `stream`; attr (2 entries) holds the cluster shape and the cooperative attribute,
+// which numAttrs includes only when `cooperative`. Shared by the shipped launch, the occupancy
+// query and the dev variants.
+template <int CL, int U>
+inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], bool cooperative,
+                                                cudaStream_t stream = nullptr) {
+  using C = Cfg<CL, U>;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(C::kGrid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = C::kSmemBytes;
+  cfg.stream = stream;
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CL;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeCooperative;
+  attr[1].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = cooperative ? 2 : 1;
+  return cfg;
+}
+
 template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
   using C = Cfg<CL, U>;
   cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, kShippedV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
   if (e != cudaSuccess) return e;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(C::kGrid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = C::kSmemBytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CL;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr[2];
+  const cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, /*cooperative=*/false);
   return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U, kShippedV>, &cfg);
 }
 
@@ -110,21 +125,8 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
 
 template <int CL, int U>
 inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t stream) {
-  using C = Cfg<CL, U>;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(C::kGrid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = C::kSmemBytes;
-  cfg.stream = stream;
   cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CL;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeCooperative;
-  attr[1].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = p->cooperative ? 2 : 1;
+  cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, p->cooperative, stream);
   cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, kShippedV>, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy

@@ -19,19 +19,8 @@ cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
     if (e != cudaSuccess) return e;
     attr_set = true;
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(C::kGrid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = C::kSmemBytes;
   cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CL;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeCooperative;
-  attr[1].val.cooperative = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = p->cooperative ? 2 : 1;
+  const cudaLaunchConfig_t cfg = mlp::wstat::cluster_launch_config<CL, U>(attr, p->cooperative);
   return cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, V>, args);
 }
 
