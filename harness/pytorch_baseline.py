@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness import config
+from spec.recipe import load_recipe
 from harness.torch_variants import (COMPILE_MODES, COMPILED, CUDA_ONLY,  # noqa: F401
                                     DEFAULT_VARIANTS, FULL_ONLY, VARIANTS, CompiledVariant,
                                     CudaGraphVariant, EagerVariant, Workload, variant_available)
@@ -185,6 +185,17 @@ def fastest_variant(variants: dict) -> str | None:
 # One variant, end to end
 # --------------------------------------------------------------------------------------------
 
+def workload_for(init_params: np.ndarray, order: np.ndarray, data: dict, recipe: dict, device: str):
+    """What every variant trains on: (the Workload over `order`'s epochs, the float32 initial
+    parameters, the shape they imply, a device buffer of one loss per step)."""
+    init_flat = np.ascontiguousarray(init_params, dtype=np.float32)
+    w = Workload(data, order, recipe["batch"], recipe["lr"], recipe["momentum"], device,
+                 n_out=recipe.get("output_dim", 10))
+    shape = layout.infer_shape(init_flat.shape[0], w.n_in, w.n_out)
+    step_losses = torch.zeros(w.steps, dtype=torch.float32, device=w.device)
+    return w, init_flat, shape, step_losses
+
+
 def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dict,
                 recipe: dict | None = None, epochs: int | None = None, device: str = "cuda",
                 return_step_losses: bool = False, variant_factory=None) -> dict:
@@ -195,15 +206,11 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
     variant_factory(w, init_flat, shape, step_losses) builds the variant instead of
     make_variant (the tests' uncompiled compiled-step).
     """
-    recipe = config.load_recipe() if recipe is None else recipe
+    recipe = load_recipe() if recipe is None else recipe
     epochs = order.shape[0] if epochs is None else int(epochs)
     if not 1 <= epochs <= order.shape[0]:
         raise ValueError(f"epochs must be in 1..{order.shape[0]}, got {epochs}")
-    init_flat = np.ascontiguousarray(init_params, dtype=np.float32)
-    w = Workload(data, order[:epochs], recipe["batch"], recipe["lr"], recipe["momentum"], device,
-                 n_out=recipe.get("output_dim", 10))
-    shape = layout.infer_shape(init_flat.shape[0], w.n_in, w.n_out)
-    step_losses = torch.zeros(w.steps, dtype=torch.float32, device=w.device)
+    w, init_flat, shape, step_losses = workload_for(init_params, order[:epochs], data, recipe, device)
     skips0 = cudagraph_skips()
     _sync(w.device)
     t0 = time.perf_counter()
@@ -296,7 +303,7 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
     """
     results_dir = Path(results_dir)
     chosen, left_out = select_variants(variants, full)
-    recipe = config.load_recipe()
+    recipe = load_recipe()
     if batch is not None:
         if int(batch) < 1:
             raise SystemExit(f"error: --batch must be a positive integer, got {batch}")
@@ -387,16 +394,12 @@ def trace_eager_epoch(out_path, results_dir: Path = RESULTS_DIR, device: str = "
     from torch.profiler import ProfilerActivity, profile, record_function
 
     out_path = Path(out_path)
-    recipe = config.load_recipe() if recipe is None else recipe
+    recipe = load_recipe() if recipe is None else recipe
     if init_params is None or order is None:
         init_params, order = load_inputs(results_dir)
     data = load_data() if data is None else data
     order = order[:2] if order.shape[0] >= 2 else np.concatenate([order[:1], order[:1]])
-    init_flat = np.ascontiguousarray(init_params, dtype=np.float32)
-    w = Workload(data, order, recipe["batch"], recipe["lr"], recipe["momentum"], device,
-                 n_out=recipe.get("output_dim", 10))
-    shape = layout.infer_shape(init_flat.shape[0], w.n_in, w.n_out)
-    step_losses = torch.zeros(w.steps, dtype=torch.float32, device=w.device)
+    w, init_flat, shape, step_losses = workload_for(init_params, order, data, recipe, device)
     variant = EagerVariant(w, init_flat, shape, step_losses)
     model, opt = variant.model, variant.opt
 

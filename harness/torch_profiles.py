@@ -36,7 +36,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from harness import config, trace_stats
+from harness import trace_stats
+from spec.files import ROOT
+from spec.recipe import load_recipe
 from harness.pytorch_baseline import chrome_trace_bytes, load_data, load_inputs, log
 from harness.torch_variants import make_linear_mlp, sync
 from spec import layout
@@ -59,7 +61,7 @@ class Setup:
 
     def __init__(self, device, results_dir=RESULTS_DIR, data=None, init_params=None, order=None,
                  recipe=None):
-        self.recipe = config.load_recipe() if recipe is None else recipe
+        self.recipe = load_recipe() if recipe is None else recipe
         if init_params is None or order is None:
             init_params, order = load_inputs(results_dir)
         data = load_data() if data is None else data
@@ -129,7 +131,7 @@ def _gz(data: bytes) -> bytes:
 
 def _rel(path: Path) -> str:
     try:
-        return str(Path(path).resolve().relative_to(config.ROOT))
+        return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
 

@@ -17,10 +17,9 @@ import time
 import numpy as np
 import torch
 
-from harness.pytorch_baseline import COMPILED, load_data, load_inputs, make_variant
+from harness.pytorch_baseline import COMPILED, load_data, load_inputs, make_variant, workload_for
 from harness.run import git_commit
-from harness.torch_variants import Workload, sync
-from spec import layout
+from harness.torch_variants import sync
 from spec.files import RESULTS_DIR, write_all
 from spec.recipe import load_recipe
 
@@ -31,11 +30,7 @@ TOP_OPS = 6
 
 def trace_variant(name: str, init: np.ndarray, order: np.ndarray, data: dict, recipe: dict, device: str) -> dict:
     """One warm-up epoch, then one traced epoch of variant `name`: the trace's summary numbers."""
-    w = Workload(data, order[:2], recipe["batch"], recipe["lr"], recipe["momentum"], device,
-                 n_out=recipe.get("output_dim", 10))
-    init_flat = np.ascontiguousarray(init, dtype=np.float32)
-    shape = layout.infer_shape(init_flat.shape[0], w.n_in, w.n_out)
-    losses = torch.zeros(w.steps, dtype=torch.float32, device=w.device)
+    w, init_flat, shape, losses = workload_for(init, order[:2], data, recipe, device)
     variant = make_variant(name, w, init_flat, shape, losses)
     variant.run_epoch(0)
     sync(w.device)

@@ -209,7 +209,7 @@ PYTORCH = Obj({
 }, required=("variants",))
 
 PHASES = Obj({
-    "schema": Const(2), "source": STR, "steps_per_epoch": INT, "converted_from": STR,
+    "schema": Const(2), "source": STR, "steps_per_epoch": INT,
     "date_utc": STR, "commit": STR,
     "variants": Arr(Obj({"kernel": STR, "phases": Arr(OneOf("A", "B", "C")), "staging": STR,
                          "production": BOOL, "label": STR, "median_ms": POS, "cv_pct": ONUM},

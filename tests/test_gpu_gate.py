@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness.config import ROOT
+from spec.files import ROOT
 
 pytestmark = pytest.mark.gpu
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from harness import np_reference as npref
-from harness.config import DATA_DIR, ROOT, load_recipe
+from spec.files import DATA_DIR, ROOT
+from spec.recipe import load_recipe
 from harness.dataset import load_dataset
 
 HOST = ROOT / "build" / "mlp_host"

@@ -14,12 +14,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import config, np_reference  # noqa: E402
+from harness import np_reference  # noqa: E402
+from spec.recipe import load_recipe  # noqa: E402
 from harness import manual_ops  # noqa: E402
 from harness import pytorch_baseline as pb  # noqa: E402
 from spec import layout  # noqa: E402
 
-RECIPE = config.load_recipe()
+RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 512, 256, 64, RECIPE["batch"]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness import np_reference as npref
-from harness.config import DATA_DIR, ROOT
+from spec.files import DATA_DIR, ROOT
 from harness.dataset import (SUMS_NAME, TEST_IMAGES, TEST_LABELS, DataError, encode_idx, format_sha256sums,
                              load_dataset, parse_idx, sha256_hex)
 

@@ -382,7 +382,7 @@ def test_baseline_batch_override_and_full_layout_data(tmp_path):
     out = pb.run_all(res, ["eager"], device="cpu", batch=100, data_dir=full)
     assert len(out["variants"]["eager"]["epoch_ms"]) == 1
     entry = pb.run_variant("eager", np.load(res / "init_params.npy"), np.load(res / "order.npy"),
-                           data, dict(pb.config.load_recipe(), batch=100), device="cpu",
+                           data, dict(pb.load_recipe(), batch=100), device="cpu",
                            return_step_losses=True)
     assert len(entry["step_losses"][0]) == 3                # 300 images at batch 100
     with pytest.raises(SystemExit):

@@ -15,13 +15,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import config, np_reference  # noqa: E402
+from harness import np_reference  # noqa: E402
+from spec.recipe import load_recipe  # noqa: E402
 from harness import pytorch_baseline as pb  # noqa: E402
 from harness import torch_variants as tv  # noqa: E402
 from harness.torch_step import CompiledStepVariant, make_step  # noqa: E402
 from spec import layout  # noqa: E402
 
-RECIPE = config.load_recipe()
+RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 600, 200, 48, RECIPE["batch"]
 
 

@@ -83,5 +83,4 @@ def breakdown(phases: dict, run: dict) -> dict:
     return {"rows": rows, "steps": steps, "file_steps": phases.get("steps_per_epoch"),
             "breakdowns": [b for b in parts.values() if b is not None],
             "comparisons": staging_comparisons(phases, steps),
-            "run_medians": {k: {"ms": m, "us": m * 1000.0 / steps} for k, m in run_medians.items()},
-            "converted_from": phases.get("converted_from")}
+            "run_medians": {k: {"ms": m, "us": m * 1000.0 / steps} for k, m in run_medians.items()}}
