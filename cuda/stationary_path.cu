@@ -60,8 +60,11 @@ class StationaryPath : public KernelPath {
   void epoch(const EpochArgs& a) override {
     if (!fitted_ || a.s.in != fit_shape_.in || a.s.hidden != fit_shape_.hidden || a.s.out != fit_shape_.out ||
         a.batch != fit_batch_) {
+      const int packed_choice = fit_.runs() ? fit_.choice : -1;
       fit(effective_limits(), a.s, a.batch);
-      packed_x_ = nullptr;
+      // The packed bytes depend on X_all and the shape's cluster size only: a re-fit for another
+      // batch (case 6's 32 rows) that keeps the shape keeps them.
+      if (!fit_.runs() || fit_.choice != packed_choice) packed_x_ = nullptr;
     }
     if (!fit_.runs()) throw SubmissionError("stationary path skipped: " + fit_.skipped, MLP_ERR_UNSUPPORTED);
     // The inputs are packed as bytes once per X_all (outside every timed epoch but the first,
@@ -69,7 +72,7 @@ class StationaryPath : public KernelPath {
     // short epoch over a few rows of the train set (case 6's 32 images) packs every row its order
     // names. Assumed: later calls with the same X_all index no row past the packed ones (the
     // training orders are permutations of the train rows, and the first call of a run is one).
-    if (a.X_all != packed_x_ || a.n > plan_.n_total || a.batch > packed_batch_) {
+    if (a.X_all != packed_x_ || a.n > plan_.n_total) {
       // The shape fit() chose (stationary_prepare's own choice would ignore the caps).
       const wstat::Shape sh = chosen_[(size_t)fit_.choice];
       std::vector<int> order((size_t)a.n);
@@ -91,7 +94,6 @@ class StationaryPath : public KernelPath {
       }
       plan_.max_active_clusters = max_active_[(size_t)fit_.choice];
       packed_x_ = a.X_all;
-      packed_batch_ = a.batch;
     }
     const int st = stationary_epoch(&plan_, a.params, a.velocity, a.labels_all, a.order, a.n, a.batch, a.lr,
                                     a.momentum, a.step_loss, a.stream);
@@ -135,7 +137,6 @@ class StationaryPath : public KernelPath {
   std::vector<int> max_active_;       // candidate i's device answer (-1: not asked)
   StationaryPlan plan_;
   const float* packed_x_ = nullptr;  // the X_all that plan_.xb packs
-  int packed_batch_ = 0;
 };
 
 }  // namespace
