@@ -95,6 +95,11 @@ constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation
                               // differ from V = 0 in the last bits; see "kVTile" below); the W2
                               // update on warp 7, which G leaves free, beside G
 constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
+constexpr int kVFloatStage = 64;  // the inputs packed as floats (Args::xf) and staged by cp.async
+                                  // straight into the other Xs buffer: no conversion; the order
+                                  // and label entries loaded a step ahead (same bits)
+constexpr int kVFuseF2 = 128;  // F2 in one pass: H of a row's units in its 16 lanes, the logits
+                               // from them by shuffles, no barrier between (RPB 16; same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 enum Mark : int { kMTop, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMG, kMEnd, kMarks };
@@ -228,12 +233,32 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
+  constexpr bool kFloat = (V & kVFloatStage) != 0;
+  // kFloat: this thread's order entries a step (staging) or two (labels) ahead of their use:
+  // ord_stage = the sample of row tid/2 of the next step to stage; ys_next / ord_lab = the labels
+  // of the next step's S rows and the order entries of the step after (0 past the end).
+  const int stage_row = tid >> 1;
+  int ord_stage = 0, ys_next[C::kPasses], ord_lab[C::kPasses];
+  auto rows_of = [&](int t) { return t < steps ? min(a.batch, a.n - t * a.batch) : 0; };
+  auto s_row = [&](int p) { return rank * RPB + (tid >> 4) + 16 * p; };
   if (steps > 0) {
     const int nb0 = min(a.batch, a.n);
-    stage_bytes<CL>(a, Bb, 0, nb0, rank);
-    cp_async_wait_all();
-    __syncthreads();
-    convert_bytes<CL>(Xs0, Bb, nb0, rank);
+    if constexpr (kFloat) {
+      stage_floats<CL>(a, Xs0, nb0, rank, stage_row < nb0 ? __ldg(a.order + stage_row) : 0);
+      const int nb1 = rows_of(1);
+      ord_stage = stage_row < nb1 ? __ldg(a.order + a.batch + stage_row) : 0;
+#pragma unroll
+      for (int p = 0; p < C::kPasses; ++p) {
+        ys_next[p] = s_row(p) < nb0 ? __ldg(a.labels + __ldg(a.order + s_row(p))) : 0;  // step 0's
+        ord_lab[p] = s_row(p) < nb1 ? __ldg(a.order + a.batch + s_row(p)) : 0;          // step 1's
+      }
+      cp_async_wait_all();
+    } else {
+      stage_bytes<CL>(a, Bb, 0, nb0, rank);
+      cp_async_wait_all();
+      __syncthreads();
+      convert_bytes<CL>(Xs0, Bb, nb0, rank);
+    }
   }
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
@@ -242,6 +267,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   constexpr bool kTagged = (V & kVTagged) != 0, kNoFence = (V & kVNoFence) != 0;
   constexpr bool kSplitB = (V & kVSplitB) != 0 && C::kXBuf == 2, kW2Par = (V & kVW2Par) != 0;
   constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
+  constexpr bool kFuseF2 = (V & kVFuseF2) != 0 && RPB == 16 && U <= 32;
+  static_assert(!kFloat || !kSplitB, "kVFloatStage has no conversion to split B around");
   constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // F1 partials per pre-activation in Red
   unsigned long long* slots64 = reinterpret_cast<unsigned long long*>(a.slots);  // kTagged
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
@@ -286,12 +313,28 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     const int nb_next = has_next ? min(a.batch, a.n - base - a.batch) : 0;
     const float* Xs = Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;
     const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));  // also the kTagged tag
-    if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
+    if constexpr (kFloat) {
+      // The next step's rows land in the other buffer during this step (kXBuf 2; with one buffer
+      // they are staged after G). Every address below was loaded a step ago: no wait here.
+      const int nb2 = rows_of(t + 2);
+      if (C::kXBuf == 2 && has_next) {
+        stage_floats<CL>(a, Xs0 + (par ^ 1) * C::kXsF, nb_next, rank, ord_stage);
+        ord_stage = stage_row < nb2 ? __ldg(a.order + base + 2 * a.batch + stage_row) : 0;
+      }
 #pragma unroll
-    for (int p = 0; p < C::kPasses; ++p) {
-      const int b = rank * RPB + (tid >> 4) + 16 * p;
-      ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
+      for (int p = 0; p < C::kPasses; ++p) {
+        ys[p] = ys_next[p];
+        ys_next[p] = s_row(p) < nb_next ? __ldg(a.labels + ord_lab[p]) : 0;
+        ord_lab[p] = s_row(p) < nb2 ? __ldg(a.order + base + 2 * a.batch + s_row(p)) : 0;
+      }
+    } else {
+      if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
+#pragma unroll
+      for (int p = 0; p < C::kPasses; ++p) {
+        const int b = s_row(p);
+        ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
+      }
     }
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
@@ -372,6 +415,40 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
+    if constexpr (kFuseF2) {
+      // Thread (row tid/16, lane l = tid%16): H of units l and l + 16 (when < U), then logit o = l
+      // (l < O) over the row's U units by shuffles within the 16 lanes, in unit order as below.
+      const int row = tid >> 4, l = tid & 15, b = rank * RPB + row, src = tid & 16;
+      const bool valid = b < nb;
+      float h0 = 0.f, h1 = 0.f;
+      {
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + l];
+        h0 = valid ? fmaxf(s, 0.f) : 0.f;
+        Hs[row * U + l] = h0;
+      }
+      if (l + 16 < U) {
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + l + 16];
+        h1 = valid ? fmaxf(s, 0.f) : 0.f;
+        Hs[row * U + l + 16] = h1;
+      }
+      WSTAT_MARK(t, kMH);
+      const int o = min(l, O - 1);
+      float z = W2l[U * O + o];  // b2 in cluster 0, else 0
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float hu = __shfl_sync(0xffffffffu, u < 16 ? h0 : h1, src | (u & 15));
+        z = fmaf(hu, W2l[u * O + o], z);
+      }
+      if (valid && l < O) {
+        const size_t si = (((size_t)par * C::kClusters + cid) * kRows + b) * O + o;
+        if constexpr (kTagged) st_relaxed_u64(slots64 + si, (unsigned long long)target << 32 | __float_as_uint(z));
+        else a.slots[si] = z;
+      }
+    } else {
     for (int e = tid; e < RPB * U; e += kThreads) {
       const int row = e / U, u = e % U;
       float s = 0.f;
@@ -392,6 +469,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         else a.slots[si] = z;
       }
     }
+    }  // !kFuseF2
     if constexpr (!kTagged) {
       __syncthreads();
       WSTAT_MARK(t, kMLogits);
@@ -403,7 +481,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       WSTAT_MARK(t, kMLogits);
     }
     WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2 && !kSplitB) {
+    if constexpr (C::kXBuf == 2 && !kSplitB && !kFloat) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         cp_async_wait_all();
         __syncthreads();
@@ -634,7 +712,15 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
       }
     }
-    if constexpr (C::kXBuf == 1) {
+    if constexpr (kFloat) {
+      if (C::kXBuf == 1 && has_next) {  // one input buffer: staged once G is done reading it
+        __syncthreads();
+        stage_floats<CL>(a, Xs0, nb_next, rank, ord_stage);
+        const int nb2 = rows_of(t + 2);
+        ord_stage = stage_row < nb2 ? __ldg(a.order + base + 2 * a.batch + stage_row) : 0;
+      }
+      if (has_next) cp_async_wait_all();  // the next step's rows (issued at the top)
+    } else if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
         cp_async_wait_all();
         __syncthreads();

@@ -43,6 +43,8 @@ struct Args {
   float* params;           // flat parameters (submission.h layout), read at start, written at end
   float* velocity;         // flat velocity, same layout
   const uint8_t* xb;       // packed inputs [n_total][CL][XB] bytes (stationary_prepare)
+  const float* xf;         // packed inputs [n_total][CL][KP] floats: the slice, the ones column
+                           // (rank 0, input KS), zeros to KP (kVFloatStage)
   const int* labels;       // [n_total] int32
   const int* order;        // [n] this epoch's row order
   int n, batch;            // samples this epoch, rows per step (<= kRows)
@@ -140,6 +142,28 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
   cp_async_commit();
 }
 
+// cp.async of one step's rows of this rank's packed float slice straight into Xs[kRows][KP]
+// (kVFloatStage): thread (row tid/2, half tid%2) copies the 16-byte chunks q ≡ half (mod 2) of
+// row `row`, sample s (its order entry, loaded a step ahead); rows >= nb are zero-filled. The
+// values are X_all's own floats, so the staged rows equal convert_bytes' bit for bit.
+template <int CL>
+__device__ __forceinline__ void stage_floats(const Args& a, float* Xd, int nb, int rank, int s) {
+  using C = Slice<CL>;
+  static_assert(kThreads == 2 * kRows, "stage_floats: two threads a row");
+  constexpr int kQ = C::KP / 4;
+  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1;
+  float* dst = Xd + row * C::KP;
+  if (row < nb) {
+    const float* src = a.xf + ((size_t)s * CL + rank) * C::KP;
+#pragma unroll
+    for (int q = h; q < kQ; q += 2) cp_async16(dst + 4 * q, src + 4 * q);
+  } else {
+#pragma unroll
+    for (int q = h; q < kQ; q += 2) *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  cp_async_commit();
+}
+
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
 // (input KS) of rank 0's valid rows, which carries b1. kFast: pixel_of_byte (no I2F; same bits).
 template <int CL, bool kFast = false>
@@ -177,6 +201,18 @@ __global__ void k_stationary_pack(const float* X, int n, uint8_t* xb, int* bad) 
       if (__float_as_uint(pixel(p)) != __float_as_uint(x)) atomicExch(bad, 1);
     }
     xb[e] = (uint8_t)p;
+  }
+}
+// Packs X_all into [n][CL][KP] floats (kVFloatStage): rank r's slice inputs, 1 at input KS of
+// rank 0 (b1's row), zeros to KP.
+template <int CL>
+__global__ void k_stationary_pack_f(const float* X, int n, float* xf) {
+  using C = Slice<CL>;
+  const size_t total = (size_t)n * CL * C::KP;
+  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const int q = (int)(e % C::KP), r = (int)((e / C::KP) % CL);
+    const size_t s = e / ((size_t)C::KP * CL);
+    xf[e] = q < C::KS ? X[s * kIn + (size_t)r * C::KS + q] : (q == C::KS && r == 0 ? 1.f : 0.f);
   }
 }
 }  // namespace wstat

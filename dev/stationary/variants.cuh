@@ -28,7 +28,7 @@ cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
 template <int V>
 int epoch(mlp::StationaryPlan* p, float* params, float* velocity, const int* labels, const int* order, int n, int batch,
           float lr, float mu, float* step_loss, int* pad_check) {
-  Args args{params, velocity, p->xb, labels, order, n, batch, lr, mu, step_loss, p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
+  Args args{params, velocity, p->xb, p->xf, labels, order, n, batch, lr, mu, step_loss, p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
   cudaError_t e = cudaErrorInvalidValue;
   if (p->cluster == 8 && p->units == 20) e = launch<8, 20, V>(p, args);
   else if (p->cluster == 4 && p->units == 12) e = launch<4, 12, V>(p, args);
@@ -47,18 +47,17 @@ struct Variant {
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & kVTile; }
-constexpr int kShip = kShippedV;  // tile + nofence + fastconv
+constexpr int kShip = kShippedV;  // tile + nofence + floatstage + fusef2
+constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the byte-staged form shipped before
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
-      {"nofence", kVNoFence, epoch<kVNoFence>},
-      {"nofence+fastconv", kVNoFence | kVFastConv, epoch<kVNoFence | kVFastConv>},
-      {"tile", kVTile, epoch<kVTile>},
-      {"tile+nofence", kVTile | kVNoFence, epoch<kVTile | kVNoFence>},
-      {"shipped: tile+nofence+fastconv", kShip, epoch<kShip>},
-      {"shipped+splitB", kShip | kVSplitB, epoch<kShip | kVSplitB>},
+      {"bytes: tile+nofence+fastconv", kBytes, epoch<kBytes>},
+      {"bytes+fusef2", kBytes | kVFuseF2, epoch<kBytes | kVFuseF2>},
+      {"tile+nofence+floatstage", kVTile | kVNoFence | kVFloatStage, epoch<kVTile | kVNoFence | kVFloatStage>},
+      {"shipped: tile+nofence+float+fusef2", kShip, epoch<kShip>},
       {"shipped+tagged", (kShip & ~kVNoFence) | kVTagged, epoch<(kShip & ~kVNoFence) | kVTagged>},
-      {"probe V=0", probe::kVProbe, epoch<probe::kVProbe>},
+      {"probe bytes", probe::kVProbe | kBytes, epoch<probe::kVProbe | kBytes>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
