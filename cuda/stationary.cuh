@@ -95,14 +95,15 @@ constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation
                               // differ from V = 0 in the last bits; see "kVTile" below); the W2
                               // update on warp 7, which G leaves free, beside G
 constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
-constexpr int kVFloatStage = 64;  // the inputs packed as floats (Args::xf) and staged by cp.async
-                                  // straight into the other Xs buffer: no conversion; the order
-                                  // and label entries loaded a step ahead (same bits)
-constexpr int kVFuseF2 = 128;  // F2 in one pass: H of a row's units in its 16 lanes, the logits
-                               // from them by shuffles, no barrier between (RPB 16; same bits)
+constexpr int kVPrefetch = 64;  // bytes staged by row (stage_bytes_row) from order entries loaded a
+                                // step ahead, the labels of S likewise: no load waits at the top
+constexpr int kVConv2 = 128;    // the conversion unrolled by (row, half) (convert_rows; same bits)
+constexpr int kVLate = 512;     // kVPrefetch, two steps ahead into the other byte buffer, issued
+                                // after cluster barrier A: no copies land during F1 (bit 256 is
+                                // dev/stationary/probe.cuh's)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
-enum Mark : int { kMTop, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMG, kMEnd, kMarks };
+enum Mark : int { kMTop, kMF1a, kMF1b, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMGa, kMG, kMEnd, kMarks };
 
 // Everything derived from the shape <CL, U>.
 template <int CL, int U_>
@@ -137,7 +138,8 @@ struct Cfg : Slice<CL> {
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
   static constexpr int kXsF = kRows * KP;
   static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
-  static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
+  static constexpr int kBbF = kRows * XB / 4;       // one byte buffer (floats)
+  static constexpr int kRest = 2 * kBbF             // Bb[2]: the next steps' inputs as bytes
                                + 2 * KP * U         // Ws, Vs
                                + kRedSlots * RPB * U  // Red
                                + kRows * U          // dHf
@@ -148,7 +150,7 @@ struct Cfg : Slice<CL> {
   static constexpr int kXBuf = (2 * kXsF + kRest) * 4 <= 227 * 1024 ? 2 : 1;
   static constexpr int oXs = 0;
   static constexpr int oBb = oXs + kXBuf * kXsF;
-  static constexpr int oWs = oBb + kRows * XB / 4;
+  static constexpr int oWs = oBb + 2 * kBbF;
   static constexpr int oVs = oWs + KP * U;
   static constexpr int oRed = oVs + KP * U;
   static constexpr int odHf = oRed + kRedSlots * RPB * U;
@@ -183,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   extern __shared__ float4 smem4[];
   float* sm = reinterpret_cast<float*>(smem4);
   float* Xs0 = sm + C::oXs;                                     // [kXBuf][kRows][KP] inputs
-  uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [kRows][XB] next inputs, bytes
+  uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [2][kRows][XB] next inputs, bytes
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
   float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
@@ -233,26 +235,35 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
-  constexpr bool kFloat = (V & kVFloatStage) != 0;
-  // kFloat: this thread's order entries a step (staging) or two (labels) ahead of their use:
-  // ord_stage = the sample of row tid/2 of the next step to stage; ys_next / ord_lab = the labels
-  // of the next step's S rows and the order entries of the step after (0 past the end).
+  constexpr bool kLate = (V & kVLate) != 0, kPre = kLate || (V & kVPrefetch) != 0;
+  constexpr bool kConv2 = (V & kVConv2) != 0;
+  constexpr int kBbB = kRows * C::XB;  // bytes of one byte buffer
+  // kPre: this thread's order entries ahead of their use: ord_stage = the sample of row tid/2 of
+  // the next step to stage (t+1, or t+2 with kLate); ys_next / ord_lab = the labels of the next
+  // step's S rows and the order entries of the step after (0 past the end).
   const int stage_row = tid >> 1;
   int ord_stage = 0, ys_next[C::kPasses], ord_lab[C::kPasses];
   auto rows_of = [&](int t) { return t < steps ? min(a.batch, a.n - t * a.batch) : 0; };
   auto s_row = [&](int p) { return rank * RPB + (tid >> 4) + 16 * p; };
+  auto order_at = [&](int t, int row) { return row < rows_of(t) ? __ldg(a.order + t * a.batch + row) : 0; };
+  auto convert = [&](float* dst, const uint8_t* src, int nbx) {
+    if constexpr (kConv2) convert_rows<CL>(dst, src, nbx, rank);
+    else convert_bytes<CL, (V & kVFastConv) != 0>(dst, src, nbx, rank);
+  };
   if (steps > 0) {
     const int nb0 = min(a.batch, a.n);
-    if constexpr (kFloat) {
-      stage_floats<CL>(a, Xs0, nb0, rank, stage_row < nb0 ? __ldg(a.order + stage_row) : 0);
-      const int nb1 = rows_of(1);
-      ord_stage = stage_row < nb1 ? __ldg(a.order + a.batch + stage_row) : 0;
+    if constexpr (kPre) {
+      stage_bytes_row<CL>(a, Bb, nb0, rank, order_at(0, stage_row));
+      if constexpr (kLate) stage_bytes_row<CL>(a, Bb + kBbB, rows_of(1), rank, order_at(1, stage_row));
+      ord_stage = order_at(kLate ? 2 : 1, stage_row);
 #pragma unroll
       for (int p = 0; p < C::kPasses; ++p) {
-        ys_next[p] = s_row(p) < nb0 ? __ldg(a.labels + __ldg(a.order + s_row(p))) : 0;  // step 0's
-        ord_lab[p] = s_row(p) < nb1 ? __ldg(a.order + a.batch + s_row(p)) : 0;          // step 1's
+        ys_next[p] = s_row(p) < nb0 ? __ldg(a.labels + order_at(0, s_row(p))) : 0;  // step 0's
+        ord_lab[p] = order_at(1, s_row(p));                                          // step 1's
       }
-      cp_async_wait_all();
+      cp_async_wait_group<kLate ? 1 : 0>();  // step 0's bytes
+      __syncthreads();
+      convert(Xs0, Bb, nb0);
     } else {
       stage_bytes<CL>(a, Bb, 0, nb0, rank);
       cp_async_wait_all();
@@ -266,9 +277,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
   constexpr bool kTagged = (V & kVTagged) != 0, kNoFence = (V & kVNoFence) != 0;
   constexpr bool kSplitB = (V & kVSplitB) != 0 && C::kXBuf == 2, kW2Par = (V & kVW2Par) != 0;
-  constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  constexpr bool kFuseF2 = (V & kVFuseF2) != 0 && RPB == 16 && U <= 32;
-  static_assert(!kFloat || !kSplitB, "kVFloatStage has no conversion to split B around");
+  constexpr bool kTile = (V & kVTile) != 0;
   constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // F1 partials per pre-activation in Red
   unsigned long long* slots64 = reinterpret_cast<unsigned long long*>(a.slots);  // kTagged
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
@@ -314,19 +323,16 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     const float* Xs = Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;
     const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));  // also the kTagged tag
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
-    if constexpr (kFloat) {
-      // The next step's rows land in the other buffer during this step (kXBuf 2; with one buffer
-      // they are staged after G). Every address below was loaded a step ago: no wait here.
-      const int nb2 = rows_of(t + 2);
-      if (C::kXBuf == 2 && has_next) {
-        stage_floats<CL>(a, Xs0 + (par ^ 1) * C::kXsF, nb_next, rank, ord_stage);
-        ord_stage = stage_row < nb2 ? __ldg(a.order + base + 2 * a.batch + stage_row) : 0;
+    if constexpr (kPre) {
+      if (!kLate && has_next) {  // lands during F1..S; every address was loaded a step ago
+        stage_bytes_row<CL>(a, Bb, nb_next, rank, ord_stage);
+        ord_stage = order_at(t + 2, stage_row);
       }
 #pragma unroll
       for (int p = 0; p < C::kPasses; ++p) {
         ys[p] = ys_next[p];
         ys_next[p] = s_row(p) < nb_next ? __ldg(a.labels + ord_lab[p]) : 0;
-        ord_lab[p] = s_row(p) < nb2 ? __ldg(a.order + base + 2 * a.batch + s_row(p)) : 0;
+        ord_lab[p] = order_at(t + 2, s_row(p));
       }
     } else {
       if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
@@ -336,6 +342,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
       }
     }
+    // kLate: step t+1's bytes are in Bb[(t+1)%2] (staged at A(t-1)); step t+2's go to Bb[t%2].
+    const uint8_t* Bnext = Bb + (kLate ? ((t + 1) & 1) * kBbB : 0);
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
     if constexpr (kTile) {
@@ -372,9 +380,11 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       }
+      WSTAT_MARK(t, kMF1a);
       reduce_half<4 * U>(acc, 8, (lane & 8) != 0);  // rows {0,1} | {2,3} of the tile
       reduce_half<2 * U>(acc, 4, (lane & 4) != 0);  // one row
       reduce_half<U>(acc, 2, (lane & 2) != 0);      // units [0, U/2) | [U/2, U)
+      WSTAT_MARK(t, kMF1b);
       const int row = rb + ((lane >> 2) & 1) + 64 * ((lane >> 3) & 1);
       float* dst = cluster.map_shared_rank(Red, (unsigned)(row / RPB)) + (rank * RPB + row % RPB) * U +
                    (U / 2) * ((lane >> 1) & 1);
@@ -404,6 +414,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       }
+      WSTAT_MARK(t, kMF1a);
+      WSTAT_MARK(t, kMF1b);
       const int slot = 2 * rank + f_s;  // the reducing rank is f_b / RPB
       float* dst = cluster.map_shared_rank(Red, (unsigned)(f_b / RPB)) + (slot * RPB + f_b % RPB) * U;
 #pragma unroll
@@ -412,43 +424,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
     WSTAT_MARK(t, kMF1);
     cluster.sync();  // A
+    if constexpr (kLate) {  // F1 is done everywhere in the cluster: copies may land now
+      stage_bytes_row<CL>(a, Bb + (t & 1) * kBbB, rows_of(t + 2), rank, ord_stage);  // commits always
+      ord_stage = order_at(t + 3, stage_row);
+    }
     WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
-    if constexpr (kFuseF2) {
-      // Thread (row tid/16, lane l = tid%16): H of units l and l + 16 (when < U), then logit o = l
-      // (l < O) over the row's U units by shuffles within the 16 lanes, in unit order as below.
-      const int row = tid >> 4, l = tid & 15, b = rank * RPB + row, src = tid & 16;
-      const bool valid = b < nb;
-      float h0 = 0.f, h1 = 0.f;
-      {
-        float s = 0.f;
-#pragma unroll
-        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + l];
-        h0 = valid ? fmaxf(s, 0.f) : 0.f;
-        Hs[row * U + l] = h0;
-      }
-      if (l + 16 < U) {
-        float s = 0.f;
-#pragma unroll
-        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + l + 16];
-        h1 = valid ? fmaxf(s, 0.f) : 0.f;
-        Hs[row * U + l + 16] = h1;
-      }
-      WSTAT_MARK(t, kMH);
-      const int o = min(l, O - 1);
-      float z = W2l[U * O + o];  // b2 in cluster 0, else 0
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const float hu = __shfl_sync(0xffffffffu, u < 16 ? h0 : h1, src | (u & 15));
-        z = fmaf(hu, W2l[u * O + o], z);
-      }
-      if (valid && l < O) {
-        const size_t si = (((size_t)par * C::kClusters + cid) * kRows + b) * O + o;
-        if constexpr (kTagged) st_relaxed_u64(slots64 + si, (unsigned long long)target << 32 | __float_as_uint(z));
-        else a.slots[si] = z;
-      }
-    } else {
     for (int e = tid; e < RPB * U; e += kThreads) {
       const int row = e / U, u = e % U;
       float s = 0.f;
@@ -469,7 +451,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         else a.slots[si] = z;
       }
     }
-    }  // !kFuseF2
     if constexpr (!kTagged) {
       __syncthreads();
       WSTAT_MARK(t, kMLogits);
@@ -481,11 +462,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       WSTAT_MARK(t, kMLogits);
     }
     WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2 && !kSplitB && !kFloat) {
+    if constexpr (C::kXBuf == 2 && !kSplitB) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
-        cp_async_wait_all();
+        if constexpr (kLate) cp_async_wait_group<1>();  // step t+2's copies may stay in flight
+        else cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL, kFastConv>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        convert(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next);
       }
     }
     WSTAT_MARK(t, kMConvert);
@@ -587,7 +569,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       if (has_next) {
         cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL, kFastConv>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        convert(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next);
       }
       cluster_wait();
     } else {
@@ -628,6 +610,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
             }
           }
         }
+        WSTAT_MARK(t, kMGa);
         int f0 = 0;  // first (slice row c, unit) of this lane's share, as c·U + unit
         reduce_half<4 * U>(acc, GP / 2, (lane & (GP / 2)) != 0);
         f0 += (lane & (GP / 2)) ? 2 * U : 0;
@@ -690,6 +673,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
       }
       __syncthreads();
+      WSTAT_MARK(t, kMGa);
       WSTAT_MARK(t, kMG);
       if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
 #pragma unroll
@@ -712,19 +696,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
       }
     }
-    if constexpr (kFloat) {
-      if (C::kXBuf == 1 && has_next) {  // one input buffer: staged once G is done reading it
-        __syncthreads();
-        stage_floats<CL>(a, Xs0, nb_next, rank, ord_stage);
-        const int nb2 = rows_of(t + 2);
-        ord_stage = stage_row < nb2 ? __ldg(a.order + base + 2 * a.batch + stage_row) : 0;
-      }
-      if (has_next) cp_async_wait_all();  // the next step's rows (issued at the top)
-    } else if constexpr (C::kXBuf == 1) {
+    if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
-        cp_async_wait_all();
+        if constexpr (kLate) cp_async_wait_group<1>();
+        else cp_async_wait_all();
         __syncthreads();
-        convert_bytes<CL, kFastConv>(Xs0, Bb, nb_next, rank);
+        convert(Xs0, Bnext, nb_next);
       }
     }
     __syncthreads();

@@ -18,8 +18,7 @@ struct StationaryPlan {
   bool cooperative = true;   // launched with the cooperative attribute (false when refused)
   size_t smem = 0;           // dynamic shared memory per block (bytes)
   int n_total = 0;
-  uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes (the byte-staging variants)
-  float* xf = nullptr;       // [n_total][cluster][KP] packed input floats (kVFloatStage)
+  uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes
   float* slots = nullptr;    // [2][clusters][128][10] (64-bit words: room for the kVTagged form)
   unsigned* counters = nullptr;  // [cluster][32]
   int* error_flag = nullptr;     // [1]
@@ -31,7 +30,6 @@ struct StationaryPlan {
 inline void stationary_release(StationaryPlan* p) {
   if (!p) return;
   cudaFree(p->xb);
-  cudaFree(p->xf);
   cudaFree(p->slots);
   cudaFree(p->counters);
   cudaFree(p->error_flag);
@@ -44,7 +42,7 @@ namespace wstat {
 // The kernel variant the host launches (cuda/stationary.cuh's kV* bits): register-tiled F1 and
 // G, the counter without the two __threadfence, the conversion without I2F. V = 0 (the first
 // form) stays in dev/stationary/stationary_epoch.cu as the comparison.
-constexpr int kShippedV = kVTile | kVNoFence | kVFloatStage | kVFuseF2;
+constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVLate | kVConv2;
 
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>
@@ -97,7 +95,6 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
   p->smem = C::kSmemBytes;
   p->n_total = n_total;
   if (cudaMalloc(&p->xb, (size_t)n_total * CL * C::XB) != cudaSuccess ||
-      cudaMalloc(&p->xf, sizeof(float) * (size_t)n_total * CL * C::KP) != cudaSuccess ||
       cudaMalloc(&p->slots, sizeof(unsigned long long) * 2 * C::kClusters * kRows * kOut) != cudaSuccess ||
       cudaMalloc(&p->counters, sizeof(unsigned) * 32 * CL) != cudaSuccess ||
       cudaMalloc(&p->error_flag, sizeof(int)) != cudaSuccess ||
@@ -111,9 +108,7 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
   bool ok = cudaMemsetAsync(bad, 0, sizeof(int), stream) == cudaSuccess;
   if (ok) {
     k_stationary_pack<CL><<<1024, 256, 0, stream>>>(X_all, n_total, p->xb, bad);
-    ok = cudaPeekAtLastError() == cudaSuccess;
-    if (ok) k_stationary_pack_f<CL><<<1024, 256, 0, stream>>>(X_all, n_total, p->xf);
-    ok = ok && cudaPeekAtLastError() == cudaSuccess &&
+    ok = cudaPeekAtLastError() == cudaSuccess &&
          cudaMemcpyAsync(&bad_h, bad, sizeof(int), cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
          cudaStreamSynchronize(stream) == cudaSuccess;
   }
@@ -220,7 +215,7 @@ inline int stationary_epoch(StationaryPlan* p, float* params, float* velocity, c
   if (!p || !p->xb || !params || !velocity || !labels || !order || !step_loss || n_samples < 1 || batch < 1)
     return MLP_ERR_INVALID_ARGUMENT;
   if (batch > wstat::kRows || n_samples > p->n_total) return MLP_ERR_UNSUPPORTED;
-  wstat::Args args{params, velocity, p->xb, p->xf, labels, order, n_samples, batch, lr, momentum, step_loss,
+  wstat::Args args{params, velocity, p->xb, labels, order, n_samples, batch, lr, momentum, step_loss,
                   p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
   const cudaError_t e = wstat::launch_for(p, args, stream);
   if (e != cudaSuccess) return MLP_ERR_CUDA;

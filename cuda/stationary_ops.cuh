@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "submission.h"
 
@@ -43,8 +45,6 @@ struct Args {
   float* params;           // flat parameters (submission.h layout), read at start, written at end
   float* velocity;         // flat velocity, same layout
   const uint8_t* xb;       // packed inputs [n_total][CL][XB] bytes (stationary_prepare)
-  const float* xf;         // packed inputs [n_total][CL][KP] floats: the slice, the ones column
-                           // (rank 0, input KS), zeros to KP (kVFloatStage)
   const int* labels;       // [n_total] int32
   const int* order;        // [n] this epoch's row order
   int n, batch;            // samples this epoch, rows per step (<= kRows)
@@ -102,6 +102,9 @@ __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed cp.async groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
 }
@@ -142,26 +145,52 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
   cp_async_commit();
 }
 
-// cp.async of one step's rows of this rank's packed float slice straight into Xs[kRows][KP]
-// (kVFloatStage): thread (row tid/2, half tid%2) copies the 16-byte chunks q ≡ half (mod 2) of
-// row `row`, sample s (its order entry, loaded a step ahead); rows >= nb are zero-filled. The
-// values are X_all's own floats, so the staged rows equal convert_bytes' bit for bit.
+// kVPrefetch: cp.async of one step's rows into Bb[kRows][XB], thread (row tid/2, half tid%2)
+// copying the 16-byte chunks q ≡ half (mod 2) of its row, sample s (the row's order entry, which
+// the caller loaded a step ahead: no load waits here); rows >= nb copy nothing. Always commits
+// one group (empty when nb <= row for every thread), so cp_async_wait_group counts steps.
 template <int CL>
-__device__ __forceinline__ void stage_floats(const Args& a, float* Xd, int nb, int rank, int s) {
+__device__ __forceinline__ void stage_bytes_row(const Args& a, uint8_t* Bb, int nb, int rank, int s) {
   using C = Slice<CL>;
-  static_assert(kThreads == 2 * kRows, "stage_floats: two threads a row");
-  constexpr int kQ = C::KP / 4;
+  static_assert(kThreads == 2 * kRows, "stage_bytes_row: two threads a row");
+  constexpr int kChunks = C::XB / 16;
   const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1;
-  float* dst = Xd + row * C::KP;
   if (row < nb) {
-    const float* src = a.xf + ((size_t)s * CL + rank) * C::KP;
+    const uint8_t* src = a.xb + ((size_t)s * CL + rank) * C::XB;
 #pragma unroll
-    for (int q = h; q < kQ; q += 2) cp_async16(dst + 4 * q, src + 4 * q);
-  } else {
-#pragma unroll
-    for (int q = h; q < kQ; q += 2) *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int q = h; q < kChunks; q += 2) cp_async16(Bb + row * C::XB + 16 * q, src + 16 * q);
   }
   cp_async_commit();
+}
+
+// f(std::integral_constant<int, B + I>) for each I, in order (compile-time indices).
+template <int B, class F, int... I>
+__device__ __forceinline__ void for_each_const(F& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, B + I>{}), ...);
+}
+
+// kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half
+// tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row, every column test a constant.
+template <int CL>
+__device__ __forceinline__ void convert_rows(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  using C = Slice<CL>;
+  static_assert(kThreads == 2 * kRows, "convert_rows: two threads a row");
+  constexpr int kQ = C::kKq, kQ0 = (kQ + 1) / 2;
+  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1;
+  const bool valid = row < nb;
+  const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
+  float* dst = Xs + row * C::KP;
+  const float one = valid && rank == 0 ? 1.f : 0.f;
+  auto quad = [&](auto qc) {
+    constexpr int q = decltype(qc)::value, k = 4 * q;
+    const unsigned w = valid && k < C::KS ? src[q] : 0u;  // rows >= nb: +0 (pixel_of_byte(0) = +0)
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w, i) : (k + i == C::KS ? one : 0.f);
+    *reinterpret_cast<float4*>(dst + k) = make_float4(v[0], v[1], v[2], v[3]);
+  };
+  if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
+  else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
 }
 
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
@@ -201,18 +230,6 @@ __global__ void k_stationary_pack(const float* X, int n, uint8_t* xb, int* bad) 
       if (__float_as_uint(pixel(p)) != __float_as_uint(x)) atomicExch(bad, 1);
     }
     xb[e] = (uint8_t)p;
-  }
-}
-// Packs X_all into [n][CL][KP] floats (kVFloatStage): rank r's slice inputs, 1 at input KS of
-// rank 0 (b1's row), zeros to KP.
-template <int CL>
-__global__ void k_stationary_pack_f(const float* X, int n, float* xf) {
-  using C = Slice<CL>;
-  const size_t total = (size_t)n * CL * C::KP;
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
-    const int q = (int)(e % C::KP), r = (int)((e / C::KP) % CL);
-    const size_t s = e / ((size_t)C::KP * CL);
-    xf[e] = q < C::KS ? X[s * kIn + (size_t)r * C::KS + q] : (q == C::KS && r == 0 ? 1.f : 0.f);
   }
 }
 }  // namespace wstat

@@ -28,7 +28,7 @@ cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
 template <int V>
 int epoch(mlp::StationaryPlan* p, float* params, float* velocity, const int* labels, const int* order, int n, int batch,
           float lr, float mu, float* step_loss, int* pad_check) {
-  Args args{params, velocity, p->xb, p->xf, labels, order, n, batch, lr, mu, step_loss, p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
+  Args args{params, velocity, p->xb, labels, order, n, batch, lr, mu, step_loss, p->slots, p->counters, p->arrivals, p->error_flag, pad_check};
   cudaError_t e = cudaErrorInvalidValue;
   if (p->cluster == 8 && p->units == 20) e = launch<8, 20, V>(p, args);
   else if (p->cluster == 4 && p->units == 12) e = launch<4, 12, V>(p, args);
@@ -47,16 +47,16 @@ struct Variant {
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & kVTile; }
-constexpr int kShip = kShippedV;  // tile + nofence + floatstage + fusef2
-constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the byte-staged form shipped before
+constexpr int kShip = kShippedV;  // tile + nofence + fastconv + late + conv2
+constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the form shipped before (results of 216fbd5)
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
       {"bytes: tile+nofence+fastconv", kBytes, epoch<kBytes>},
-      {"bytes+fusef2", kBytes | kVFuseF2, epoch<kBytes | kVFuseF2>},
-      {"tile+nofence+floatstage", kVTile | kVNoFence | kVFloatStage, epoch<kVTile | kVNoFence | kVFloatStage>},
-      {"shipped: tile+nofence+float+fusef2", kShip, epoch<kShip>},
-      {"shipped+tagged", (kShip & ~kVNoFence) | kVTagged, epoch<(kShip & ~kVNoFence) | kVTagged>},
+      {"bytes+prefetch", kBytes | kVPrefetch, epoch<kBytes | kVPrefetch>},
+      {"bytes+conv2", kBytes | kVConv2, epoch<kBytes | kVConv2>},
+      {"bytes+late", kBytes | kVLate, epoch<kBytes | kVLate>},
+      {"shipped: bytes+late+conv2", kShip, epoch<kShip>},
       {"probe bytes", probe::kVProbe | kBytes, epoch<probe::kVProbe | kBytes>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
@@ -83,10 +83,22 @@ struct PhaseTable {
 // and returned.
 inline PhaseTable report(const std::vector<unsigned long long>& mk, int steps, int grid, int cl) {
   PhaseTable out;
-  static const char* names[kMarks] = {"top",   "F1 (+DSMEM push)", "cluster barrier A", "F2: H = ReLU(sum)",
-                                      "F2: logits to slots (+sync)", "release (fence, red)", "next inputs to floats",
-                                      "counter wait (acquire)", "S: slots, softmax, dZ", "D: dH, dW2 pushes",
-                                      "cluster barrier B", "G: dW1 (+warp 7 W2)", "update (+W2 beside)"};
+  static const char* names[kMarks] = {"top",
+                                      "F1: products (+top of step)",
+                                      "F1: shuffle reduce",
+                                      "F1: DSMEM push",
+                                      "cluster barrier A (+kVLate staging)",
+                                      "F2: H = ReLU(sum)",
+                                      "F2: logits to slots (+sync)",
+                                      "release (fence, red)",
+                                      "next inputs to floats",
+                                      "counter wait (acquire)",
+                                      "S: slots, softmax, dZ",
+                                      "D: dH, dW2 pushes",
+                                      "cluster barrier B",
+                                      "G: dW1 products",
+                                      "G: shuffle reduce",
+                                      "update (+W2 beside)"};
   // (kVTile: "G" is thread 0's products and shuffles, "update" its update and the wait for the
   // other warps, warp 7's W2 update included.)
   auto at = [&](int t, int b, int m, int w) { return mk[(((size_t)t * grid + b) * probe::kSlots + m) * 2 + w]; };
