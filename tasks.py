@@ -46,9 +46,10 @@ def build(c, arch=None, submission=None, accumulate="double"):
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
             "pytorch": "also run the PyTorch baseline (default: on)",
             "epochs": "override the recipe's epoch count",
-            "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)"})
-def run(c, paths=None, pytorch=True, epochs=None, full=False):
-    """Gate the build (cases 1-8), write results/run.json, then run the PyTorch baseline.
+            "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)",
+            "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path"})
+def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False):
+    """Gate the build (cases 1-10; --strict adds 11-12), write results/run.json, then run the PyTorch baseline.
 
     The baseline's default variant set leaves out compiled-max-autotune-no-cudagraphs (its compile
     alone is ~3 minutes on the H200); --full runs it too. pytorch.json lists what ran."""
@@ -59,7 +60,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False):
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
-        rc = run_gate(extra_args=extra)
+        rc = run_gate(extra_args=extra, strict=strict)
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:
@@ -67,7 +68,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False):
         args = (["--epochs", str(epochs)] if epochs else []) + (["--full"] if full else [])
         _exit_on(pytorch_baseline.main(args) or 0,
                  "pytorch: the baseline failed (its message is above)")
-    _exit_on(rc, "gate: a case 1-7 failed (table above); results/run.json records it")
+    _exit_on(rc, "gate: a case failed (table above); results/run.json records it")
 
 
 @task(help={"paths": "comma-separated kernel paths to profile (default: every path of the build)",
@@ -121,13 +122,16 @@ def sanitize(c, paths=None, tools=None):
       help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked",
             "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
             "jobs": "submissions gated at once on the GPU (default 1: timings undisturbed)",
-            "limit": "each run's time limit in seconds (default: derived from our fastest path)"})
-def gate(c, dir=None, aggregate=None, jobs=1, limit=None):  # noqa: A002 - the argument's name on the command line
-    """Gate every submission in DIR (or aggregate existing folders): results/gate/leaderboard.{csv,md}."""
+            "limit": "each run's time limit in seconds (default: derived from our fastest path)",
+            "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))"})
+def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  # noqa: A002 - the CLI's name
+    """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     from harness.gate_dir import main as gate_main
     args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
     if limit:
         args += ["--limit", str(limit)]
+    if sanitize_jobs and not aggregate:
+        args += ["--sanitize-jobs", str(sanitize_jobs)]
     _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")
 
 

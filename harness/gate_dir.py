@@ -10,7 +10,9 @@ mlp_train.o and the link are compiled; builds run in parallel on the CPU cores) 
 results/gate/<name>/ (run.json, stdout.log, stderr.log; build.json with the compiler's first
 error line when it does not compile). The leaderboard (leaderboard.csv, leaderboard.md) has one
 row per submission: cases passed, each case's verdict, the submission path's median epoch, its
-ratio to our fastest path (results/run.json) and the first hint.
+ratio to our fastest path (results/run.json) and the first hint. Every submission also gets cases
+11-12 (compute-sanitizer memcheck and racecheck on a short run of its binary,
+harness/sanitizer_cases.py; their logs OUT/<name>/memcheck.log, racecheck.log).
 """
 from __future__ import annotations
 
@@ -25,12 +27,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from harness import sanitizer_cases
 from harness.build import DEFAULT_ARCH, ENTRY_POINTS
 from harness.supervisor import supervise
 from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, write_all, write_json
 
-CASE_IDS = (1, 2, 3, 4, 5, 6, 7, 9, 10)   # the cases that decide the verdict (8 is timing)
+CASE_IDS = (1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12)   # the cases that decide the verdict (8 is timing)
 GATE_ARGS = ("--paths", "submission", "--reference", "shipped")
+GATED = "submission"   # the path cases 6-7 and the sanitizer cases 11-12 gate
 OUT_DIR = RESULTS_DIR / "gate"
 
 
@@ -92,7 +96,7 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
         print(f"gate: {src}: does not build: {error}", flush=True)
         return 1
     (folder / "build.json").unlink(missing_ok=True)
-    return supervise(binary, folder, list(GATE_ARGS), limit)
+    return supervise(binary, folder, list(GATE_ARGS), limit, sanitize=GATED)
 
 
 def our_fastest_ms(results: Path = RESULTS_DIR) -> float | None:
@@ -172,7 +176,10 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR) -> li
 
 
 def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFAULT_ARCH,
-             limit: float | None = None) -> int:
+             limit: float | None = None, sanitize_jobs: int | None = None) -> int:
+    """Build every *.cu of SRC_DIR, gate each (`jobs` at a time: timings undisturbed at 1), then
+    run cases 11-12 (compute-sanitizer) on every one that built, `sanitize_jobs` at a time (they
+    are correctness runs, bound by the tool's host work, not timings), then the leaderboard."""
     sources = sorted(Path(src_dir).glob("*.cu"))
     if not sources:
         print(f"error: {src_dir}: no *.cu files", file=sys.stderr)
@@ -192,10 +199,18 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
             (folder / "run.json").unlink(missing_ok=True)
             return
         (folder / "build.json").unlink(missing_ok=True)
-        supervise(binary, folder, list(GATE_ARGS), limit)
+        return supervise(binary, folder, list(GATE_ARGS), limit)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(run, built))
+        rcs = list(pool.map(run, built))
+
+    def sanitize(item):
+        (src, binary, _), rc = item
+        if binary is not None and rc in (0, 1):
+            sanitizer_cases.apply(binary, out / src.stem, GATED, rc)
+
+    with ThreadPoolExecutor(max_workers=max(1, sanitize_jobs or min(6, os.cpu_count() or 1))) as pool:
+        list(pool.map(sanitize, zip(built, rcs)))
     leaderboard([out / s.stem for s in sources], out)
     return 0
 
@@ -209,6 +224,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="submissions gated at once on the GPU")
     ap.add_argument("--arch", default=DEFAULT_ARCH)
     ap.add_argument("--limit", type=float, default=None, help="each run's time limit, s (default: derived)")
+    ap.add_argument("--sanitize-jobs", type=int, default=None,
+                    help="compute-sanitizer runs (cases 11-12) at once (default min(6, CPU cores))")
     a = ap.parse_args(argv)
     if a.aggregate:
         folders = folders_of(a.aggregate)
@@ -223,7 +240,7 @@ def main(argv=None) -> int:
         return gate_one(Path(a.one), Path(a.out), a.arch, common, a.limit)
     if not a.dir:
         ap.error("give DIR, --one FILE or --aggregate FOLDER...")
-    return gate_dir(Path(a.dir), Path(a.out), a.jobs, a.arch, a.limit)
+    return gate_dir(Path(a.dir), Path(a.out), a.jobs, a.arch, a.limit, a.sanitize_jobs)
 
 
 if __name__ == "__main__":

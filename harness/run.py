@@ -54,13 +54,16 @@ class RunFailed(Exception):
 
 
 def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
-             extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None) -> int:
+             extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None, strict: bool = False) -> int:
     """Run build/mlp_train with a fresh --run-id; complete results/run.json with the build, the
     command, the commit and the driver; return the exit status (0 pass, 1 a gate case failed).
 
     Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input),
     3 (CUDA error), 4 (internal error) or any other status, or when results/run.json is not
-    this run's (its run_id differs: the binary stopped before writing it)."""
+    this run's (its run_id differs: the binary stopped before writing it).
+
+    `strict`: then cases 11-12 (compute-sanitizer memcheck and racecheck on a short run of the
+    gated path, harness/sanitizer_cases.py) join run.json and the verdict."""
     info = load_build_info(build_dir)
     binary = Path(binary) if binary else Path(build_dir) / "mlp_train"
     if not binary.exists():
@@ -93,4 +96,7 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     data["commit"] = git_commit()
     data["gpu"]["driver"] = driver_version()
     write_json(run_json, data)
+    if strict:
+        from harness import sanitizer_cases
+        rc = sanitizer_cases.apply(binary, Path(results_dir), data.get("gated_path") or "fused", rc, data_dir)
     return rc

@@ -1,7 +1,7 @@
 """The gate run in a child process under a time limit: a hang or a fault in a submission fails the
 case it happened in, and OUT/run.json is always written.
 
-    python -m harness.supervisor --binary build/mlp_train --out DIR [--limit S] [-- mlp_train args]
+    python -m harness.supervisor --binary build/mlp_train --out DIR [--limit S] [--sanitize PATH] [-- mlp_train args]
 
 The child is mlp_train itself (its own process group, killed whole at the limit). Its table rows
 are read from its stdout as they are printed (each case's row is flushed when the case ends), so
@@ -30,6 +30,7 @@ from spec.files import DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 # The table's rows as the binary prints them (cuda/gate.cu print_case), and the order it runs them.
 ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL|SKIP)\s*(.*)$")
+# Cases 11 (memcheck) and 12 (racecheck) follow when sanitizers run (harness/sanitizer_cases.py).
 CASE_ORDER = [(1, "onebatch-forward"), (2, "batch-forward"), (3, "loss-extreme"), (4, "grad-check"), (5, "step"),
               (9, "epoch-check"), (6, "overfit-32"), (7, "train"), (8, "perf"), (10, "guard-bands")]
 CUDA_ERR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
@@ -84,7 +85,19 @@ def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) ->
     return f"exited {rc}: {last[-1] if last else 'no message'}"
 
 
-def supervise(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR) -> int:
+def supervise(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
+              sanitize: str | None = None) -> int:
+    """The gate of `binary` under the time limit into OUT/run.json; with `sanitize` (the gated
+    path's name) also cases 11-12, compute-sanitizer memcheck and racecheck on a short run
+    (harness/sanitizer_cases.py). The exit status: 0 pass, 1 fail, 2 bad input."""
+    rc = _supervise(binary, out, args, limit, data)
+    if sanitize and rc != 2:
+        from harness import sanitizer_cases
+        rc = sanitizer_cases.apply(binary, out, sanitize, rc, data)
+    return rc
+
+
+def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, data: Path) -> int:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     why = f"{limit:.0f} s (--limit)" if limit else None
@@ -146,13 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--binary", default=str(ROOT / "build" / "mlp_train"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--limit", type=float, default=None, help="seconds (default: derived from results/run.json)")
+    ap.add_argument("--sanitize", metavar="PATH", default=None,
+                    help="also cases 11-12 (compute-sanitizer memcheck, racecheck) on a short run of this gated path")
     ap.add_argument("rest", nargs=argparse.REMAINDER, help="-- then mlp_train's own flags")
     a = ap.parse_args(argv)
     rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
     if not Path(a.binary).exists():
         print(f"error: {a.binary} missing: build it first", file=sys.stderr)
         return 2
-    return supervise(Path(a.binary), Path(a.out), rest, a.limit)
+    return supervise(Path(a.binary), Path(a.out), rest, a.limit, sanitize=a.sanitize)
 
 
 if __name__ == "__main__":

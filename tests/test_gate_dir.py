@@ -1,6 +1,6 @@
 """CPU: the course-scale gate's leaderboard (harness/gate_dir.py) aggregated from fixture folders
-(tests/fixtures/gate/: a passing submission, an epoch mutant, a hanging one, one that does not
-build), as `invoke gate --aggregate` and the Slurm array's last step build it."""
+(tests/fixtures/gate/: a passing submission, an epoch mutant, a racy one that fails only case 12
+(racecheck), a hanging one, one that does not build), as `invoke gate --aggregate` and the Slurm array's last step build it."""
 from __future__ import annotations
 
 import csv
@@ -12,25 +12,32 @@ FIX = ROOT / "tests" / "fixtures" / "gate"
 
 
 def test_aggregate_ranks_and_says_what_failed(tmp_path):
-    folders = gate_dir.folders_of([FIX / n for n in ("naive", "mutant_frozen_b2", "mutant_spin_epoch", "broken")])
+    names = ("naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch", "broken")
+    folders = gate_dir.folders_of([FIX / n for n in names])
     rows = gate_dir.leaderboard(folders, tmp_path, results=FIX / "ours")
-    assert [r["submission"] for r in rows] == ["naive", "mutant_frozen_b2", "mutant_spin_epoch", "broken"]
+    assert [r["submission"] for r in rows] == ["naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch",
+                                               "broken"]
     by = {r["submission"]: r for r in rows}
-    assert by["naive"]["passed"] == "9/9" and by["naive"]["verdict"] == "PASS"
+    assert by["naive"]["passed"] == "11/11" and by["naive"]["verdict"] == "PASS"
+    assert by["naive"]["case11"] == by["naive"]["case12"] == "PASS"
     assert by["naive"]["ratio"] == f"{41.2 / 0.568:.2f}"
-    assert by["mutant_frozen_b2"]["case9"] == "FAIL" and by["mutant_frozen_b2"]["passed"] == "8/9"
+    assert by["mutant_frozen_b2"]["case9"] == "FAIL" and by["mutant_frozen_b2"]["passed"] == "10/11"
+    racy = by["mutant_racy_tile"]
+    assert racy["verdict"] == "FAIL" and racy["case12"] == "FAIL" and racy["passed"] == "10/11"
+    assert "missing __syncthreads()" in racy["first_hint"]
     assert by["mutant_spin_epoch"]["first_hint"].startswith("timed out after 60 s: timeout")
     assert by["broken"]["first_hint"].startswith("does not build: broken.cu(2): error")
     with open(tmp_path / "leaderboard.csv") as f:
-        assert len(list(csv.DictReader(f))) == 4
+        assert len(list(csv.DictReader(f))) == 5
     md = (tmp_path / "leaderboard.md").read_text()
-    assert "Our fastest path: 0.568 ms" in md and md.count("\n| ") == 5
+    assert "Our fastest path: 0.568 ms" in md and md.count("\n| ") == 6
+    assert "| 10 | 11 | 12 |" in md
 
 
 def test_aggregate_of_a_parent_folder_finds_every_submission(tmp_path):
     assert gate_dir.main(["--aggregate", str(FIX), "--out", str(tmp_path)]) == 0
     names = {r["submission"] for r in csv.DictReader(open(tmp_path / "leaderboard.csv"))}
-    assert {"naive", "mutant_frozen_b2", "mutant_spin_epoch", "broken"} <= names
+    assert {"naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch", "broken"} <= names
 
 
 def test_aggregate_of_nothing_is_bad_input(tmp_path):

@@ -92,6 +92,26 @@ def test_racy_tile_is_caught_by_racecheck():
     assert m and int(m.group(1)) > 0, (res.stdout + res.stderr)[-3000:]
 
 
+def test_racy_tile_fails_case_12_of_the_supervised_gate(tmp_path):
+    """Issue 15: the race a normal run does not show fails the gate through case 12 (racecheck),
+    with the race hint; memcheck (case 11) stays clean."""
+    import json
+    import sys
+    build = ROOT / "build" / "sub" / "mutant_racy_tile"
+    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
+                    "SUBMISSION=tests/submissions/mutant_racy_tile.cu", f"{build}/mlp_train"], check=True,
+                   capture_output=True)
+    res = subprocess.run([sys.executable, "-m", "harness.supervisor", "--binary", str(build / "mlp_train"),
+                          "--out", str(tmp_path), "--sanitize", "submission", "--", "--paths", "submission",
+                          "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert res.returncode == 1, res.stdout + res.stderr
+    doc = json.loads((tmp_path / "run.json").read_text())
+    by = {c["id"]: c for c in doc["cases"]}
+    assert by[12]["name"] == "racecheck" and not by[12]["passed"] and by[12]["value"] > 0, by.get(12)
+    assert by[11]["passed"], by[11]
+    assert any("missing __syncthreads()" in h for h in doc["hints"]), doc["hints"]
+
+
 @pytest.mark.parametrize("mutant", sorted(EXPECTED))
 def test_mutant_fails_its_case(mutant):
     res, rows = build_and_gate(f"tests/submissions/{mutant}.cu", "--paths", "submission")

@@ -89,3 +89,21 @@ def test_no_run_json_at_all(setup):
     with pytest.raises(run.RunFailed, match="missing or another run's"):
         go("silent", 0)
     assert not (results / "run.json").exists()
+
+
+def test_strict_adds_the_sanitizer_cases_and_fails_without_the_tool(setup, monkeypatch, tmp_path):
+    """`invoke run --strict` without compute-sanitizer (this CPU machine): cases 11 and 12 FAIL
+    "compute-sanitizer not found", and a run that passed exits 1."""
+    monkeypatch.delenv("COMPUTE_SANITIZER", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    go, results = setup
+    monkeypatch.setenv("FAKE_MODE", "write")
+    monkeypatch.setenv("FAKE_RC", "0")
+    rc = run.run_gate(build_dir=tmp_path / "build", data_dir=tmp_path, results_dir=results, strict=True)
+    assert rc == 1
+    doc = json.loads((results / "run.json").read_text())
+    by = {c["id"]: c for c in doc["cases"]}
+    assert by[11]["name"] == "memcheck" and by[12]["name"] == "racecheck"
+    assert not by[11]["passed"] and by[12]["detail"].startswith("compute-sanitizer not found")
+    assert doc["commit"] == "test-commit"          # the host's completion is kept

@@ -1,0 +1,154 @@
+"""CPU: gate cases 11 (memcheck) and 12 (racecheck) of harness/sanitizer_cases.py with stand-in
+compute-sanitizer programs on PATH: the real tool's summary lines parsed, errors, a hang, a crash
+and a missing tool each FAIL naming what happened, the short run has a tail batch, and the
+cases join run.json, its hints and the exit status (issue 15)."""
+from __future__ import annotations
+
+import json
+import stat
+import sys
+
+import pytest
+
+from harness import sanitizer_cases as sc
+from harness import supervisor
+
+CLEAN = {"memcheck": "========= ERROR SUMMARY: 0 errors",
+         "racecheck": "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"}
+RACE = """========= Error: Race reported between Write access at k_tile_gemm(float const*)+0x1f0 in naive_base.cuh:80
+=========     and Read access at k_tile_gemm(float const*)+0x2a0 in naive_base.cuh:88 [1024 hazards]
+=========
+========= RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)
+"""
+OVERRUN = """========= Invalid __global__ write of size 4 bytes
+=========     at k_forward+0x90 in naive_base.cuh:41
+=========     by thread (0,0,0) in block (128,0,0)
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def fake_sanitizer(tmp_path, monkeypatch, body: str) -> None:
+    """A compute-sanitizer on PATH: `body` is Python run with the argv (its own log in argv.json)."""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir(exist_ok=True)
+    exe = bindir / "compute-sanitizer"
+    exe.write_text(f"#!{sys.executable}\nimport json, os, signal, sys, time\n"
+                   f"json.dump(sys.argv[1:], open({str(tmp_path / 'argv.json')!r}, 'a'))\n"
+                   f"open({str(tmp_path / 'argv.json')!r}, 'a').write('\\n')\n"
+                   f"tool = sys.argv[sys.argv.index('--tool') + 1]\n{body}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.delenv("COMPUTE_SANITIZER", raising=False)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+
+
+def calls(tmp_path) -> list[list[str]]:
+    return [json.loads(ln) for ln in (tmp_path / "argv.json").read_text().splitlines() if ln.strip()]
+
+
+def cases(tmp_path, doc=None, batch=128):
+    return {r["name"]: r for r in sc.sanitizer_cases(tmp_path / "bin" / "mlp_train", tmp_path / "out", "submission",
+                                                     doc, batch=batch)}
+
+
+def test_clean_runs_pass_with_value_0_and_the_short_run_has_a_tail_batch(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool]); sys.exit(0)")
+    rows = cases(tmp_path)
+    assert rows["memcheck"]["id"] == 11 and rows["racecheck"]["id"] == 12
+    for r in rows.values():
+        assert r["passed"] is True and r["value"] == 0 and r["limit"] == 0, r
+    argv = calls(tmp_path)
+    assert [a[a.index("--tool") + 1] for a in argv] == ["memcheck", "racecheck"]
+    target = argv[0][argv[0].index("--error-exitcode") + 2:]
+    assert target[0].endswith("mlp_train") and "--smoke" in target and target[-2:] == ["--paths", "submission"]
+    n = int(target[target.index("--train-size") + 1])
+    assert n % 128 != 0 and n > 2 * 128       # two full batches and a tail
+    assert "300-row epoch with a 44-row tail batch" in rows["memcheck"]["detail"]
+
+
+def test_errors_fail_the_case_with_their_count_and_first_line(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch,
+                   f"print({OVERRUN!r} if tool == 'memcheck' else {RACE!r}); sys.exit(99)")
+    rows = cases(tmp_path)
+    assert rows["memcheck"]["passed"] is False and rows["memcheck"]["value"] == 1
+    assert "Invalid __global__ write of size 4 bytes" in rows["memcheck"]["detail"]
+    assert rows["racecheck"]["passed"] is False and rows["racecheck"]["value"] == 2   # errors, not hazards
+    assert rows["racecheck"]["warnings"] == 1 and "Race reported between Write access" in rows["racecheck"]["detail"]
+    hints = sc.hints_for(list(rows.values()))
+    assert any("missing __syncthreads() between the writes of a tile and its reads" in h for h in hints)
+    assert any("an index past a buffer" in h for h in hints)
+
+
+def test_a_hang_and_a_crash_fail_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(sc, "FLOOR_S", {"memcheck": 1.0, "racecheck": 1.0})
+    fake_sanitizer(tmp_path, monkeypatch,
+                   "time.sleep(30) if tool == 'memcheck' else os.kill(os.getpid(), signal.SIGSEGV)")
+    rows = cases(tmp_path)
+    assert rows["memcheck"]["passed"] is False and rows["memcheck"]["detail"].startswith("timed out after 1 s")
+    assert rows["racecheck"]["passed"] is False and rows["racecheck"]["detail"].startswith("died: SIGSEGV")
+    assert rows["memcheck"]["seconds"] < 10
+
+
+def test_no_summary_or_a_run_that_did_not_finish_fails(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch,
+                   f"print('mlp_train: CUDA error: x'); print({CLEAN!r}[tool] if tool == 'racecheck' else ''); "
+                   "sys.exit(3)")
+    rows = cases(tmp_path)
+    assert not rows["memcheck"]["passed"] and "the tool did not finish" in rows["memcheck"]["detail"]
+    assert not rows["racecheck"]["passed"] and "0 errors, but the run under it exited 3" in rows["racecheck"]["detail"]
+
+
+def test_a_missing_tool_is_a_fail_with_its_own_hint(tmp_path, monkeypatch):
+    monkeypatch.delenv("COMPUTE_SANITIZER", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    rows = cases(tmp_path)
+    assert all(not r["passed"] and r["detail"].startswith("compute-sanitizer not found") for r in rows.values())
+    assert sc.hints_for(list(rows.values())) == [sc.HINT_NOT_FOUND]
+
+
+def test_a_hang_in_the_repeated_cases_skips_the_runs(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch, "raise SystemExit('must not run')")
+    doc = {"cases": [{"id": 9, "name": "epoch-check", "passed": False, "detail": "timed out after 30 s"}]}
+    rows = cases(tmp_path, doc)
+    assert all(not r["passed"] and "timed out after 30 s without a sanitizer" in r["detail"] for r in rows.values())
+    assert not (tmp_path / "argv.json").exists()
+
+
+def test_the_time_limit_has_a_floor_and_scales_with_the_unsanitized_time():
+    assert sc.time_limit("racecheck")[0] == sc.FLOOR_S["racecheck"]
+    assert sc.time_limit("racecheck", 100.0)[0] == pytest.approx(100.0 * sc.FACTOR["racecheck"])
+    assert "60 x 100.0 s unsanitized" in sc.time_limit("racecheck", 100.0)[1]
+
+
+def test_the_parsers_read_the_real_summaries():
+    assert sc.parse("memcheck", "========= ERROR SUMMARY: 12 errors\n")[0] == 12
+    assert sc.parse("memcheck", "========= ERROR SUMMARY: 1 error\n")[0] == 1
+    assert sc.parse("racecheck", "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)")[:2] == (1, 0)
+    assert sc.parse("memcheck", "no summary here")[0] is None
+
+
+FAKE_GATE = """#!/bin/sh
+for a; do id=$a; done
+printf '1  onebatch-forward 1e-07 6.2e-05  PASS   fine\\n'
+printf '{"run_id": "%s", "gated_path": "submission", "recipe": {"batch": 128}, "hints": [], "cases": [{"id": 1, "name": "onebatch-forward", "passed": true, "value": 0, "limit": 1, "detail": ""}], "paths": {}}' "$id" > "$4/run.json"
+exit 0
+"""
+
+
+def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
+    """A gate that passed cases 1-10 fails on case 12: run.json gets both rows, the race hint and
+    exit status 1."""
+    fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool] if tool == 'memcheck' else {RACE!r}); "
+                                          "sys.exit(0 if tool == 'memcheck' else 99)")
+    exe = tmp_path / "mlp_train"
+    exe.write_text(FAKE_GATE)
+    exe.chmod(0o755)
+    out = tmp_path / "out"
+    rc = supervisor.supervise(exe, out, [], limit=20, sanitize="submission")
+    assert rc == 1
+    doc = json.loads((out / "run.json").read_text())
+    by = {c["id"]: c for c in doc["cases"]}
+    assert by[11]["passed"] and not by[12]["passed"] and by[12]["value"] == 2
+    assert any("missing __syncthreads()" in h for h in doc["hints"])
+    assert (out / "racecheck.log").read_text().startswith("========= Error: Race reported")
+    assert not sc.verdict(doc)
