@@ -47,12 +47,15 @@ def build(c, arch=None, submission=None, accumulate="double"):
             "pytorch": "also run the PyTorch baseline (default: on)",
             "epochs": "override the recipe's epoch count",
             "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)",
-            "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path"})
-def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False):
-    """Gate the build (cases 1-10; --strict adds 11-12), write results/run.json, then run the PyTorch baseline.
+            "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path",
+            "limit": "the gate's time limit in seconds (default: derived from our last run, printed)"})
+def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None):
+    """Gate the build (cases 1-10; --strict adds 11-12) under the supervisor, write results/run.json, then the PyTorch baseline.
 
-    The baseline's default variant set leaves out compiled-max-autotune-no-cudagraphs (its compile
-    alone is ~3 minutes on the H200); --full runs it too. pytorch.json lists what ran."""
+    The binary runs under harness/supervisor.py: a hang or a fault fails the case it was in and
+    run.json is still written (its logs in results/logs/run_supervised/). The baseline's default
+    variant set leaves out compiled-max-autotune-no-cudagraphs (its compile alone is ~3 minutes
+    on the H200); --full runs it too. pytorch.json lists what ran."""
     from harness.run import RunFailed, run_gate
     extra = []
     if paths:
@@ -60,7 +63,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False):
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
-        rc = run_gate(extra_args=extra, strict=strict)
+        rc = run_gate(extra_args=extra, strict=strict, limit=float(limit) if limit else None)
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:

@@ -11,12 +11,13 @@ import jinja2
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
-from analysis.sections import ours_studies, torch_studies
+from analysis.sections import ours_studies, supervised, torch_studies
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
 from spec.files import ROOT, write_all
 
 RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES.md.j2", "SWEEP.md.j2"
+SUPERVISED_TEMPLATE = "RESULTS_supervised.md.j2"
 PLOT_FILES = {"loss": "loss_per_epoch.png", "loss_deviation": "loss_deviation.png",
               "epoch_time": "epoch_time.png", "phases": "persistent_phases.png",
               "stationary_phases": "stationary_phases.png"}
@@ -78,7 +79,7 @@ def results_context(inp: Inputs) -> dict:
                                            "ceilings", "stationary_phases", "torch_memory",
                                            "torch_batch", "torch_linear", "ours_batch",
                                            "ours_linear")}),
-        "cases": gate.cases(run), "path_checks": gate.path_checks(run),
+        "cases": gate.cases(run), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
         "loss_curve": gate.loss_curve(run, torch), "phases": phase,
@@ -210,6 +211,15 @@ def render_results(inp: Inputs, out_path, profiles_path, plots_dir, sweep_md,
     return outputs, sorted(set(stale))
 
 
+def render_supervised(run: dict, run_path, out_path, templates_dir) -> dict:
+    """{RESULTS.md: text} of the short report of a supervised run that did not finish
+    (analysis/sections/supervised.py says which runs those are)."""
+    template = load_template(Path(templates_dir) / SUPERVISED_TEMPLATE)
+    ctx = {"r": supervised.short(run), "sv": supervised.section(run),
+           "source": shown_name(run_path, Path(out_path).parent)}
+    return {Path(out_path): template.render(**ctx)}
+
+
 def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> dict:
     """{path: text or bytes} of SWEEP.md and its two plots."""
     out_path, plots_dir = Path(out_path), Path(plots_dir)
@@ -231,4 +241,4 @@ def write(outputs: dict, stale=()) -> None:
         Path(p).unlink(missing_ok=True)
 
 
-__all__ = ["FILES", "load_template", "render_results", "render_sweep", "write"]
+__all__ = ["FILES", "load_template", "render_results", "render_supervised", "render_sweep", "write"]

@@ -15,7 +15,9 @@ the templates hold the words and no number. Deterministic: the only dates and co
 those in the inputs, and the plots carry no timestamp.
 
 Required: run.json, predictions.toml, GAPS.toml; every other input is optional and its section
-says when it is absent (analysis/loaders.py lists them). Every input is read and checked
+says when it is absent (analysis/loaders.py lists them). A run.json the supervisor wrote for a run
+that did not finish (harness/supervisor.py: no GPU, no recipe) gets a short RESULTS.md alone: what
+happened, its stages, the cases and the hints (templates/RESULTS_supervised.md.j2). Every input is read and checked
 (spec/schema.py) before anything is written, and the outputs are written together or not at
 all. Exit status: 0 written; 2 a bad input (one line naming the file and the field).
 """
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Sequence
 
 from analysis import render as renderer
-from analysis.loaders import InputError, load_inputs
+from analysis.loaders import FILES, InputError, load_inputs, load_json
+from analysis.sections import supervised
 from analysis.sections.profiles import MEASURES
 from spec.files import PROFILE_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR
 
@@ -42,6 +45,13 @@ def render(results_dir=RESULTS_DIR, profile_dir=PROFILE_DIR,
     profiles_path = Path(profiles_path) if profiles_path else out_path.parent / "PROFILES.md"
     plots_dir = Path(plots_dir) if plots_dir else Path(results_dir) / "plots"
     sweep_md = Path(sweep_md) if sweep_md else ROOT / "SWEEP.md"
+    run_path = Path(results_dir) / FILES["run"]
+    if supervised.is_short(load_json(run_path)):
+        # The supervisor's doc of a run that did not finish: a short report, RESULTS.md alone.
+        outputs = renderer.render_supervised(load_json(run_path, "run_supervised"), run_path, out_path,
+                                             templates_dir)
+        renderer.write(outputs)
+        return list(outputs)
     inputs = load_inputs(results_dir, profile_dir, predictions_path, gaps_path, MEASURES)
     outputs, stale = renderer.render_results(inputs, out_path, profiles_path, plots_dir,
                                              sweep_md, templates_dir)
@@ -78,7 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(exc.code, file=sys.stderr)
         return 2
-    print(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plots")
+    if len(written) == 1:
+        print(f"wrote {written[0]} (a supervised run that did not finish: the short report)")
+    else:
+        print(f"wrote {written[0]}, {written[1]} and {len(written) - 2} plots")
     return 0
 
 

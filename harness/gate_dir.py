@@ -7,8 +7,8 @@ gate each in isolation (harness/supervisor.py), and write the leaderboard.
 
 Each submission gets build/gate/<name>/ (our objects copied from build/, so only its own file,
 mlp_train.o and the link are compiled; builds run in parallel on the CPU cores) and
-results/gate/<name>/ (run.json, stdout.log, stderr.log; build.json with the compiler's first
-error line when it does not compile). The leaderboard (leaderboard.csv, leaderboard.md) has one
+results/gate/<name>/ (run.json, RESULTS.md rendered from it, stdout.log, stderr.log; build.json with the compiler's
+first error line when it does not compile). The leaderboard (leaderboard.csv, leaderboard.md) has one
 row per submission: cases passed, each case's verdict, the submission path's median epoch, its
 ratio to our fastest path (results/run.json) and the first hint. Every submission also gets cases
 11-12 (compute-sanitizer memcheck and racecheck on a short run of its binary,
@@ -96,7 +96,9 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
         print(f"gate: {src}: does not build: {error}", flush=True)
         return 1
     (folder / "build.json").unlink(missing_ok=True)
-    return supervise(binary, folder, list(GATE_ARGS), limit, sanitize=GATED)
+    rc = supervise(binary, folder, list(GATE_ARGS), limit, sanitize=GATED)
+    render_report(folder)
+    return rc
 
 
 def our_fastest_ms(results: Path = RESULTS_DIR) -> float | None:
@@ -152,7 +154,26 @@ def folders_of(dirs) -> list[Path]:
     return out
 
 
-def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR) -> list[dict]:
+def render_report(folder: Path) -> bool:
+    """FOLDER/RESULTS.md from FOLDER/run.json (analysis/report.py: the full report, or the short
+    one of a supervised run that did not finish); a folder without run.json has none. A report
+    that cannot be rendered is one line, and the leaderboard goes on."""
+    from analysis.report import main as report_main
+    folder = Path(folder)
+    if not (folder / "run.json").exists():
+        return False
+    try:
+        return report_main(["--results", str(folder), "--out", str(folder / "RESULTS.md")]) == 0
+    except Exception as exc:  # noqa: BLE001 - one submission's report must not end the others'
+        print(f"gate: {folder.name}: RESULTS.md not rendered: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return False
+
+
+def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, reports: bool = True) -> list[dict]:
+    """The leaderboard of `folders` into OUT; with `reports`, each folder's RESULTS.md too."""
+    if reports:
+        for f in folders:
+            render_report(f)
     ours = our_fastest_ms(results)
     rows = sorted((row_of(f, ours) for f in folders),
                   key=lambda r: (-int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"), r["submission"]))

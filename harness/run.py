@@ -6,7 +6,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import uuid
 from pathlib import Path
 
 from harness.build import load_build_info
@@ -54,16 +53,21 @@ class RunFailed(Exception):
 
 
 def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
-             extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None, strict: bool = False) -> int:
-    """Run build/mlp_train with a fresh --run-id; complete results/run.json with the build, the
-    command, the commit and the driver; return the exit status (0 pass, 1 a gate case failed).
+             extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None, strict: bool = False,
+             limit: float | None = None) -> int:
+    """Run build/mlp_train under the supervisor (harness/supervisor.py: a time limit, a hang or a
+    fault fails the case it was in, run.json always written) with a fresh --run-id; complete
+    results/run.json with the build, the command, the commit and the driver; return the exit
+    status (0 pass, 1 a gate case failed, a timeout or a fault included). The child is the same
+    binary with the same arguments as an unsupervised run (`--data D --out R [flags] --run-id X`).
 
-    Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input),
-    3 (CUDA error), 4 (internal error) or any other status, or when results/run.json is not
-    this run's (its run_id differs: the binary stopped before writing it).
+    Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input), or
+    stops before its first case with 3 (CUDA error: no device, no code for this GPU), 4 (internal
+    error) or any other status, or exits 0 or 1 without this run's run.json (its run_id differs).
 
     `strict`: then cases 11-12 (compute-sanitizer memcheck and racecheck on a short run of the
     gated path, harness/sanitizer_cases.py) join run.json and the verdict."""
+    from harness.supervisor import supervise_run
     info = load_build_info(build_dir)
     binary = Path(binary) if binary else Path(build_dir) / "mlp_train"
     if not binary.exists():
@@ -72,30 +76,29 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     def rel(p: Path) -> str:
         return os.path.relpath(Path(p).resolve(), ROOT)
 
-    run_id = uuid.uuid4().hex
     cmd = [rel(binary), "--data", rel(data_dir), "--out", rel(results_dir), *extra_args]
     shown = shlex.join(cmd)                     # the command as a user would repeat it
-    print("run: " + shlex.join([*cmd, "--run-id", run_id]), flush=True)
-    rc = subprocess.run([*cmd, "--run-id", run_id], cwd=ROOT).returncode
     run_json = Path(results_dir) / "run.json"
-    if rc not in (EXIT_PASS, EXIT_GATE_FAILED):
+    outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir,
+                            logs=Path(results_dir) / "logs" / "run_supervised", write_unstarted=False)
+    rc = outcome.child_rc if outcome.child_rc is not None else outcome.rc
+    if outcome.rc == EXIT_BAD_INPUT or not outcome.started:
+        if rc in (EXIT_PASS, EXIT_GATE_FAILED):
+            raise RunFailed(f"error: mlp_train exited with status {rc} but wrote no run.json for this run "
+                            f"({rel(run_json)} is missing or another run's); left as it was", EXIT_INTERNAL)
         meaning = EXIT_MEANINGS.get(rc, "no documented meaning")
-        raise RunFailed(f"error: mlp_train exited with status {rc} ({meaning}; its message is "
+        raise RunFailed(f"error: mlp_train exited with status {rc} ({meaning}; {outcome.ended}; its message is "
                         f"above); {rel(run_json)} left as it was", rc if rc in EXIT_MEANINGS else EXIT_INTERNAL)
-    try:
-        data = json.loads(run_json.read_text())
-    except (OSError, ValueError):
-        data = None
-    if not isinstance(data, dict) or data.get("run_id") != run_id:
-        raise RunFailed(f"error: mlp_train exited with status {rc} but wrote no run.json for this run "
-                        f"({rel(run_json)} is missing or another run's); left as it was", EXIT_INTERNAL)
+    data = json.loads(run_json.read_text())
     data["build"] = {"command": info["nvcc_command"], "make_command": info["make_command"],
                      "arch": info["arch"], "submission": info["submission"],
                      "accumulate": info.get("accumulate", "float")}  # builds before the choice used float
     data["run_command"] = shown
     data["commit"] = git_commit()
-    data["gpu"]["driver"] = driver_version()
+    if isinstance(data.get("gpu"), dict):
+        data["gpu"]["driver"] = driver_version()
     write_json(run_json, data)
+    rc = outcome.rc
     if strict:
         from harness import sanitizer_cases
         rc = sanitizer_cases.apply(binary, Path(results_dir), data.get("gated_path") or "fused", rc, data_dir)

@@ -174,6 +174,15 @@ _TIMING = {"error": OSTR, "epoch_ms": Arr(NUM), "warmup_epoch_ms": ONUM, "mean_m
            "test_accuracy": ONUM, "test_accuracy_per_epoch": Arr(ONUM),
            "test_accuracy_last5_mean": ONUM, "loss_per_epoch": Arr(ONUM)}
 
+_CASES = Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit": ONUM, "detail": STR},
+                 required=("id", "name", "passed", "value", "limit")))
+# harness/supervisor.py's account of a supervised run (stages: one per child process).
+_SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail": STR, "staged": BOOL,
+                   "stages": Arr(Obj({"name": STR, "cases": Arr(INT), "limit_s": ONUM, "limit_why": STR,
+                                      "seconds": ONUM, "ended": STR, "exit_status": OINT},
+                                     required=("name", "ended"))),
+                   "path_failures": Arr(STR)}, required=("ended",))
+
 RUN = Obj({
     "schema": INT, "date_utc": STR, "commit": STR, "run_id": STR,
     "submission": STR, "gated_path": OSTR, "run_command": STR, "reference_source": STR,
@@ -185,9 +194,8 @@ RUN = Obj({
                    "test_size": INT, "n_params": INT, "lr": NUM, "momentum": NUM, "seed": INT},
                   required=("steps_per_epoch",)),
     "memory": Map(ONUM),
-    "cases": Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit": ONUM,
-                      "detail": STR}, required=("id", "name", "passed", "value", "limit"))),
-    "hints": Arr(STR),
+    "cases": _CASES,
+    "hints": Arr(STR), "supervisor": _SUPERVISOR,
     "paths": Map(Obj(_TIMING | {
         "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONUM,
         "parity_limit": ONUM, "parity_vs_fp64": ONUM, "deterministic": OBOOL,
@@ -198,6 +206,13 @@ RUN = Obj({
     "build": Obj({"arch": STR, "accumulate": STR, "make_command": STR, "command": STR,
                   "submission": STR}),
 }, required=("cases", "paths", "recipe", "gpu"))
+
+# The supervisor's own run.json when the binary wrote none (a run that hung, died or faulted; or a
+# staged run none of whose stages said its GPU and recipe): the short report's input.
+RUN_SUPERVISED = Obj({
+    "schema": INT, "run_id": STR, "mode": STR, "run_command": STR, "commit": STR,
+    "supervisor": _SUPERVISOR, "cases": _CASES, "hints": Arr(STR), "paths": Map(ANY),
+}, required=("cases", "supervisor"))
 
 PYTORCH = Obj({
     "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
@@ -360,7 +375,7 @@ def _sweep_checks(doc) -> str | None:
 
 
 SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
-    "run": (RUN, _run_checks), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
+    "run": (RUN, _run_checks), "run_supervised": (RUN_SUPERVISED, None), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
     "torch_memory": (TORCH_MEMORY, None), "torch_batch_steps": (TORCH_BATCH_STEPS, None),
     "torch_linear_kernels": (TORCH_LINEAR, None), "stationary_phases": (STATIONARY_PHASES, None),
     "ours_batch_steps": (OURS_BATCH_STEPS, None), "ours_linear_kernels": (OURS_LINEAR, None),

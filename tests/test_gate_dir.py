@@ -4,14 +4,24 @@
 from __future__ import annotations
 
 import csv
+import shutil
+
+import pytest
 
 from harness import gate_dir
 from spec.files import ROOT
 
-FIX = ROOT / "tests" / "fixtures" / "gate"
+FIXTURES = ROOT / "tests" / "fixtures" / "gate"
 
 
-def test_aggregate_ranks_and_says_what_failed(tmp_path):
+@pytest.fixture
+def FIX(tmp_path):
+    """A copy of the fixture folders: aggregating renders each folder's RESULTS.md into it."""
+    shutil.copytree(FIXTURES, tmp_path / "gate")
+    return tmp_path / "gate"
+
+
+def test_aggregate_ranks_and_says_what_failed(tmp_path, FIX):
     names = ("naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch", "broken")
     folders = gate_dir.folders_of([FIX / n for n in names])
     rows = gate_dir.leaderboard(folders, tmp_path, results=FIX / "ours")
@@ -34,8 +44,12 @@ def test_aggregate_ranks_and_says_what_failed(tmp_path):
     assert "| 10 | 11 | 12 |" in md
 
 
-def test_aggregate_of_a_parent_folder_finds_every_submission(tmp_path):
+def test_aggregate_of_a_parent_folder_finds_every_submission(tmp_path, FIX):
     assert gate_dir.main(["--aggregate", str(FIX), "--out", str(tmp_path)]) == 0
+    # The hanging one's supervised doc gets the short report; the synthetic placeholders of the
+    # finished ones (no recipe, no GPU) cannot be rendered and get none, and the board goes on.
+    assert "timed out after 60 s" in (FIX / "mutant_spin_epoch" / "RESULTS.md").read_text()
+    assert not (FIX / "naive" / "RESULTS.md").exists() and not (FIX / "broken" / "RESULTS.md").exists()
     names = {r["submission"] for r in csv.DictReader(open(tmp_path / "leaderboard.csv"))}
     assert {"naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch", "broken"} <= names
 

@@ -17,6 +17,10 @@ run_id = args[args.index("--run-id") + 1] if "--run-id" in args else None
 mode = os.environ["FAKE_MODE"]
 if mode == "write":
     json.dump({{"run_id": run_id, "gpu": {{"name": "fake"}}, "cases": []}}, open(out + "/run.json", "w"))
+if mode in ("hang", "segv"):
+    print("1  onebatch-forward 1e-07 6.2e-05  PASS   fine", flush=True)
+    import signal, time
+    os.kill(os.getpid(), signal.SIGSEGV) if mode == "segv" else time.sleep(60)
 print("fake mlp_train " + mode, file=sys.stderr)
 sys.exit(int(os.environ["FAKE_RC"]))
 """
@@ -42,10 +46,10 @@ def setup(tmp_path, monkeypatch):
 
     (results / "run.json").write_text(json.dumps(STALE))
 
-    def go(mode, rc):
+    def go(mode, rc, limit=None):
         monkeypatch.setenv("FAKE_MODE", mode)
         monkeypatch.setenv("FAKE_RC", str(rc))
-        return run.run_gate(build_dir=build, data_dir=tmp_path, results_dir=results)
+        return run.run_gate(build_dir=build, data_dir=tmp_path, results_dir=results, limit=limit)
     return go, results
 
 
@@ -107,3 +111,17 @@ def test_strict_adds_the_sanitizer_cases_and_fails_without_the_tool(setup, monke
     assert by[11]["name"] == "memcheck" and by[12]["name"] == "racecheck"
     assert not by[11]["passed"] and by[12]["detail"].startswith("compute-sanitizer not found")
     assert doc["commit"] == "test-commit"          # the host's completion is kept
+
+
+@pytest.mark.parametrize("mode, ended", [("hang", "timed out after 2 s"), ("segv", "died: SIGSEGV")])
+def test_a_run_that_hangs_or_dies_after_a_case_gets_a_supervised_run_json(setup, mode, ended):
+    """`invoke run` under the supervisor: the finished case is kept, the running one fails with
+    what happened, exit status 1, and the host's completion (commit, build) is added."""
+    go, results = setup
+    assert go(mode, 0, limit=2) == 1
+    doc = json.loads((results / "run.json").read_text())
+    by = {c["id"]: c for c in doc["cases"]}
+    assert by[1]["passed"] and by[2]["detail"] == ended and not by[10]["passed"]
+    assert doc["mode"] == "supervised" and doc["supervisor"]["ended"] == ended
+    assert doc["commit"] == "test-commit" and doc["build"]["arch"] == "sm_90" and "gpu" not in doc
+    assert (results / "logs" / "run_supervised" / "stdout.log").read_text().startswith("1  onebatch-forward")
