@@ -98,6 +98,9 @@ constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixe
 constexpr int kVPrefetch = 64;  // bytes staged by row (stage_bytes_row) from order entries loaded a
                                 // step ahead, the labels of S likewise: no load waits at the top
 constexpr int kVConv2 = 128;    // the conversion unrolled by (row, half) (convert_rows; same bits)
+constexpr int kVFetch = 1024;   // after the logits, warp 7 releases, polls the counter and copies
+                                // this rank's rows of every cluster's slot into shared memory (Sl)
+                                // while warps 0-6 convert the next inputs; S reads Sl (same bits)
 constexpr int kVLate = 512;     // kVPrefetch, two steps ahead into the other byte buffer, issued
                                 // after cluster barrier A: no copies land during F1 (bit 256 is
                                 // dev/stationary/probe.cuh's)
@@ -162,7 +165,10 @@ struct Cfg : Slice<CL> {
   static constexpr int oW2red = oW2l + r4((U + 1) * kOut);
   static constexpr int oV2 = oW2red + r4(CL * (kOwn + 1) * kOut);
   static constexpr int oLred = oV2 + r4((kOwn + 1) * kOut);
-  static constexpr int kFloats = oLred + r4(CL);
+  static constexpr int oSl = oLred + r4(CL);
+  static constexpr int kSlF = kClusters * RPB * kOut;  // kVFetch: [clusters][RPB][kOut] slot copy
+  static_assert(kSlF % 4 == 0 && (RPB * kOut) % 4 == 0, "Sl: float4 copies");
+  static constexpr int kFloats = oSl + r4(kSlF);
   static constexpr size_t kSmemBytes = (size_t)kFloats * 4;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 };
@@ -198,6 +204,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* W2red = sm + C::oW2red;                                // [CL][kOwn+1][O] owner's partials
   float* V2 = sm + C::oV2;                                      // [kOwn+1][O] owned W2 (+ b2) velocity
   float* Lred = sm + C::oLred;                                  // [CL] loss partials (rank 0)
+  float* Sl = sm + C::oSl;                                      // [G][RPB][O] slots of own rows (kVFetch)
 
   const int j0 = cid * U, k0 = rank * KS;  // first unit column, first input row
   constexpr MlpOffsets off = mlp_offsets(MlpShape{kIn, kHidden, kOut});  // model.h's layout
@@ -236,7 +243,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
   constexpr bool kLate = (V & kVLate) != 0, kPre = kLate || (V & kVPrefetch) != 0;
-  constexpr bool kConv2 = (V & kVConv2) != 0;
+  constexpr bool kConv2 = (V & kVConv2) != 0, kFetch = (V & kVFetch) != 0;
+  static_assert(!kFetch || ((V & (kVTagged | kVSplitB)) == 0 && (V & kVNoFence) != 0), "kVFetch: the counter form");
   constexpr int kBbB = kRows * C::XB;  // bytes of one byte buffer
   // kPre: this thread's order entries ahead of their use: ord_stage = the sample of row tid/2 of
   // the next step to stage (t+1, or t+2 with kLate); ys_next / ord_lab = the labels of the next
@@ -451,7 +459,45 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         else a.slots[si] = z;
       }
     }
-    if constexpr (!kTagged) {
+    if constexpr (kFetch) {
+      // Warp 7: release, then (its own copies of the next inputs complete) the counter wait and
+      // the copy of this rank's rows of every cluster's slot into Sl; warps 0-6: the conversion.
+      constexpr int kW7 = kThreads / 32 - 1, kNT = kThreads - 32;
+      constexpr bool kConvHere = C::kXBuf == 2;
+      __syncthreads();  // every logit of the block stored
+      WSTAT_MARK(t, kMLogits);
+      WSTAT_MARK(t, kMArrive);
+      if ((tid >> 5) == kW7) {
+        const int lane = tid & 31;
+        if (lane == 0) red_release_add(my_counter, 1u);
+        if (kConvHere && has_next) cp_async_wait_all();
+        named_arrive(1, kThreads);
+        if (lane == 0) {
+          const unsigned long long t0 = global_ns();
+          unsigned spins = 0;
+          while ((int)(ld_acquire(my_counter) - target) < 0) {
+            if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
+              atomicExch(a.error_flag, 1);
+              __trap();
+            }
+          }
+        }
+        __syncwarp();
+        constexpr int kPer4 = RPB * O / 4;  // float4 a cluster's rows of this rank
+        const float4* src = reinterpret_cast<const float4*>(a.slots + ((size_t)par * C::kClusters * kRows + rank * RPB) * O);
+#pragma unroll 4
+        for (int e = lane; e < C::kClusters * kPer4; e += 32) {
+          const int c = e / kPer4, i = e % kPer4;
+          reinterpret_cast<float4*>(Sl)[e] = __ldcg(src + (size_t)c * (kRows * O / 4) + i);
+        }
+      } else {
+        if (kConvHere && has_next) cp_async_wait_all();
+        named_sync(1, kThreads);
+        if (kConvHere && has_next) convert_quads<CL, kNT>(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next, rank, tid);
+      }
+      WSTAT_MARK(t, kMConvert);
+      __syncthreads();  // Sl and the next inputs complete
+    } else if constexpr (!kTagged) {
       __syncthreads();
       WSTAT_MARK(t, kMLogits);
       if (tid == 0) {
@@ -461,8 +507,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     } else {
       WSTAT_MARK(t, kMLogits);
     }
-    WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2 && !kSplitB) {
+    if constexpr (!kFetch) WSTAT_MARK(t, kMArrive);
+    if constexpr (C::kXBuf == 2 && !kSplitB && !kFetch) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         if constexpr (kLate) cp_async_wait_group<1>();  // step t+2's copies may stay in flight
         else cp_async_wait_all();
@@ -470,10 +516,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         convert(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next);
       }
     }
-    WSTAT_MARK(t, kMConvert);
+    if constexpr (!kFetch) WSTAT_MARK(t, kMConvert);
 
     // ---- WAIT: every cluster's slot for this rank's rows (kTagged: S polls the slots) ----
-    if constexpr (!kTagged) {
+    if constexpr (!kTagged && !kFetch) {
       if (tid == 0) {
         const unsigned long long t0 = global_ns();
         unsigned spins = 0;
@@ -496,7 +542,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const bool valid = b < nb, lane_o = o < O;
       float z = 0.f;
       if (valid && lane_o) {
-        const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
+        [[maybe_unused]] const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
         if constexpr (kTagged) {
           unsigned long long w[C::kClusters];
 #pragma unroll
@@ -518,6 +564,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
 #pragma unroll
           for (int c = 0; c < C::kClusters; ++c) z += __uint_as_float((unsigned)w[c]);
+        } else if constexpr (kFetch) {
+#pragma unroll
+          for (int c = 0; c < C::kClusters; ++c) z += Sl[(c * RPB + row) * O + o];
         } else {
           const float* src = a.slots + si;
 #pragma unroll

@@ -124,6 +124,9 @@ __device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
   return v;
 }
+// Named barrier `id` over `n` threads: bar.sync waits, bar.arrive counts this warp without waiting.
+__device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -181,16 +184,49 @@ __device__ __forceinline__ void convert_rows(float* Xs, const uint8_t* Bb, int n
   const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
   float* dst = Xs + row * C::KP;
   const float one = valid && rank == 0 ? 1.f : 0.f;
+  // Every word is loaded before the first store (the compiler cannot reorder a load of Bb past a
+  // store to Xs: both are shared memory), then converted and stored.
+  unsigned w[kQ0];
+  auto load = [&](auto qc) {
+    constexpr int j = decltype(qc)::value;
+    const int q = j + h * kQ0;
+    w[j] = valid && q < kQ && 4 * q < C::KS ? src[q] : 0u;  // rows >= nb: +0 (pixel_of_byte(0) = +0)
+  };
   auto quad = [&](auto qc) {
-    constexpr int q = decltype(qc)::value, k = 4 * q;
-    const unsigned w = valid && k < C::KS ? src[q] : 0u;  // rows >= nb: +0 (pixel_of_byte(0) = +0)
+    constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
     float v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w, i) : (k + i == C::KS ? one : 0.f);
+    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w[j], i) : (k + i == C::KS ? one : 0.f);
     *reinterpret_cast<float4*>(dst + k) = make_float4(v[0], v[1], v[2], v[3]);
   };
+  for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
   if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
   else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
+}
+
+// kVFetch: convert_bytes<CL, true>'s result (the same bits) by the NT threads tid < NT: quads
+// e = tid + NT·j of the [kRows][kKq] tile, every word loaded before the first store.
+template <int CL, int NT>
+__device__ __forceinline__ void convert_quads(float* Xs, const uint8_t* Bb, int nb, int rank, int tid) {
+  using C = Slice<CL>;
+  constexpr int kQ = C::kKq, kN = kRows * kQ, kJ = (kN + NT - 1) / NT;
+  unsigned w[kJ];
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int e = tid + NT * j, b = e / kQ, q = e % kQ;
+    w[j] = e < kN && b < nb && 4 * q < C::KS ? *reinterpret_cast<const unsigned*>(Bb + b * C::XB + 4 * q) : 0u;
+  }
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int e = tid + NT * j, b = e / kQ, k = 4 * (e % kQ);
+    if (e < kN) {
+      const float one = b < nb && rank == 0 ? 1.f : 0.f;
+      float v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w[j], i) : (k + i == C::KS ? one : 0.f);
+      *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
 }
 
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column

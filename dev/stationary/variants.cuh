@@ -47,16 +47,17 @@ struct Variant {
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & kVTile; }
-constexpr int kShip = kShippedV;  // tile + nofence + fastconv + late + conv2
+constexpr int kShip = kShippedV;  // tile + nofence + fastconv + conv2 + fetch
 constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the form shipped before (results of 216fbd5)
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
       {"bytes: tile+nofence+fastconv", kBytes, epoch<kBytes>},
-      {"bytes+prefetch", kBytes | kVPrefetch, epoch<kBytes | kVPrefetch>},
-      {"bytes+conv2", kBytes | kVConv2, epoch<kBytes | kVConv2>},
       {"bytes+late", kBytes | kVLate, epoch<kBytes | kVLate>},
-      {"shipped: bytes+late+conv2", kShip, epoch<kShip>},
+      {"bytes+conv2", kBytes | kVConv2, epoch<kBytes | kVConv2>},
+      {"bytes+fetch", kBytes | kVFetch, epoch<kBytes | kVFetch>},
+      {"shipped: bytes+conv2+fetch", kShip, epoch<kShip>},
+      {"shipped+prefetch", kShip | kVPrefetch, epoch<kShip | kVPrefetch>},
       {"probe bytes", probe::kVProbe | kBytes, epoch<probe::kVProbe | kBytes>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
