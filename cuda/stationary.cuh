@@ -101,6 +101,9 @@ constexpr int kVConv2 = 128;    // the conversion unrolled by (row, half) (conve
 constexpr int kVFetch = 1024;   // after the logits, warp 7 releases, polls the counter and copies
                                 // this rank's rows of every cluster's slot into shared memory (Sl)
                                 // while warps 0-6 convert the next inputs; S reads Sl (same bits)
+constexpr int kVRollF1 = 2048;  // F1's input loop rolled (one 80-FMA body in the instruction cache,
+                                // not 13 copies: the unrolled kernel is ~100 KB of code a step)
+constexpr int kVRollG = 4096;   // G's batch loop rolled likewise (unroll 1, not 4)
 constexpr int kVLate = 512;     // kVPrefetch, two steps ahead into the other byte buffer, issued
                                 // after cluster barrier A: no copies land during F1 (bit 256 is
                                 // dev/stationary/probe.cuh's)
@@ -369,7 +372,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
       const float* xr = Xs + rb * KP + fp;
       const float* wr = Ws + fp * U;
-#pragma unroll
+      constexpr int kF1Unroll = (V & kVRollF1) != 0 ? 1 : kFM;
+#pragma unroll kF1Unroll
       for (int m = 0; m < kFM; ++m) {
         if (m + 1 < kFM || 8 * m + fp < kKi) {
           float xv[4];
@@ -643,7 +647,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
         const float* xp = Xs + h * KP + 4 * kq;
         const float* dp = dHf + h * U;
-#pragma unroll 4
+        constexpr int kGUnroll = (V & kVRollG) != 0 ? 1 : 4;
+#pragma unroll kGUnroll
         for (int i = 0; i < kRows / GP; ++i) {
           const float4 x4 = *reinterpret_cast<const float4*>(xp + i * GP * KP);
           const float xr[4] = {x4.x, x4.y, x4.z, x4.w};
