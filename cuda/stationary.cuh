@@ -104,6 +104,7 @@ constexpr int kVFetch = 1024;   // after the logits, warp 7 releases, polls the 
 constexpr int kVRollF1 = 2048;  // F1's input loop rolled (one 80-FMA body in the instruction cache,
                                 // not 13 copies: the unrolled kernel is ~100 KB of code a step)
 constexpr int kVRollG = 4096;   // G's batch loop rolled likewise (unroll 1, not 4)
+constexpr int kVFenceCl = 8192;  // cluster barriers A and B by cluster_sync_fenced (same bits)
 constexpr int kVLate = 512;     // kVPrefetch, two steps ahead into the other byte buffer, issued
                                 // after cluster barrier A: no copies land during F1 (bit 256 is
                                 // dev/stationary/probe.cuh's)
@@ -435,7 +436,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     }
     WSTAT_MARK(t, kMF1);
-    cluster.sync();  // A
+    if constexpr ((V & kVFenceCl) != 0) cluster_sync_fenced();  // A
+    else cluster.sync();  // A
     if constexpr (kLate) {  // F1 is done everywhere in the cluster: copies may land now
       stage_bytes_row<CL>(a, Bb + (t & 1) * kBbB, rows_of(t + 2), rank, ord_stage);  // commits always
       ord_stage = order_at(t + 3, stage_row);
@@ -626,7 +628,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       }
       cluster_wait();
     } else {
-      cluster.sync();  // B
+      if constexpr ((V & kVFenceCl) != 0) cluster_sync_fenced();  // B
+    else cluster.sync();  // B
     }
     WSTAT_MARK(t, kMB);
 

@@ -127,6 +127,13 @@ __device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long
 // Named barrier `id` over `n` threads: bar.sync waits, bar.arrive counts this warp without waiting.
 __device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+// kVFenceCl: the cluster barrier as fence.acq_rel.cluster + a relaxed arrive + the acquiring
+// wait (the PTX-documented equivalent of the release arrive, which compiles to MEMBAR.ALL.GPU).
+__device__ __forceinline__ void cluster_sync_fenced() {
+  asm volatile("fence.acq_rel.cluster;\n"
+               "barrier.cluster.arrive.relaxed.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ unsigned long long global_ns() {

@@ -47,7 +47,7 @@ struct Variant {
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & kVTile; }
-constexpr int kShip = kShippedV;  // tile + nofence + fastconv + conv2 + rollF1 + rollG
+constexpr int kShip = kShippedV;  // tile + nofence + fastconv + conv2 + fencecl
 constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the form shipped before (results of 216fbd5)
 constexpr int kC2 = kBytes | kVConv2;
 inline const std::vector<Variant>& list() {
@@ -55,11 +55,8 @@ inline const std::vector<Variant>& list() {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
       {"bytes: tile+nofence+fastconv", kBytes, epoch<kBytes>},
       {"bytes+conv2", kC2, epoch<kC2>},
-      {"bytes+conv2+fetch", kC2 | kVFetch, epoch<kC2 | kVFetch>},
-      {"bytes+conv2+rollF1", kC2 | kVRollF1, epoch<kC2 | kVRollF1>},
-      {"bytes+conv2+rollG", kC2 | kVRollG, epoch<kC2 | kVRollG>},
-      {"shipped: bytes+conv2+rollF1+rollG", kShip, epoch<kShip>},
-      {"shipped+fetch", kShip | kVFetch, epoch<kShip | kVFetch>},
+      {"shipped: bytes+conv2+fencecl", kShip, epoch<kShip>},
+      {"shipped+rollG", kShip | kVRollG, epoch<kShip | kVRollG>},
       {"shipped+prefetch", kShip | kVPrefetch, epoch<kShip | kVPrefetch>},
       {"probe bytes+conv2", probe::kVProbe | kC2, epoch<probe::kVProbe | kC2>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
