@@ -6,7 +6,10 @@
 // constants, Args and the staging / sync primitives are cuda/stationary_ops.cuh. The kernel's third
 // template parameter V (kV* bits; 0 = the first form, described below) selects the variant; the
 // host launches kShippedV (cuda/stationary_host.cuh), which adds kVTile (register-tiled F1 and G,
-// described at those phases), kVNoFence and kVFastConv to the step below.
+// described at those phases), kVNoFence, kVFastConv and kVConv2 to the step below. Variants that
+// measured slower were removed again (docs/PERFLOG.md says what each did and measured: tagged
+// slots, split barrier B, the parallel W2 update, float staging, fused F2, prefetched or late
+// staging, a fetching warp, rolled loops, a cluster-scope fence).
 //
 // Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
 // G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
@@ -84,32 +87,18 @@ namespace wstat {
 // Variant bits (the kernel's template parameter V; 0 = the form described above, the one the
 // host side launches). Every variant keeps every sum's order, so its results are bitwise those of
 // V = 0; dev/stationary/stationary_epoch.cu checks and times each.
-constexpr int kVTagged = 1;   // logit slots carry a step tag (64-bit words: tag << 32 | float bits);
-                              // S polls the slots themselves: no fence, counter release or acquire
 constexpr int kVNoFence = 2;  // counter form without the two __threadfence (bar.sync + red.release,
                               // ld.acquire + bar.sync, as CUTLASS's generic barrier)
-constexpr int kVSplitB = 4;   // cluster barrier B split: arrive, the next inputs' conversion, wait
-constexpr int kVW2Par = 8;    // the W2/b2/loss update by the warps the W1 update leaves idle,
-                              // beside it, instead of warp 7 after its dW1 tile
 constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation order: results
                               // differ from V = 0 in the last bits; see "kVTile" below); the W2
                               // update on warp 7, which G leaves free, beside G
 constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
-constexpr int kVPrefetch = 64;  // bytes staged by row (stage_bytes_row) from order entries loaded a
-                                // step ahead, the labels of S likewise: no load waits at the top
-constexpr int kVConv2 = 128;    // the conversion unrolled by (row, half) (convert_rows; same bits)
-constexpr int kVFetch = 1024;   // after the logits, warp 7 releases, polls the counter and copies
-                                // this rank's rows of every cluster's slot into shared memory (Sl)
-                                // while warps 0-6 convert the next inputs; S reads Sl (same bits)
-constexpr int kVRollF1 = 2048;  // F1's input loop rolled (one 80-FMA body in the instruction cache,
-                                // not 13 copies: the unrolled kernel is ~100 KB of code a step)
-constexpr int kVRollG = 4096;   // G's batch loop rolled likewise (unroll 1, not 4)
-constexpr int kVFenceCl = 8192;  // cluster barriers A and B by cluster_sync_fenced (same bits)
-constexpr int kVLate = 512;     // kVPrefetch, two steps ahead into the other byte buffer, issued
-                                // after cluster barrier A: no copies land during F1 (bit 256 is
-                                // dev/stationary/probe.cuh's)
+constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half), every word loaded
+                                // before the first store, every column test a constant
+                                // (convert_rows; same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
+// kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
 enum Mark : int { kMTop, kMF1a, kMF1b, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMGa, kMG, kMEnd, kMarks };
 
 // Everything derived from the shape <CL, U>.
@@ -131,7 +120,6 @@ struct Cfg : Slice<CL> {
   static constexpr int kPasses = RPB / 16;          // S: 16 rows a pass
   static constexpr int kW2Items = (U + 1) * kOut;   // D: partial dW2 (U units) and db2 outputs
   static constexpr int kW2Upd = (kOwn + 1) * kOut + 1;  // warp 7 in G: owned rows, b2, loss
-  static constexpr int kW2First = (NT + 31) / 32 * 32;  // kVW2Par: first thread of the W2 update
   // kVTile: G's batch parts per input quad (lanes), and the warps G uses (warp 7 stays free).
   static constexpr int kGP = kKqG * 8 <= kThreads - 32 ? 8 : 4;
   static constexpr int kGWarps = (kKqG * kGP + 31) / 32;
@@ -141,12 +129,10 @@ struct Cfg : Slice<CL> {
   static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
   static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
-  static_assert(kW2First + 32 <= kThreads, "kVW2Par: at least one warp beside the W1 update");
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
   static constexpr int kXsF = kRows * KP;
   static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
-  static constexpr int kBbF = kRows * XB / 4;       // one byte buffer (floats)
-  static constexpr int kRest = 2 * kBbF             // Bb[2]: the next steps' inputs as bytes
+  static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
                                + 2 * KP * U         // Ws, Vs
                                + kRedSlots * RPB * U  // Red
                                + kRows * U          // dHf
@@ -157,7 +143,7 @@ struct Cfg : Slice<CL> {
   static constexpr int kXBuf = (2 * kXsF + kRest) * 4 <= 227 * 1024 ? 2 : 1;
   static constexpr int oXs = 0;
   static constexpr int oBb = oXs + kXBuf * kXsF;
-  static constexpr int oWs = oBb + 2 * kBbF;
+  static constexpr int oWs = oBb + kRows * XB / 4;
   static constexpr int oVs = oWs + KP * U;
   static constexpr int oRed = oVs + KP * U;
   static constexpr int odHf = oRed + kRedSlots * RPB * U;
@@ -169,10 +155,7 @@ struct Cfg : Slice<CL> {
   static constexpr int oW2red = oW2l + r4((U + 1) * kOut);
   static constexpr int oV2 = oW2red + r4(CL * (kOwn + 1) * kOut);
   static constexpr int oLred = oV2 + r4((kOwn + 1) * kOut);
-  static constexpr int oSl = oLred + r4(CL);
-  static constexpr int kSlF = kClusters * RPB * kOut;  // kVFetch: [clusters][RPB][kOut] slot copy
-  static_assert(kSlF % 4 == 0 && (RPB * kOut) % 4 == 0, "Sl: float4 copies");
-  static constexpr int kFloats = oSl + r4(kSlF);
+  static constexpr int kFloats = oLred + r4(CL);
   static constexpr size_t kSmemBytes = (size_t)kFloats * 4;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
 };
@@ -195,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   extern __shared__ float4 smem4[];
   float* sm = reinterpret_cast<float*>(smem4);
   float* Xs0 = sm + C::oXs;                                     // [kXBuf][kRows][KP] inputs
-  uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [2][kRows][XB] next inputs, bytes
+  uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [kRows][XB] next inputs, bytes
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
   float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
@@ -208,7 +191,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* W2red = sm + C::oW2red;                                // [CL][kOwn+1][O] owner's partials
   float* V2 = sm + C::oV2;                                      // [kOwn+1][O] owned W2 (+ b2) velocity
   float* Lred = sm + C::oLred;                                  // [CL] loss partials (rank 0)
-  float* Sl = sm + C::oSl;                                      // [G][RPB][O] slots of own rows (kVFetch)
 
   const int j0 = cid * U, k0 = rank * KS;  // first unit column, first input row
   constexpr MlpOffsets off = mlp_offsets(MlpShape{kIn, kHidden, kOut});  // model.h's layout
@@ -246,52 +228,25 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
-  constexpr bool kLate = (V & kVLate) != 0, kPre = kLate || (V & kVPrefetch) != 0;
-  constexpr bool kConv2 = (V & kVConv2) != 0, kFetch = (V & kVFetch) != 0;
-  static_assert(!kFetch || ((V & (kVTagged | kVSplitB)) == 0 && (V & kVNoFence) != 0), "kVFetch: the counter form");
-  constexpr int kBbB = kRows * C::XB;  // bytes of one byte buffer
-  // kPre: this thread's order entries ahead of their use: ord_stage = the sample of row tid/2 of
-  // the next step to stage (t+1, or t+2 with kLate); ys_next / ord_lab = the labels of the next
-  // step's S rows and the order entries of the step after (0 past the end).
-  const int stage_row = tid >> 1;
-  int ord_stage = 0, ys_next[C::kPasses], ord_lab[C::kPasses];
-  auto rows_of = [&](int t) { return t < steps ? min(a.batch, a.n - t * a.batch) : 0; };
-  auto s_row = [&](int p) { return rank * RPB + (tid >> 4) + 16 * p; };
-  auto order_at = [&](int t, int row) { return row < rows_of(t) ? __ldg(a.order + t * a.batch + row) : 0; };
-  auto convert = [&](float* dst, const uint8_t* src, int nbx) {
-    if constexpr (kConv2) convert_rows<CL>(dst, src, nbx, rank);
-    else convert_bytes<CL, (V & kVFastConv) != 0>(dst, src, nbx, rank);
-  };
   if (steps > 0) {
     const int nb0 = min(a.batch, a.n);
-    if constexpr (kPre) {
-      stage_bytes_row<CL>(a, Bb, nb0, rank, order_at(0, stage_row));
-      if constexpr (kLate) stage_bytes_row<CL>(a, Bb + kBbB, rows_of(1), rank, order_at(1, stage_row));
-      ord_stage = order_at(kLate ? 2 : 1, stage_row);
-#pragma unroll
-      for (int p = 0; p < C::kPasses; ++p) {
-        ys_next[p] = s_row(p) < nb0 ? __ldg(a.labels + order_at(0, s_row(p))) : 0;  // step 0's
-        ord_lab[p] = order_at(1, s_row(p));                                          // step 1's
-      }
-      cp_async_wait_group<kLate ? 1 : 0>();  // step 0's bytes
-      __syncthreads();
-      convert(Xs0, Bb, nb0);
-    } else {
-      stage_bytes<CL>(a, Bb, 0, nb0, rank);
-      cp_async_wait_all();
-      __syncthreads();
-      convert_bytes<CL>(Xs0, Bb, nb0, rank);
-    }
+    stage_bytes<CL>(a, Bb, 0, nb0, rank);
+    cp_async_wait_all();
+    __syncthreads();
+    convert_bytes<CL>(Xs0, Bb, nb0, rank);
   }
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
   unsigned* my_counter = a.counters + 32 * rank;
 
-  constexpr bool kTagged = (V & kVTagged) != 0, kNoFence = (V & kVNoFence) != 0;
-  constexpr bool kSplitB = (V & kVSplitB) != 0 && C::kXBuf == 2, kW2Par = (V & kVW2Par) != 0;
-  constexpr bool kTile = (V & kVTile) != 0;
+  constexpr bool kNoFence = (V & kVNoFence) != 0;
+  constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
   constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // F1 partials per pre-activation in Red
-  unsigned long long* slots64 = reinterpret_cast<unsigned long long*>(a.slots);  // kTagged
+  // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
+  auto convert = [&](float* dst, int nbx) {
+    if constexpr ((V & kVConv2) != 0 && kFastConv) convert_rows<CL>(dst, Bb, nbx, rank);
+    else convert_bytes<CL, kFastConv>(dst, Bb, nbx, rank);
+  };
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
   // in W2red (rank order); item `it` of kW2Upd; pushes the new W2 rows to every block's W2l.
   auto w2_update = [&](int it, int t, int nb) {
@@ -333,29 +288,14 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     const bool has_next = t + 1 < steps;
     const int nb_next = has_next ? min(a.batch, a.n - base - a.batch) : 0;
     const float* Xs = Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;
-    const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));  // also the kTagged tag
+    const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));
+    if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
-    if constexpr (kPre) {
-      if (!kLate && has_next) {  // lands during F1..S; every address was loaded a step ago
-        stage_bytes_row<CL>(a, Bb, nb_next, rank, ord_stage);
-        ord_stage = order_at(t + 2, stage_row);
-      }
 #pragma unroll
-      for (int p = 0; p < C::kPasses; ++p) {
-        ys[p] = ys_next[p];
-        ys_next[p] = s_row(p) < nb_next ? __ldg(a.labels + ord_lab[p]) : 0;
-        ord_lab[p] = order_at(t + 2, s_row(p));
-      }
-    } else {
-      if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
-#pragma unroll
-      for (int p = 0; p < C::kPasses; ++p) {
-        const int b = s_row(p);
-        ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
-      }
+    for (int p = 0; p < C::kPasses; ++p) {
+      const int b = rank * RPB + (tid >> 4) + 16 * p;
+      ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
     }
-    // kLate: step t+1's bytes are in Bb[(t+1)%2] (staged at A(t-1)); step t+2's go to Bb[t%2].
-    const uint8_t* Bnext = Bb + (kLate ? ((t + 1) & 1) * kBbB : 0);
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
     if constexpr (kTile) {
@@ -373,8 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
       const float* xr = Xs + rb * KP + fp;
       const float* wr = Ws + fp * U;
-      constexpr int kF1Unroll = (V & kVRollF1) != 0 ? 1 : kFM;
-#pragma unroll kF1Unroll
+#pragma unroll
       for (int m = 0; m < kFM; ++m) {
         if (m + 1 < kFM || 8 * m + fp < kKi) {
           float xv[4];
@@ -436,12 +375,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     }
     WSTAT_MARK(t, kMF1);
-    if constexpr ((V & kVFenceCl) != 0) cluster_sync_fenced();  // A
-    else cluster.sync();  // A
-    if constexpr (kLate) {  // F1 is done everywhere in the cluster: copies may land now
-      stage_bytes_row<CL>(a, Bb + (t & 1) * kBbB, rows_of(t + 2), rank, ord_stage);  // commits always
-      ord_stage = order_at(t + 3, stage_row);
-    }
+    cluster.sync();  // A
     WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
@@ -461,71 +395,27 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #pragma unroll
         for (int u = 0; u < U; ++u) z = fmaf(Hs[row * U + u], W2l[u * O + o], z);
         const size_t si = (((size_t)par * C::kClusters + cid) * kRows + b) * O + o;
-        if constexpr (kTagged) st_relaxed_u64(slots64 + si, (unsigned long long)target << 32 | __float_as_uint(z));
-        else a.slots[si] = z;
+        a.slots[si] = z;
       }
     }
-    if constexpr (kFetch) {
-      // Warp 7: release, then (its own copies of the next inputs complete) the counter wait and
-      // the copy of this rank's rows of every cluster's slot into Sl; warps 0-6: the conversion.
-      constexpr int kW7 = kThreads / 32 - 1, kNT = kThreads - 32;
-      constexpr bool kConvHere = C::kXBuf == 2;
-      __syncthreads();  // every logit of the block stored
-      WSTAT_MARK(t, kMLogits);
-      WSTAT_MARK(t, kMArrive);
-      if ((tid >> 5) == kW7) {
-        const int lane = tid & 31;
-        if (lane == 0) red_release_add(my_counter, 1u);
-        if (kConvHere && has_next) cp_async_wait_all();
-        named_arrive(1, kThreads);
-        if (lane == 0) {
-          const unsigned long long t0 = global_ns();
-          unsigned spins = 0;
-          while ((int)(ld_acquire(my_counter) - target) < 0) {
-            if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
-              atomicExch(a.error_flag, 1);
-              __trap();
-            }
-          }
-        }
-        __syncwarp();
-        constexpr int kPer4 = RPB * O / 4;  // float4 a cluster's rows of this rank
-        const float4* src = reinterpret_cast<const float4*>(a.slots + ((size_t)par * C::kClusters * kRows + rank * RPB) * O);
-#pragma unroll 4
-        for (int e = lane; e < C::kClusters * kPer4; e += 32) {
-          const int c = e / kPer4, i = e % kPer4;
-          reinterpret_cast<float4*>(Sl)[e] = __ldcg(src + (size_t)c * (kRows * O / 4) + i);
-        }
-      } else {
-        if (kConvHere && has_next) cp_async_wait_all();
-        named_sync(1, kThreads);
-        if (kConvHere && has_next) convert_quads<CL, kNT>(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next, rank, tid);
-      }
-      WSTAT_MARK(t, kMConvert);
-      __syncthreads();  // Sl and the next inputs complete
-    } else if constexpr (!kTagged) {
-      __syncthreads();
-      WSTAT_MARK(t, kMLogits);
-      if (tid == 0) {
-        if constexpr (!kNoFence) __threadfence();
-        red_release_add(my_counter, 1u);
-      }
-    } else {
-      WSTAT_MARK(t, kMLogits);
+    __syncthreads();
+    WSTAT_MARK(t, kMLogits);
+    if (tid == 0) {
+      if constexpr (!kNoFence) __threadfence();
+      red_release_add(my_counter, 1u);
     }
-    if constexpr (!kFetch) WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2 && !kSplitB && !kFetch) {
+    WSTAT_MARK(t, kMArrive);
+    if constexpr (C::kXBuf == 2) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
-        if constexpr (kLate) cp_async_wait_group<1>();  // step t+2's copies may stay in flight
-        else cp_async_wait_all();
+        cp_async_wait_all();
         __syncthreads();
-        convert(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next);
+        convert(Xs0 + (par ^ 1) * C::kXsF, nb_next);
       }
     }
-    if constexpr (!kFetch) WSTAT_MARK(t, kMConvert);
+    WSTAT_MARK(t, kMConvert);
 
-    // ---- WAIT: every cluster's slot for this rank's rows (kTagged: S polls the slots) ----
-    if constexpr (!kTagged && !kFetch) {
+    // ---- WAIT: every cluster's slot for this rank's rows (the one cross-SM dependency) ----
+    {
       if (tid == 0) {
         const unsigned long long t0 = global_ns();
         unsigned spins = 0;
@@ -548,36 +438,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const bool valid = b < nb, lane_o = o < O;
       float z = 0.f;
       if (valid && lane_o) {
-        [[maybe_unused]] const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
-        if constexpr (kTagged) {
-          unsigned long long w[C::kClusters];
+        const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
+        const float* src = a.slots + si;
 #pragma unroll
-          for (int c = 0; c < C::kClusters; ++c) w[c] = ld_relaxed_u64(slots64 + si + (size_t)c * kRows * O);
-          unsigned long long t0 = 0;
-          unsigned spins = 0;
-#pragma unroll
-          for (int c = 0; c < C::kClusters; ++c) {
-            while ((unsigned)(w[c] >> 32) != target) {
-              if ((++spins & 1023u) == 0) {
-                if (t0 == 0) t0 = global_ns();
-                else if (global_ns() - t0 > kWaitTimeoutNs) {
-                  atomicExch(a.error_flag, 1);
-                  __trap();
-                }
-              }
-              w[c] = ld_relaxed_u64(slots64 + si + (size_t)c * kRows * O);
-            }
-          }
-#pragma unroll
-          for (int c = 0; c < C::kClusters; ++c) z += __uint_as_float((unsigned)w[c]);
-        } else if constexpr (kFetch) {
-#pragma unroll
-          for (int c = 0; c < C::kClusters; ++c) z += Sl[(c * RPB + row) * O + o];
-        } else {
-          const float* src = a.slots + si;
-#pragma unroll
-          for (int c = 0; c < C::kClusters; ++c) z += __ldcg(src + (size_t)c * kRows * O);
-        }
+        for (int c = 0; c < C::kClusters; ++c) z += __ldcg(src + (size_t)c * kRows * O);
       }
       float m = lane_o ? z : -INFINITY;
 #pragma unroll
@@ -619,18 +483,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       cluster.map_shared_rank(Lred, 0u)[rank] = l;
     }
     WSTAT_MARK(t, kMD);
-    if constexpr (kSplitB) {  // B, with the next step's conversion between arrive and wait
-      cluster_arrive();
-      if (has_next) {
-        cp_async_wait_all();
-        __syncthreads();
-        convert(Xs0 + (par ^ 1) * C::kXsF, Bnext, nb_next);
-      }
-      cluster_wait();
-    } else {
-      if constexpr ((V & kVFenceCl) != 0) cluster_sync_fenced();  // B
-    else cluster.sync();  // B
-    }
+    cluster.sync();  // B
     WSTAT_MARK(t, kMB);
 
     // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
@@ -650,8 +503,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
         const float* xp = Xs + h * KP + 4 * kq;
         const float* dp = dHf + h * U;
-        constexpr int kGUnroll = (V & kVRollG) != 0 ? 1 : 4;
-#pragma unroll kGUnroll
+#pragma unroll 4
         for (int i = 0; i < kRows / GP; ++i) {
           const float4 x4 = *reinterpret_cast<const float4*>(xp + i * GP * KP);
           const float xr[4] = {x4.x, x4.y, x4.z, x4.w};
@@ -725,10 +577,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
             *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
                 make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
       }
-      if constexpr (!kW2Par) {
-        if (tid >= kThreads - 32)
-          for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-      }
+      if (tid >= kThreads - 32)
+        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
       __syncthreads();
       WSTAT_MARK(t, kMGa);
       WSTAT_MARK(t, kMG);
@@ -749,23 +599,17 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           *reinterpret_cast<float4*>(wp) = w4;
           *reinterpret_cast<float4*>(vp) = v4;
         }
-      } else if (kW2Par && tid >= C::kW2First) {  // beside the W1 update (warps it leaves idle)
-        for (int it = tid - C::kW2First; it < C::kW2Upd; it += kThreads - C::kW2First) w2_update(it, t, nb);
       }
     }
     if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
-        if constexpr (kLate) cp_async_wait_group<1>();
-        else cp_async_wait_all();
+        cp_async_wait_all();
         __syncthreads();
-        convert(Xs0, Bnext, nb_next);
+        convert(Xs0, nb_next);
       }
     }
     __syncthreads();
     WSTAT_MARK(t, kMEnd);
-  }
-  if constexpr (kTagged) {  // the counters stay those of the counter form (arrivals_base)
-    if (tid == 0) red_relaxed_add(my_counter, (unsigned)steps);
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
 

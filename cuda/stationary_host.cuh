@@ -19,7 +19,7 @@ struct StationaryPlan {
   size_t smem = 0;           // dynamic shared memory per block (bytes)
   int n_total = 0;
   uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes
-  float* slots = nullptr;    // [2][clusters][128][10] (64-bit words: room for the kVTagged form)
+  float* slots = nullptr;    // [2][clusters][128][10] partial logits
   unsigned* counters = nullptr;  // [cluster][32]
   int* error_flag = nullptr;     // [1]
   unsigned arrivals = 0;     // each counter's value (mod 2^32) after the launches so far
@@ -42,7 +42,7 @@ namespace wstat {
 // The kernel variant the host launches (cuda/stationary.cuh's kV* bits): register-tiled F1 and
 // G, the counter without the two __threadfence, the conversion without I2F. V = 0 (the first
 // form) stays in dev/stationary/stationary_epoch.cu as the comparison.
-constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVFenceCl;
+constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2;
 
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>
@@ -95,12 +95,12 @@ inline int prepare_as(StationaryPlan* p, const float* X_all, int n_total, cudaSt
   p->smem = C::kSmemBytes;
   p->n_total = n_total;
   if (cudaMalloc(&p->xb, (size_t)n_total * CL * C::XB) != cudaSuccess ||
-      cudaMalloc(&p->slots, sizeof(unsigned long long) * 2 * C::kClusters * kRows * kOut) != cudaSuccess ||
+      cudaMalloc(&p->slots, sizeof(float) * 2 * C::kClusters * kRows * kOut) != cudaSuccess ||
       cudaMalloc(&p->counters, sizeof(unsigned) * 32 * CL) != cudaSuccess ||
       cudaMalloc(&p->error_flag, sizeof(int)) != cudaSuccess ||
       cudaMemsetAsync(p->counters, 0, sizeof(unsigned) * 32 * CL, stream) != cudaSuccess ||
       cudaMemsetAsync(p->error_flag, 0, sizeof(int), stream) != cudaSuccess ||
-      cudaMemsetAsync(p->slots, 0, sizeof(unsigned long long) * 2 * C::kClusters * kRows * kOut, stream) != cudaSuccess)
+      cudaMemsetAsync(p->slots, 0, sizeof(float) * 2 * C::kClusters * kRows * kOut, stream) != cudaSuccess)
     return MLP_ERR_CUDA;
   int* bad = nullptr;
   int bad_h = 0;

@@ -50,8 +50,7 @@ struct Args {
   int n, batch;            // samples this epoch, rows per step (<= kRows)
   float lr, mu;            // SGD: v = mu·v − lr·g; p = p + v
   float* step_loss;        // [ceil(n / batch)] each step's mean loss
-  float* slots;            // [2][clusters][kRows][kOut] partial logits, by step parity (floats,
-                           // or kVTagged: 64-bit words; allocated as words)
+  float* slots;            // [2][clusters][kRows][kOut] partial logits, by step parity
   unsigned* counters;      // [CL][32] arrival counters, one 128-byte line per rank
   unsigned arrivals_base;  // each counter's value before this launch
   int* error_flag;         // set to 1 before a trap when a grid wait times out
@@ -102,9 +101,6 @@ __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-// Waits until at most N of this thread's committed cp.async groups are pending.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 __device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
 }
@@ -113,29 +109,6 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
   return v;
 }
-__device__ __forceinline__ void red_relaxed_add(unsigned* p, unsigned v) {
-  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-  return v;
-}
-// Named barrier `id` over `n` threads: bar.sync waits, bar.arrive counts this warp without waiting.
-__device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-// kVFenceCl: the cluster barrier as fence.acq_rel.cluster + a relaxed arrive + the acquiring
-// wait (the PTX-documented equivalent of the release arrive, which compiles to MEMBAR.ALL.GPU).
-__device__ __forceinline__ void cluster_sync_fenced() {
-  asm volatile("fence.acq_rel.cluster;\n"
-               "barrier.cluster.arrive.relaxed.aligned;\n"
-               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
@@ -151,24 +124,6 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
     const int b = e / kChunks, q = e % kChunks;
     const int s = __ldg(a.order + base + b);
     cp_async16(Bb + b * C::XB + 16 * q, a.xb + ((size_t)s * CL + rank) * C::XB + 16 * q);
-  }
-  cp_async_commit();
-}
-
-// kVPrefetch: cp.async of one step's rows into Bb[kRows][XB], thread (row tid/2, half tid%2)
-// copying the 16-byte chunks q ≡ half (mod 2) of its row, sample s (the row's order entry, which
-// the caller loaded a step ahead: no load waits here); rows >= nb copy nothing. Always commits
-// one group (empty when nb <= row for every thread), so cp_async_wait_group counts steps.
-template <int CL>
-__device__ __forceinline__ void stage_bytes_row(const Args& a, uint8_t* Bb, int nb, int rank, int s) {
-  using C = Slice<CL>;
-  static_assert(kThreads == 2 * kRows, "stage_bytes_row: two threads a row");
-  constexpr int kChunks = C::XB / 16;
-  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1;
-  if (row < nb) {
-    const uint8_t* src = a.xb + ((size_t)s * CL + rank) * C::XB;
-#pragma unroll
-    for (int q = h; q < kChunks; q += 2) cp_async16(Bb + row * C::XB + 16 * q, src + 16 * q);
   }
   cp_async_commit();
 }
@@ -209,31 +164,6 @@ __device__ __forceinline__ void convert_rows(float* Xs, const uint8_t* Bb, int n
   for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
   if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
   else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
-}
-
-// kVFetch: convert_bytes<CL, true>'s result (the same bits) by the NT threads tid < NT: quads
-// e = tid + NT·j of the [kRows][kKq] tile, every word loaded before the first store.
-template <int CL, int NT>
-__device__ __forceinline__ void convert_quads(float* Xs, const uint8_t* Bb, int nb, int rank, int tid) {
-  using C = Slice<CL>;
-  constexpr int kQ = C::kKq, kN = kRows * kQ, kJ = (kN + NT - 1) / NT;
-  unsigned w[kJ];
-#pragma unroll
-  for (int j = 0; j < kJ; ++j) {
-    const int e = tid + NT * j, b = e / kQ, q = e % kQ;
-    w[j] = e < kN && b < nb && 4 * q < C::KS ? *reinterpret_cast<const unsigned*>(Bb + b * C::XB + 4 * q) : 0u;
-  }
-#pragma unroll
-  for (int j = 0; j < kJ; ++j) {
-    const int e = tid + NT * j, b = e / kQ, k = 4 * (e % kQ);
-    if (e < kN) {
-      const float one = b < nb && rank == 0 ? 1.f : 0.f;
-      float v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w[j], i) : (k + i == C::KS ? one : 0.f);
-      *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
-    }
-  }
 }
 
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column

@@ -47,18 +47,16 @@ struct Variant {
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & kVTile; }
-constexpr int kShip = kShippedV;  // tile + nofence + fastconv + conv2 + fencecl
+constexpr int kShip = kShippedV;  // tile + nofence + fastconv + conv2
 constexpr int kBytes = kVTile | kVNoFence | kVFastConv;  // the form shipped before (results of 216fbd5)
-constexpr int kC2 = kBytes | kVConv2;
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
-      {"bytes: tile+nofence+fastconv", kBytes, epoch<kBytes>},
-      {"bytes+conv2", kC2, epoch<kC2>},
-      {"shipped: bytes+conv2+fencecl", kShip, epoch<kShip>},
-      {"shipped+rollG", kShip | kVRollG, epoch<kShip | kVRollG>},
-      {"shipped+prefetch", kShip | kVPrefetch, epoch<kShip | kVPrefetch>},
-      {"probe bytes+conv2", probe::kVProbe | kC2, epoch<probe::kVProbe | kC2>},
+      {"nofence", kVNoFence, epoch<kVNoFence>},
+      {"tile+nofence", kVTile | kVNoFence, epoch<kVTile | kVNoFence>},
+      {"tile+nofence+fastconv", kBytes, epoch<kBytes>},
+      {"shipped: tile+nofence+fastconv+conv2", kShip, epoch<kShip>},
+      {"probe tile+nofence+fastconv", probe::kVProbe | kBytes, epoch<probe::kVProbe | kBytes>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
