@@ -21,11 +21,22 @@ class Target(NamedTuple):
     path: str        # mlp_train --profile PATH
     kernels: str     # ncu -k regex:...
     count: int       # ncu -c: launches to profile
+    application: bool = False  # straight to --replay-mode application
 
 
+# The stationary cluster launch profiles under kernel replay with every metric nan (H200, ncu of
+# CUDA 13.0: results/experiments/stationary/ncu_dev_kernelreplay.log), so it goes straight to
+# application replay (one run of the binary per pass).
 TARGETS = (Target("persistent", "persistent", "k_persistent_epoch$", 1),
            Target("fused", "fused", "k_fwd_hidden_bias_relu|k_dW1", 2),
-           Target("stationary", "stationary", "k_stationary_epoch", 1))
+           Target("stationary", "stationary", "k_stationary_epoch", 1, application=True))
+
+
+def _has_numbers(details_csv: str) -> bool:
+    """False when the details page has no row or only nan values (a replay that measured
+    nothing); ncu still exits 0 then."""
+    rows = [ln for ln in details_csv.splitlines()[1:] if ln.strip()]
+    return bool(rows) and not all('"nan"' in ln or ",nan" in ln for ln in rows)
 
 
 def _rel(p) -> str:
@@ -47,30 +58,35 @@ def profile(t: Target, ncu: str, out_dir: Path, binary: Path, data_dir: Path) ->
     rep.unlink(missing_ok=True)
     log = out_dir / f"{t.name}.log"
     print(f"ncu: {t.name} (path {t.path}, kernels {t.kernels})", flush=True)
+    pages: dict[str, str] = {}
     with open(log, "w") as fh:
         ok = False
-        # Cooperative launches replay per kernel where the tool allows it, else per application.
-        for application in (False, True):
-            if application:
+        # Cooperative launches replay per kernel where the tool allows it, else per application;
+        # a kernel replay that exits 0 with no numbers counts as failed.
+        for application in ((True,) if t.application else (False, True)):
+            if application and not t.application:
                 print(f"ncu: {t.name}: kernel replay failed; retrying with --replay-mode application",
                       flush=True)
             cmd = profile_command(ncu, t, tmp, binary, data_dir, application)
             fh.write("$ " + shlex.join(cmd) + "\n")
             fh.flush()
-            if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode == 0:
+            if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode != 0:
+                continue
+            pages = {}
+            for page in ("raw", "details"):
+                res = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
+                                     capture_output=True, text=True)
+                if res.returncode != 0:
+                    print(f"ncu: {t.name}: --import --page {page} failed: {res.stderr.strip()}", flush=True)
+                    return False
+                pages[page] = res.stdout
+            if _has_numbers(pages["details"]):
                 ok = True
                 break
+            fh.write("(the report's details page has no numbers)\n")
     if not ok:
         print(f"ncu: {t.name} failed (see {_rel(log)})", flush=True)
         return False
-    pages = {}
-    for page in ("raw", "details"):
-        res = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            print(f"ncu: {t.name}: --import --page {page} failed: {res.stderr.strip()}", flush=True)
-            return False
-        pages[page] = res.stdout
     for page, text in pages.items():
         tmp_csv = out_dir / f".{t.name}_{page}.csv"
         tmp_csv.write_text(text)

@@ -93,10 +93,14 @@ FAKE_NCU = """#!{python}
 import sys
 a = sys.argv[1:]
 if "--import" in a:
-    print("page," + a[a.index("--page") + 1]); sys.exit(0)
+    rep = open(a[a.index("--import") + 1]).read()
+    # the fused target's kernel replay measures nothing (every value nan), like a cluster launch
+    print("page," + a[a.index("--page") + 1] + ("\\n\\"Duration\\",\\"nan\\"" if "nan" in rep else "\\n\\"Duration\\",\\"7\\""))
+    sys.exit(0)
 if "--replay-mode" not in a and "persistent" in a[-1]:
     print("kernel replay unsupported"); sys.exit(1)
-open(a[a.index("-o") + 1] + ".ncu-rep", "w").write("rep " + a[-1])
+nan = "--replay-mode" not in a and "fused" in a[-1]
+open(a[a.index("-o") + 1] + ".ncu-rep", "w").write("rep " + a[-1] + (" nan" if nan else ""))
 """
 
 
@@ -107,12 +111,16 @@ def test_ncu_retries_with_application_replay_and_writes_all_pages(tmp_path):
     fake.chmod(0o755)
     assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(fake)) == 0
     out = tmp_path / "ncu"
-    for name in ("persistent", "fused"):
+    for name in ("persistent", "fused", "stationary"):
         assert (out / f"{name}.ncu-rep").read_text() == f"rep {name}"
-        assert (out / f"{name}_raw.csv").read_text() == "page,raw\n"
-        assert (out / f"{name}_details.csv").read_text() == "page,details\n"
-    assert "--replay-mode application" in (out / "persistent.log").read_text()
-    assert "--replay-mode" not in (out / "fused.log").read_text()
+        assert (out / f"{name}_raw.csv").read_text() == 'page,raw\n"Duration","7"\n'
+        assert (out / f"{name}_details.csv").read_text() == 'page,details\n"Duration","7"\n'
+    # persistent: kernel replay failed; fused: kernel replay measured only nan; stationary: straight
+    # to application replay (kernel replay of its cluster launch measures nothing)
+    logs = {n: (out / f"{n}.log").read_text() for n in ("persistent", "fused", "stationary")}
+    assert logs["persistent"].count("$ ") == 2 and "--replay-mode application" in logs["persistent"]
+    assert logs["fused"].count("$ ") == 2 and "no numbers" in logs["fused"]
+    assert logs["stationary"].count("$ ") == 1 and "--replay-mode application" in logs["stationary"]
     assert not list(out.glob(".*"))
 
 
