@@ -93,9 +93,6 @@ constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation
                               // differ from V = 0 in the last bits; see "kVTile" below); the W2
                               // update on warp 7, which G leaves free, beside G
 constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
-constexpr int kVMbarA = 1024;   // with kVTile: cluster barrier A replaced by an mbarrier per block
-                                // that F1's pushes (and the W2 rows of the step before) complete
-                                // by st.async ... complete_tx; no fenced cluster barrier (same bits)
 constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half), every word loaded
                                 // before the first store, every column test a constant
                                 // (convert_rows; same bits)
@@ -206,22 +203,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* vW2 = a.velocity + off.w2;
   float* vb2 = a.velocity + off.b2;
   const bool loss_owner = cid == 0 && rank == 0;
-  constexpr bool kMbarA = (V & kVMbarA) != 0;
-  static_assert(!kMbarA || (V & kVTile) != 0, "kVMbarA: the tiled F1's pushes");
-  // kMbarA: bytes the mbarrier of phase t waits for: every rank's F1 partials of this block's rows,
-  // and from t = 1 the W2 rows (and, in cluster 0, b2) the owners pushed in G(t-1).
-  __shared__ alignas(8) unsigned long long mbar_a;
-  const unsigned bar_a = smem_u32(&mbar_a);
-  auto bytes_a = [&](int t) {
-    return 4u * (unsigned)(CL * RPB * U + (t > 0 ? U * O + (cid == 0 ? O : 0) : 0));
-  };
-  if constexpr (kMbarA) {
-    if (tid == 0) {
-      mbar_init(bar_a, 1);
-      mbar_init_fence();
-      mbar_arrive_tx(bar_a, bytes_a(0));
-    }
-  }
 
   for (int e = tid; e < KP * U; e += kThreads) {
     const int k = e / U, u = e % U, j = j0 + u;
@@ -268,12 +249,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   };
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
   // in W2red (rank order); item `it` of kW2Upd; pushes the new W2 rows to every block's W2l.
-  // A new W2 (or b2) value to W2l[i] of block q: kMbarA counts it on q's mbarrier (phase t+1),
-  // except in the last step, whose values the final cluster barrier publishes.
-  auto push_w2 = [&](int i, int q, float w, int t) {
-    if (kMbarA && t + 1 < steps) st_async_f1(mapa_u32(smem_u32(W2l + i), (unsigned)q), w, mapa_u32(bar_a, (unsigned)q));
-    else cluster.map_shared_rank(W2l, (unsigned)q)[i] = w;
-  };
   auto w2_update = [&](int it, int t, int nb) {
     if (it < C::kOwn * O) {  // owned W2 rows: unit u = rank + CL·i
       const int i = it / O, o = it % O, u = rank + CL * i;
@@ -285,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         const float w = W2l[u * O + o] + v;
         V2[i * O + o] = v;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) push_w2(u * O + o, q, w, t);
+        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[u * O + o] = w;
       }
     } else if (it < NO * O) {  // b2
       if (loss_owner) {
@@ -297,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         const float w = W2l[U * O + o] + v;
         V2[C::kOwn * O + o] = v;
 #pragma unroll
-        for (int q = 0; q < CL; ++q) push_w2(U * O + o, q, w, t);
+        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
       }
     } else if (loss_owner) {
       float l = 0.f;
@@ -363,16 +338,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       reduce_half<U>(acc, 2, (lane & 2) != 0);      // units [0, U/2) | [U/2, U)
       WSTAT_MARK(t, kMF1b);
       const int row = rb + ((lane >> 2) & 1) + 64 * ((lane >> 3) & 1);
-      const int red_off = (rank * RPB + row % RPB) * U + (U / 2) * ((lane >> 1) & 1);
-      if constexpr (kMbarA) {
-        const unsigned to = (unsigned)(row / RPB), rbar = mapa_u32(bar_a, to), rdst = mapa_u32(smem_u32(Red + red_off), to);
+      float* dst = cluster.map_shared_rank(Red, (unsigned)(row / RPB)) + (rank * RPB + row % RPB) * U +
+                   (U / 2) * ((lane >> 1) & 1);
 #pragma unroll
-        for (int e = 0; e < U / 2; e += 2) st_async_f2(rdst + 4u * (unsigned)e, acc[e], acc[e + 1], rbar);
-      } else {
-        float* dst = cluster.map_shared_rank(Red, (unsigned)(row / RPB)) + red_off;
-#pragma unroll
-        for (int e = 0; e < U / 2; e += 2) *reinterpret_cast<float2*>(dst + e) = make_float2(acc[e], acc[e + 1]);
-      }
+      for (int e = 0; e < U / 2; e += 2) *reinterpret_cast<float2*>(dst + e) = make_float2(acc[e], acc[e + 1]);
     } else {
       // Thread: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
       const int f_b = tid & (kRows - 1), f_s = tid >> 7;
@@ -406,21 +375,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     }
     WSTAT_MARK(t, kMF1);
-    if constexpr (kMbarA) {  // A: this block's phase t (its rows' partials, the new W2 rows)
-      const unsigned long long t0 = global_ns();
-      unsigned spins = 0;
-      while (!mbar_try_wait_cluster(bar_a, (unsigned)(t & 1))) {
-        if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
-          atomicExch(a.error_flag, 1);
-          __trap();
-        }
-      }
-      // Phase t+1 cannot complete before every thread here passed phase t: its W2 rows come
-      // after cluster barrier B(t), which this block reaches only after this wait.
-      if (tid == 0 && t + 1 < steps) mbar_arrive_tx(bar_a, bytes_a(t + 1));
-    } else {
-      cluster.sync();  // A
-    }
+    cluster.sync();  // A
     WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----

@@ -109,43 +109,6 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
   return v;
 }
-// kVMbarA: DSMEM stores that complete on the receiver's mbarrier (st.async ... complete_tx), and
-// the mbarrier operations (PTX ISA 8.0+, sm_90). Addresses are 32-bit shared-window addresses;
-// mapa turns this block's address into the same offset in block `rank` of the cluster.
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ unsigned mapa_u32(unsigned a, unsigned rank) {
-  unsigned d;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(rank));
-  return d;
-}
-__device__ __forceinline__ void st_async_f2(unsigned raddr, float x, float y, unsigned rbar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(raddr), "f"(x),
-               "f"(y), "r"(rbar)
-               : "memory");
-}
-__device__ __forceinline__ void st_async_f1(unsigned raddr, float x, unsigned rbar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(raddr), "f"(x), "r"(rbar)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-// One arrival on the current phase, which then also waits for `tx` more bytes of complete_tx.
-__device__ __forceinline__ void mbar_arrive_tx(unsigned bar, unsigned tx) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(tx) : "memory");
-}
-// True once the phase of parity `parity` has completed; acquire at cluster scope (the remote
-// st.async writes it counted are visible after it).
-__device__ __forceinline__ bool mbar_try_wait_cluster(unsigned bar, unsigned parity) {
-  unsigned ok;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(ok)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return ok != 0;
-}
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));

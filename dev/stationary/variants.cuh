@@ -56,9 +56,7 @@ inline const std::vector<Variant>& list() {
       {"tile+nofence", kVTile | kVNoFence, epoch<kVTile | kVNoFence>},
       {"tile+nofence+fastconv", kBytes, epoch<kBytes>},
       {"shipped: tile+nofence+fastconv+conv2", kShip, epoch<kShip>},
-      {"shipped+mbarA", kShip | kVMbarA, epoch<kShip | kVMbarA>},
       {"probe tile+nofence+fastconv", probe::kVProbe | kBytes, epoch<probe::kVProbe | kBytes>},
-      {"probe shipped+mbarA", probe::kVProbe | kShip | kVMbarA, epoch<probe::kVProbe | kShip | kVMbarA>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
