@@ -31,7 +31,7 @@ SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBM
 HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats hints cpu_reference shipped_reference epoch_check path_fit
 # Host code of mlp_train that calls the CUDA runtime (no kernels): compiled by $(CXX), linked into
 # mlp_train only.
-TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_quick mode_perf_only mode_profile
+TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_stage mode_quick mode_perf_only mode_profile
 TRAIN_OBJ  := $(TRAIN_SRC:%=$(BUILD)/host/%.o)
 HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
 DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(BUILD)/gate.o

@@ -48,12 +48,15 @@ def build(c, arch=None, submission=None, accumulate="double"):
             "epochs": "override the recipe's epoch count",
             "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)",
             "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path",
-            "limit": "the gate's time limit in seconds (default: derived from our last run, printed)"})
-def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None):
+            "limit": "each stage's time limit in seconds (default: derived from our last run, printed)",
+            "one-process": "the whole gate in one child process under one limit, not in stages"})
+def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None, one_process=False):
     """Gate the build (cases 1-10; --strict adds 11-12) under the supervisor, write results/run.json, then the PyTorch baseline.
 
-    The binary runs under harness/supervisor.py: a hang or a fault fails the case it was in and
-    run.json is still written (its logs in results/logs/run_supervised/). The baseline's default
+    The binary runs under harness/supervisor.py in stages (entry, epoch-check, overfit, train,
+    guard-bands; each `mlp_train --stage NAME` a fresh process under its own printed time limit):
+    a hang or a fault fails its stage, the later ones still run, and run.json is still written
+    (the logs and each stage's part in results/logs/run_supervised/). The baseline's default
     variant set leaves out compiled-max-autotune-no-cudagraphs (its compile alone is ~3 minutes
     on the H200); --full runs it too. pytorch.json lists what ran."""
     from harness.run import RunFailed, run_gate
@@ -63,7 +66,8 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
-        rc = run_gate(extra_args=extra, strict=strict, limit=float(limit) if limit else None)
+        rc = run_gate(extra_args=extra, strict=strict, limit=float(limit) if limit else None,
+                      staged=not one_process)
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:

@@ -412,8 +412,13 @@ CaseResult case_guard_bands() {
   return r;
 }
 
-std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g) {
+void print_table_header() {
   std::printf("%-2s %-18s %12s %12s  %s\n", "#", "case", "value", "limit", "verdict");
+  std::fflush(stdout);
+}
+
+std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g) {
+  print_table_header();
   std::vector<CaseResult> cases;
   for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step,
                   case_epoch_check}) {

@@ -46,6 +46,8 @@ CaseResult case_epoch_check(const GateInputs& g);
 // Case 10: the guard-band hits of this process so far (0 passes).
 CaseResult case_guard_bands();
 
+// The table's header line on stdout.
+void print_table_header();
 // Prints the table's header, then runs and prints cases 1–5 and 9.
 std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g);
 // One row of the table on stdout (SKIP for a case that was not run).

@@ -11,14 +11,18 @@
 //   mlp_host parse-args ARGS...                           mlp_train's own parser: the options as JSON
 //   mlp_host recipe [--recipe F]                          the validated recipe as JSON
 //   mlp_host stats MS...                                  run.json's epoch-time summary of MS (epoch 0 dropped)
+//   mlp_host hints < CASES       the gate's hints (cuda/hints.h) of case sets on stdin, "id passed detail" a
+//                                line, sets separated by an empty line: a JSON array of hints per set
 // Exit statuses as mlp_train's (cuda/exit_status.h): 2 for bad input, 4 for an internal error.
 #include <cstdio>
 #include <map>
 #include <new>
 #include <string>
 
+#include "case_result.h"
 #include "common.h"
 #include "cpu_reference.h"
+#include "hints.h"
 #include "dataset.h"
 #include "exit_status.h"
 #include "json.h"
@@ -54,6 +58,30 @@ int run(int argc, char** argv) {
   }
   if (cmd == "parse-args") {  // the same parser as mlp_train's; checks of names and --out need its paths
     std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
+    return 0;
+  }
+  if (cmd == "hints") {  // harness/hints.py's port of hints_for is held to this (tests/test_hints.py)
+    std::vector<CaseResult> cases;
+    char buf[4096];
+    auto flush_set = [&]() {
+      if (cases.empty()) return;
+      Json a = Json::array();
+      for (const auto& h : hints_for(cases)) a.add(Json::str(h));
+      std::printf("%s\n", a.done().c_str());
+      cases.clear();
+    };
+    while (std::fgets(buf, sizeof buf, stdin)) {
+      std::string line(buf);
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      if (line.empty()) { flush_set(); continue; }
+      CaseResult c;
+      int passed = 0, used = 0;
+      if (std::sscanf(line.c_str(), "%d %d %n", &c.id, &passed, &used) < 2) throw UserError("hints: bad line '" + line + "'");
+      c.passed = passed != 0;
+      c.detail = line.substr((size_t)used);
+      cases.push_back(c);
+    }
+    flush_set();
     return 0;
   }
   if (cmd == "stats") {

@@ -47,6 +47,7 @@ int run_main(int argc, char** argv) {
                        command_line(argc, argv)};
 
   if (!opt.profile.empty()) return run_profile(ctx);
+  if (!opt.stages.empty()) return run_stages(ctx);
   if (opt.quick) return run_quick(ctx);
   return opt.perf_only ? run_perf_only(ctx) : run_gate(ctx);
 }

@@ -19,32 +19,21 @@ void write_init_and_order(const RunContext& ctx) {
   write_npy_i32(in.opt.out + "/order.npy", flat, {(size_t)in.R.epochs, (size_t)in.R.train_size});
 }
 
-int run_gate(const RunContext& ctx) {
+Json gate_header(const RunContext& ctx) {
   const RunInputs& in = ctx.in;
-  const Recipe& R = in.R;
-  GateRun gr = run_cases_1_to_6(ctx, R.epochs, false);
-  std::vector<CaseResult>& cases = gr.cases;
-  const PathRun* gated_run = gr.gated();
+  Json root = Json::object();
+  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("run_id", run_id_json(in.opt.run_id))
+      .set("gpu", gpu_json(ctx.prop)).set("device_limits", device_limits_json())
+      .set("submission", Json::str(ctx.submission))
+      .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
+      .set("recipe", recipe_json(in.R, in.data.n_test, mlp_offsets(in.s).total))
+      .set("reference_source", Json::str(in.opt.reference));
+  return root;
+}
 
-  const RefTrainResult ref = case7_reference(in);
-  cases.push_back(case_train(gated_run, ctx.gated, ref));
-  print_case(cases.back());
-  cases.push_back(case_perf(gr.runs, gated_run, R.epochs));
-  print_case(cases.back());
-  cases.push_back(case_guard_bands());
-  print_case(cases.back());
-  // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
-  std::vector<std::string> path_fails;
-  for (const auto& r : gr.runs) {
-    const std::string f = path_failure(r, true, kParityLimit);
-    if (!f.empty()) path_fails.push_back(f);
-  }
-
-  // run.json (docs/formats.md)
-  Json cj = Json::array();
-  for (const auto& c : cases) cj.add(case_json(c));
+std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& runs, const RefTrainResult& ref) {
   Json pj = Json::object();
-  for (const auto& r : gr.runs) {
+  for (const auto& r : runs) {
     if (!r.skipped.empty()) {  // did not run on this device: the reason, no timings or verdicts
       Json o = Json::object();
       pj.set(r.name, add_path_run(o, r).done());
@@ -63,20 +52,51 @@ int run_gate(const RunContext& ctx) {
         .set("test_accuracy_last5_mean", Json::num(last5_mean(r.test_accuracy_per_epoch)));
     pj.set(r.name, o.done());
   }
+  return pj.done();
+}
+
+std::string reference_fp64_json(const RefTrainResult& ref) {
   Json refj = Json::object();
   refj.set("test_accuracy", Json::num(ref.test_accuracy_per_epoch.back()))
       .set("test_accuracy_last5_mean", Json::num(last5_mean(ref.test_accuracy_per_epoch)))
       .set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
       .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
-  Json root = Json::object();
-  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("run_id", run_id_json(in.opt.run_id))
-      .set("gpu", gpu_json(ctx.prop)).set("device_limits", device_limits_json())
-      .set("submission", Json::str(ctx.submission))
-      .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
-      .set("recipe", recipe_json(R, in.data.n_test, mlp_offsets(in.s).total))
-      .set("reference_source", Json::str(in.opt.reference)).set("memory", memory_watch().json())
-      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", pj.done())
-      .set("reference_fp64", refj.done());
+  return refj.done();
+}
+
+std::vector<std::string> path_failures(const std::vector<PathRun>& runs) {
+  std::vector<std::string> fails;
+  for (const auto& r : runs) {
+    const std::string f = path_failure(r, true, kParityLimit);
+    if (!f.empty()) fails.push_back(f);
+  }
+  return fails;
+}
+
+int run_gate(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  const Recipe& R = in.R;
+  GateRun gr = run_cases_1_to_6(ctx, R.epochs, false);
+  std::vector<CaseResult>& cases = gr.cases;
+  const PathRun* gated_run = gr.gated();
+
+  const RefTrainResult ref = case7_reference(in);
+  cases.push_back(case_train(gated_run, ctx.gated, ref));
+  print_case(cases.back());
+  cases.push_back(case_perf(gr.runs, gated_run, R.epochs));
+  print_case(cases.back());
+  cases.push_back(case_guard_bands());
+  print_case(cases.back());
+  // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
+  const std::vector<std::string> path_fails = path_failures(gr.runs);
+
+  // run.json (docs/formats.md)
+  Json cj = Json::array();
+  for (const auto& c : cases) cj.add(case_json(c));
+  Json root = gate_header(ctx);
+  root.set("memory", memory_watch().json())
+      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", gate_paths_json(ctx, gr.runs, ref))
+      .set("reference_fp64", reference_fp64_json(ref));
   write_init_and_order(ctx);
   write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());

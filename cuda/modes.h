@@ -1,11 +1,31 @@
 // cuda/modes.h — what mlp_train does once its inputs are checked and the GPU is up, one mode per
 // file; each returns the exit status (cuda/exit_status.h).
 #pragma once
+#include <string>
+#include <vector>
+
+#include "cpu_reference.h"
+#include "json.h"
 #include "run_context.h"
+#include "train_loop.h"
 
 // cuda/mode_gate.cpp: the default. Cases 1–8 on every path; then writes OUT/init_params.npy,
 // OUT/order.npy and OUT/run.json; 0 when cases 1–7 pass, else 1.
 int run_gate(const RunContext& ctx);
+
+// cuda/mode_stage.cpp: --stage a,b: only those stages of the gate (kStageNames, cuda/options.h),
+// each writing OUT/stage-<name>.json: the top of run.json, "stage", "cases" (its own), and for
+// train "memory", "paths", "reference_fp64", "path_failures" and OUT/init_params.npy, order.npy.
+// 0 when every case run passed (and, for train, every path's parity and rerun), else 1.
+int run_stages(const RunContext& ctx);
+
+// Pieces of run.json the gate and the stages share (cuda/mode_gate.cpp): its top (schema ..
+// reference_source), "paths" of a gate run, "reference_fp64", and the trained paths that fail
+// the gate (their parity or rerun; cuda/gate.h path_failure).
+Json gate_header(const RunContext& ctx);
+std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& runs, const RefTrainResult& ref);
+std::string reference_fp64_json(const RefTrainResult& ref);
+std::vector<std::string> path_failures(const std::vector<PathRun>& runs);
 
 // cuda/mode_quick.cpp: --quick (cases 1–6 and one training epoch per path, for the sanitizers)
 // and --smoke (--quick without case 6 and the bitwise rerun, for racecheck). Writes nothing.

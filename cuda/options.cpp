@@ -18,7 +18,7 @@ const char* kSynopsis =
     "usage: mlp_train [--data DIR] [--recipe FILE] [--out DIR] [--paths a,b,...] [--epochs N]\n"
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
     "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--smoke] [--perf-only]\n"
-    "                 [--reference same-run|shipped] [--run-id STR] [--help]\n"
+    "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --out DIR       an existing directory, or a new one whose parent exists (default results)\n"
     "  --paths a,b     the kernel paths to run (default every path but the opt-in persistent2)\n"
@@ -31,24 +31,28 @@ const char* kSynopsis =
     "                  recipe) instead of retraining float64 on the CPU (same-run, the default)\n"
     "  --perf-only     time the paths (case 8) without the gate or the float64 reference (sweeps)\n"
     "  --run-id STR    written into run.json as \"run_id\" (1-128 of A-Z a-z 0-9 . _ : + -)\n"
+    "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json):\n"
+    "                  entry (cases 1-5), epoch-check (9), overfit (6), train (7, 8: every path trained\n"
+    "                  and timed; init_params.npy, order.npy), guard-bands (10); harness/supervisor.py\n"
+    "                  runs each in a fresh process and merges them into run.json\n"
     "  Every input is checked before the GPU is touched. Recipe values and their overrides:\n";
 
 // Flags that take a value, and the recipe key a numeric one overrides ("" for none).
 const std::map<std::string, std::string> kValueFlags = {
     {"--data", ""}, {"--recipe", ""}, {"--out", ""}, {"--init", ""}, {"--profile", ""}, {"--paths", ""},
-    {"--reference", ""}, {"--run-id", ""}, {"--epochs", "epochs"}, {"--batch", "batch"}, {"--lr", "lr"},
+    {"--reference", ""}, {"--run-id", ""}, {"--stage", ""}, {"--epochs", "epochs"}, {"--batch", "batch"}, {"--lr", "lr"},
     {"--momentum", "momentum"}, {"--seed", "seed"}, {"--hidden", "hidden_dim"}, {"--train-size", "train_size"},
 };
 
-std::vector<std::string> split_names(const std::string& flag, const std::string& s) {
+std::vector<std::string> split_names(const std::string& flag, const std::string& s, const char* what = "path") {
   std::vector<std::string> out;
   size_t a = 0;
   while (true) {
     size_t b = s.find(',', a);
     std::string name = s.substr(a, b == std::string::npos ? std::string::npos : b - a);
-    if (name.empty()) throw UserError(flag + ": empty path name in '" + s + "'");
+    if (name.empty()) throw UserError(flag + ": empty " + what + " name in '" + s + "'");
     if (std::find(out.begin(), out.end(), name) != out.end())
-      throw UserError(flag + ": path '" + name + "' named twice");
+      throw UserError(flag + ": " + what + " '" + name + "' named twice");
     out.push_back(name);
     if (b == std::string::npos) return out;
     a = b + 1;
@@ -75,6 +79,8 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+const std::vector<std::string> kStageNames = {"entry", "epoch-check", "overfit", "train", "guard-bands"};
 
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
@@ -113,6 +119,12 @@ Options parse_args(const std::vector<std::string>& args) {
     else if (a == "--init") o.init = v;
     else if (a == "--profile") o.profile = v;
     else if (a == "--paths") o.paths = split_names(a, v);
+    else if (a == "--stage") {
+      o.stages = split_names(a, v, "stage");
+      for (const auto& st : o.stages)
+        if (std::find(kStageNames.begin(), kStageNames.end(), st) == kStageNames.end())
+          throw UserError("--stage: no stage named '" + st + "' (have: " + join(kStageNames) + ")");
+    }
     else if (a == "--reference") {
       if (v != "same-run" && v != "shipped") throw UserError("--reference: '" + v + "' is neither same-run nor shipped");
       o.reference = v;
@@ -126,6 +138,9 @@ Options parse_args(const std::vector<std::string>& args) {
   if (!o.profile.empty() && o.perf_only) throw UserError("--profile and --perf-only cannot be combined");
   if (mode && o.quick) throw UserError(std::string(mode) + " and " + (o.smoke ? "--smoke" : "--quick") +
                                        " cannot be combined");
+  if (!o.stages.empty() && (mode || o.quick))
+    throw UserError(std::string("--stage and ") + (mode ? mode : o.smoke ? "--smoke" : "--quick") +
+                    " cannot be combined");
   if (o.reference == "shipped") {
     if (mode || o.quick)
       throw UserError("--reference shipped: only the full gate runs case 7 (drop " +
@@ -197,6 +212,8 @@ void make_out_dir(const std::string& out) {
 std::string options_json(const Options& o) {
   Json paths = Json::array();
   for (const auto& p : o.paths) paths.add(Json::str(p));
+  Json stages = Json::array();
+  for (const auto& st : o.stages) stages.add(Json::str(st));
   Json ov = Json::object();
   for (const auto& kv : o.overrides) {
     const Bound& b = bound(kv.first);
@@ -207,6 +224,6 @@ std::string options_json(const Options& o) {
       .set("out", Json::str(o.out)).set("init", Json::str(o.init)).set("profile", Json::str(o.profile))
       .set("reference", Json::str(o.reference)).set("run_id", Json::str(o.run_id)).set("paths", paths.done())
       .set("quick", Json::boolean(o.quick)).set("smoke", Json::boolean(o.smoke))
-      .set("perf_only", Json::boolean(o.perf_only)).set("overrides", ov.done())
+      .set("perf_only", Json::boolean(o.perf_only)).set("overrides", ov.done()).set("stage", stages.done())
       .done();
 }

@@ -131,7 +131,10 @@ def row_of(folder: Path, ours_ms: float | None) -> dict:
         row[f"case{i}"] = v
         n += v == "PASS"
     row["passed"] = f"{n}/{len(CASE_IDS)}"
-    row["verdict"] = "PASS" if n == len(CASE_IDS) else "FAIL"
+    sup = doc.get("supervisor") or {}
+    # A path whose parity or rerun fails, or a stage that did not end by itself, fails it too.
+    row["verdict"] = "PASS" if n == len(CASE_IDS) and not sup.get("path_failures") and \
+        not sup.get("stage_failures") else "FAIL"
     sub = doc.get("paths", {}).get("submission", {})
     ms = sub.get("median_ms") if isinstance(sub, dict) else None
     if isinstance(ms, (int, float)):

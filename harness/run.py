@@ -54,12 +54,14 @@ class RunFailed(Exception):
 
 def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
              extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None, strict: bool = False,
-             limit: float | None = None) -> int:
-    """Run build/mlp_train under the supervisor (harness/supervisor.py: a time limit, a hang or a
-    fault fails the case it was in, run.json always written) with a fresh --run-id; complete
-    results/run.json with the build, the command, the commit and the driver; return the exit
-    status (0 pass, 1 a gate case failed, a timeout or a fault included). The child is the same
-    binary with the same arguments as an unsupervised run (`--data D --out R [flags] --run-id X`).
+             limit: float | None = None, staged: bool = True) -> int:
+    """Run build/mlp_train under the supervisor (harness/supervisor.py) with a fresh --run-id: in
+    stages (each `--stage NAME` a fresh process under its own time limit; a hang or a fault
+    fails its stage and the later ones still run) or, `staged` False, in one child; run.json is
+    always written. Complete results/run.json with the build, the command, the commit and the
+    driver; return the exit status (0 pass, 1 a gate case failed, a timeout or a fault
+    included). Each child is the same binary with the same arguments as an unsupervised run
+    (`--data D --out R [flags] --run-id X`, plus `--stage NAME` when staged).
 
     Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input), or
     stops before its first case with 3 (CUDA error: no device, no code for this GPU), 4 (internal
@@ -79,8 +81,9 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     cmd = [rel(binary), "--data", rel(data_dir), "--out", rel(results_dir), *extra_args]
     shown = shlex.join(cmd)                     # the command as a user would repeat it
     run_json = Path(results_dir) / "run.json"
-    outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir,
-                            logs=Path(results_dir) / "logs" / "run_supervised", write_unstarted=False)
+    logs = Path(results_dir) / "logs" / "run_supervised"
+    outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir, logs=logs,
+                            write_unstarted=False, staged=staged)
     rc = outcome.child_rc if outcome.child_rc is not None else outcome.rc
     if outcome.rc == EXIT_BAD_INPUT or not outcome.started:
         if rc in (EXIT_PASS, EXIT_GATE_FAILED):
@@ -101,5 +104,5 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     rc = outcome.rc
     if strict:
         from harness import sanitizer_cases
-        rc = sanitizer_cases.apply(binary, Path(results_dir), data.get("gated_path") or "fused", rc, data_dir)
+        rc = sanitizer_cases.apply(binary, Path(results_dir), data.get("gated_path") or "fused", rc, data_dir, logs)
     return rc

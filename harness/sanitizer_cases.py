@@ -1,11 +1,10 @@
 """Gate cases 11 (memcheck) and 12 (racecheck): compute-sanitizer on a short run of the gated
 binary itself, their error counts as cases (value = errors, limit 0).
 
-The short run (short_run_args) calls every entry point and a short epoch with a tail batch:
-`mlp_train --smoke --train-size N --paths G`: cases 1-5, case 9 (the submission's
-mlp_train_epoch on 2 full batches and a tail: 300 rows at batch 128), case 10, and one epoch of
-path G on N = 2 x batch + batch x 11/32 rows (300 at batch 128, a 44-row tail batch), no overfit
-and no rerun. Races that a normal run does not show then fail the gate.
+The short run (short_run_args) calls every entry point and a short epoch with a tail batch, and
+nothing of ours: the gate's first two stages, `mlp_train --stage entry,epoch-check --paths G`
+(cases 1-5, then case 9: the submission's mlp_train_epoch on 2 full batches and a tail, 300 rows
+at batch 128, a 44-row tail batch). Races that a normal run does not show then fail the gate.
 
 A case PASSes iff the tool ran to completion (its summary line is in its output: memcheck's
 `========= ERROR SUMMARY: N errors`, racecheck's `========= RACECHECK SUMMARY: H hazards
@@ -80,13 +79,14 @@ def recipe_batch(args=()) -> int:
 
 
 def short_train_size(batch: int) -> int:
-    """2 full batches and a tail of batch x 11/32 rows (case 9's size: 300 at batch 128)."""
+    """Case 9's rows: 2 full batches and a tail of batch x 11/32 rows (300 at batch 128;
+    cuda/gate.cu case_epoch_check)."""
     return 2 * batch + max(1, batch * 11 // 32)
 
 
 def short_run_args(gated: str, batch: int) -> list[str]:
-    n = short_train_size(batch)
-    return ["--smoke", "--train-size", str(n), "--paths", gated]
+    """The stages entry and epoch-check of `gated`'s binary (`batch` only names the tail)."""
+    return ["--stage", "entry,epoch-check", "--paths", gated]
 
 
 def time_limit(tool: str, unsanitized_s: float | None = None) -> tuple[float, str]:
@@ -145,7 +145,8 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
                                              "/usr/local/cuda/bin)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    target = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(out),
+    # The stages' parts go to OUT/<tool>/ (the gate's own stage-*.json beside run.json stay).
+    target = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(out / tool),
               *short_run_args(gated, batch)]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
     log = out / f"{tool}.log"
@@ -180,7 +181,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
                                               f"before its end ({what}; {log.name})", **extra)
     else:
         row = _case(tool, cid, True, 0, f"0 errors{'' if warnings is None else f', {warnings} warnings'} in "
-                                        f"{seconds:.0f} s ({what}: every entry point, case 9's epoch and a "
+                                        f"{seconds:.0f} s ({what}: every entry point, and case 9's "
                                         f"{short_train_size(batch)}-row epoch with a "
                                         f"{short_train_size(batch) % batch}-row tail batch)", **extra)
     print(format_row(row), flush=True)
@@ -264,20 +265,26 @@ def merge(doc: dict, rows: list[dict]) -> dict:
 
 
 def verdict(doc: dict) -> bool:
-    """Every case but 8 passed, and the supervisor (when it ran stages) saw no path fail."""
-    ok = all(c.get("passed") is not False for c in doc.get("cases", []) if c.get("id") != 8)
-    return ok and not (doc.get("supervisor") or {}).get("path_failures")
+    """Every case but 8 passed, and the supervisor (when it ran stages) saw no path fail and no
+    stage end badly (harness/stages.py)."""
+    ok = all(c.get("passed") is True for c in doc.get("cases", []) if c.get("id") != 8)
+    sup = doc.get("supervisor") or {}
+    return ok and not sup.get("path_failures") and not sup.get("stage_failures")
 
 
-def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR) -> int:
-    """Cases 11-12 added to OUT/run.json; the new exit status (1 when they fail, else `rc`)."""
+def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, logs: Path | None = None) -> int:
+    """Cases 11-12 added to OUT/run.json (the tools' logs and parts in LOGS, default OUT); the new
+    exit status (1 when they fail, else `rc`)."""
     run_json = Path(out) / "run.json"
     try:
         doc = json.loads(run_json.read_text())
     except (OSError, ValueError):
         print(f"error: {run_json}: no run.json to add cases 11-12 to", file=sys.stderr)
         return rc or 1
-    rows = sanitizer_cases(binary, out, gated, doc, data=data)
+    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data)
+    for r in rows:   # the log as a path from run.json's folder
+        if "log" in r:
+            r["log"] = os.path.relpath(Path(logs or out) / r["log"], Path(out))
     doc = merge(doc, rows)
     write_json(run_json, doc)
     failed = [f"{r['id']} {r['name']}" for r in rows if not r["passed"]]

@@ -181,7 +181,7 @@ _SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail"
                    "stages": Arr(Obj({"name": STR, "cases": Arr(INT), "limit_s": ONUM, "limit_why": STR,
                                       "seconds": ONUM, "ended": STR, "exit_status": OINT},
                                      required=("name", "ended"))),
-                   "path_failures": Arr(STR)}, required=("ended",))
+                   "path_failures": Arr(STR), "stage_failures": Arr(STR)}, required=("ended",))
 
 RUN = Obj({
     "schema": INT, "date_utc": STR, "commit": STR, "run_id": STR,

@@ -186,6 +186,8 @@ def test_parser_never_fails_in_more_than_one_line(host_tool, args):
     (["--smoke", "--train-size", "300"], {"quick": True, "smoke": True, "overrides": {"train_size": 300}}),
     (["--lr", "1e-3", "--seed", "9007199254740991"], {"overrides": {"lr": 0.001, "seed": 9007199254740991}}),
     (["--help", "--bogus"], {"help": True}),
+    (["--stage", "entry,train", "--reference", "shipped"], {"stage": ["entry", "train"], "reference": "shipped"}),
+    ([], {"stage": []}),
 ])
 def test_parser_values(host_tool, args, value):
     res = run(HOST, "parse-args", *args)
@@ -219,6 +221,11 @@ def test_parser_values(host_tool, args, value):
     (["--momentum", "1"], "--momentum: 1 is out of range"),
     (["--seed", "-1"], "--seed: -1 is out of range"),
     (["--epochs", "1\n2"], "--epochs"),
+    (["--stage", "nope"], "--stage: no stage named 'nope' (have: entry, epoch-check, overfit, train, guard-bands)"),
+    (["--stage", "entry,entry"], "--stage: stage 'entry' named twice"),
+    (["--stage", "entry,"], "--stage: empty stage name"),
+    (["--stage", "entry", "--smoke"], "--stage and --smoke cannot be combined"),
+    (["--stage", "train", "--perf-only"], "--stage and --perf-only cannot be combined"),
 ])
 def test_parser_rejects_in_one_line(host_tool, args, message):
     assert message in one_error_line(run(HOST, "parse-args", *args), "mlp_host")

@@ -1,5 +1,6 @@
 """harness/run.py against a fake mlp_train: each exit status by its meaning, and a run.json that
-is this run's only when its run_id is the one passed (issue 17, item 1)."""
+is this run's only when its run_id is the one passed (issue 17, item 1); in one child
+(`staged=False`) and, with tests/fakes/staged_mlp_train.py, in stages (the default)."""
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ def setup(tmp_path, monkeypatch):
     def go(mode, rc, limit=None):
         monkeypatch.setenv("FAKE_MODE", mode)
         monkeypatch.setenv("FAKE_RC", str(rc))
-        return run.run_gate(build_dir=build, data_dir=tmp_path, results_dir=results, limit=limit)
+        return run.run_gate(build_dir=build, data_dir=tmp_path, results_dir=results, limit=limit, staged=False)
     return go, results
 
 
@@ -104,7 +105,8 @@ def test_strict_adds_the_sanitizer_cases_and_fails_without_the_tool(setup, monke
     go, results = setup
     monkeypatch.setenv("FAKE_MODE", "write")
     monkeypatch.setenv("FAKE_RC", "0")
-    rc = run.run_gate(build_dir=tmp_path / "build", data_dir=tmp_path, results_dir=results, strict=True)
+    rc = run.run_gate(build_dir=tmp_path / "build", data_dir=tmp_path, results_dir=results, strict=True,
+                      staged=False)
     assert rc == 1
     doc = json.loads((results / "run.json").read_text())
     by = {c["id"]: c for c in doc["cases"]}
@@ -125,3 +127,45 @@ def test_a_run_that_hangs_or_dies_after_a_case_gets_a_supervised_run_json(setup,
     assert doc["mode"] == "supervised" and doc["supervisor"]["ended"] == ended
     assert doc["commit"] == "test-commit" and doc["build"]["arch"] == "sm_90" and "gpu" not in doc
     assert (results / "logs" / "run_supervised" / "stdout.log").read_text().startswith("1  onebatch-forward")
+
+
+@pytest.fixture
+def staged(tmp_path, monkeypatch, setup):
+    """run_gate in stages on tests/fakes/staged_mlp_train.py (FAKE_PLAN: what each stage does)."""
+    go, results = setup
+    from spec.files import ROOT
+    fake = tmp_path / "build" / "mlp_train"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'fakes' / 'staged_mlp_train.py'} \"$@\"\n")
+
+    def go_staged(plan):
+        monkeypatch.setenv("FAKE_PLAN", json.dumps(plan))
+        return run.run_gate(build_dir=tmp_path / "build", data_dir=tmp_path, results_dir=results, limit=2)
+    return go_staged, results
+
+
+def test_a_staged_run_is_merged_and_completed(staged):
+    go, results = staged
+    assert go({}) == 0
+    doc = json.loads((results / "run.json").read_text())
+    assert doc["supervisor"]["staged"] and len(doc["supervisor"]["stages"]) == 5
+    assert doc["commit"] == "test-commit" and doc["gpu"]["driver"] == "test-driver"
+    assert "--stage" not in doc["run_command"]
+    assert (results / "logs" / "run_supervised" / "stage-train.json").exists()
+    assert not (results / "stage-train.json").exists()     # the parts are kept with the logs
+
+
+def test_a_staged_fault_fails_one_stage(staged):
+    go, results = staged
+    assert go({"overfit": "segv"}) == 1
+    doc = json.loads((results / "run.json").read_text())
+    by = {c["id"]: c for c in doc["cases"]}
+    assert by[7]["passed"] and by[10]["passed"] and doc["paths"]
+    assert doc["supervisor"]["stage_failures"] == ["overfit: died: SIGSEGV"]
+
+
+def test_a_staged_run_on_a_machine_without_a_gpu_keeps_run_json(staged):
+    go, results = staged
+    before = (results / "run.json").read_bytes()
+    with pytest.raises(run.RunFailed, match=r"status 3 \(CUDA error;") as exc:
+        go({n: "nodevice" for n in ("entry", "epoch-check", "overfit", "train", "guard-bands")})
+    assert exc.value.code == 3 and (results / "run.json").read_bytes() == before

@@ -59,9 +59,11 @@ def test_clean_runs_pass_with_value_0_and_the_short_run_has_a_tail_batch(tmp_pat
     argv = calls(tmp_path)
     assert [a[a.index("--tool") + 1] for a in argv] == ["memcheck", "racecheck"]
     target = argv[0][argv[0].index("--error-exitcode") + 2:]
-    assert target[0].endswith("mlp_train") and "--smoke" in target and target[-2:] == ["--paths", "submission"]
-    n = int(target[target.index("--train-size") + 1])
-    assert n % 128 != 0 and n > 2 * 128       # two full batches and a tail
+    # The gate's stages entry (cases 1-5: every entry point) and epoch-check (case 9: 2 full
+    # batches and a tail) of the submission, nothing of ours.
+    assert target[0].endswith("mlp_train") and target[-4:] == ["--stage", "entry,epoch-check", "--paths", "submission"]
+    assert target[target.index("--out") + 1].endswith("memcheck")     # its parts apart from the gate's
+    assert sc.short_train_size(128) == 300 and sc.short_train_size(128) % 128 == 44
     assert "300-row epoch with a 44-row tail batch" in rows["memcheck"]["detail"]
 
 
@@ -144,7 +146,7 @@ def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
     exe.write_text(FAKE_GATE)
     exe.chmod(0o755)
     out = tmp_path / "out"
-    rc = supervisor.supervise(exe, out, [], limit=20, sanitize="submission")
+    rc = supervisor.supervise(exe, out, [], limit=20, sanitize="submission", staged=False)
     assert rc == 1
     doc = json.loads((out / "run.json").read_text())
     by = {c["id"]: c for c in doc["cases"]}
@@ -152,3 +154,25 @@ def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
     assert any("missing __syncthreads()" in h for h in doc["hints"])
     assert (out / "racecheck.log").read_text().startswith("========= Error: Race reported")
     assert not sc.verdict(doc)
+
+
+def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(tmp_path, monkeypatch):
+    """In stages: the sanitizer limits derive from stages entry and epoch-check's unsanitized
+    seconds, and the two runs join the supervisor block's stages."""
+    from spec.files import ROOT
+    fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool]); sys.exit(0)")
+    exe = tmp_path / "mlp_train"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'fakes' / 'staged_mlp_train.py'} \"$@\"\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("FAKE_PLAN", "{}")
+    out = tmp_path / "out"
+    assert supervisor.supervise(exe, out, ["--paths", "submission"], limit=5, sanitize="submission") == 0
+    doc = json.loads((out / "run.json").read_text())
+    assert [c["id"] for c in doc["cases"]][-2:] == [11, 12] and sc.verdict(doc)
+    names = [s["name"] for s in doc["supervisor"]["stages"]]
+    assert names == ["entry", "epoch-check", "overfit", "train", "guard-bands", "memcheck", "racecheck"]
+    t = sc.unsanitized_seconds(doc)
+    stage_s = {s["name"]: s["seconds"] for s in doc["supervisor"]["stages"]}
+    assert t == pytest.approx(stage_s["entry"] + stage_s["epoch-check"])
+    race = [s for s in doc["supervisor"]["stages"] if s["name"] == "racecheck"][0]
+    assert race["ended"] == "exited 0" and race["limit_s"] == pytest.approx(max(300.0, 60 * t), abs=0.1)

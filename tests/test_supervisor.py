@@ -1,4 +1,4 @@
-"""CPU: harness/supervisor.py on stand-in binaries that print the gate's first rows and then hang,
+"""CPU: harness/supervisor.py in one child (`--one-process`; the stages: tests/test_stages.py) on stand-in binaries that print the gate's first rows and then hang,
 die on a signal or exit with a CUDA error: run.json is written each time, keeps the finished
 cases and fails the case that was running with what happened."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ def fake(tmp_path, tail: str):
 ])
 def test_a_bad_end_fails_the_running_case_and_keeps_the_rest(tmp_path, tail, words):
     out = tmp_path / "out"
-    rc = supervisor.supervise(fake(tmp_path, tail), out, [], limit=2)
+    rc = supervisor.supervise(fake(tmp_path, tail), out, [], limit=2, staged=False)
     assert rc == 1
     doc = json.loads((out / "run.json").read_text())
     by_id = {c["id"]: c for c in doc["cases"]}
@@ -45,7 +45,7 @@ def test_a_run_that_writes_its_own_run_json_is_kept(tmp_path):
     out = tmp_path / "out"
     # The stand-in writes run.json with the --run-id it was given (the last argument), then exits 1.
     tail = ('for a; do id=$a; done; printf \'{"run_id": "%s", "cases": []}\' "$id" > "$4/run.json"; exit 1')
-    rc = supervisor.supervise(fake(tmp_path, tail), out, [], limit=5)
+    rc = supervisor.supervise(fake(tmp_path, tail), out, [], limit=5, staged=False)
     assert rc == 1
     doc = json.loads((out / "run.json").read_text())
     assert doc["cases"] == [] and doc["supervisor"]["ended"] == "exited 1"

@@ -19,7 +19,7 @@ def section(run: dict) -> dict | None:
         return None
     stages = [{"name": st.get("name", "?"), "cases": ", ".join(str(c) for c in st.get("cases", [])),
                "limit_s": st.get("limit_s"), "limit_why": st.get("limit_why", ""), "seconds": st.get("seconds"),
-               "ended": st.get("ended", ""), "ok": str(st.get("ended", "")).startswith(("exited 0", "exited 1"))}
+               "ended": st.get("ended", ""), "ok": st.get("ended") in ("exited 0", "exited 1", "exited 99")}
               for st in sup.get("stages", []) if isinstance(st, dict)]
     tail = [ln for ln in str(sup.get("stderr_tail", "")).splitlines() if ln.strip()][-12:]
     ended = str(sup.get("ended", ""))

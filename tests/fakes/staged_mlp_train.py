@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""A stand-in for `mlp_train --stage NAME` (tests/test_stages.py): FAKE_PLAN (JSON) maps a stage to
+what it does: "pass" or "fail" (print its rows, write OUT/stage-NAME.json, exit 0 or 1), "hang"
+(print its first row, then sleep), "segv" (first row, then SIGSEGV), "cuda" (first row, then exit 3
+with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevice" (exit 3 before
+any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_PATH_FAILURES (JSON list)
+goes into the train part."""
+import json
+import os
+import signal
+import sys
+import time
+
+CASES = {"entry": [(1, "onebatch-forward"), (2, "batch-forward"), (3, "loss-extreme"), (4, "grad-check"),
+                   (5, "step")],
+         "epoch-check": [(9, "epoch-check")], "overfit": [(6, "overfit-32")], "train": [(7, "train"), (8, "perf")],
+         "guard-bands": [(10, "guard-bands")]}
+args = sys.argv[1:]
+get = lambda f: args[args.index(f) + 1] if f in args else None  # noqa: E731
+stage, out, run_id = get("--stage"), get("--out"), get("--run-id")
+mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
+print("#  case value limit verdict", flush=True)
+if mode == "badinput":
+    print("mlp_train: error: --epochs: 0 is out of range", file=sys.stderr)
+    sys.exit(2)
+if mode == "nodevice":
+    print("mlp_train: CUDA error: no CUDA device found", file=sys.stderr)
+    sys.exit(3)
+rows = [{"id": i, "name": n, "passed": mode != "fail", "value": 0.5, "limit": 1.0, "detail": f"{stage} {mode}"}
+        for i, n in CASES[stage]]
+for k, r in enumerate(rows):
+    print(f"{r['id']:<2d} {r['name']:<18s} {r['value']:12.4g} {r['limit']:12.4g}  "
+          f"{'PASS' if r['passed'] else 'FAIL'}   {r['detail']}", flush=True)
+    if mode == "hang":
+        time.sleep(60)
+    if mode == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "cuda":
+        print("mlp_train: CUDA error: gate.cu:33: cudaDeviceSynchronize() failed: cudaErrorIllegalAddress (x)",
+              file=sys.stderr)
+        sys.exit(3)
+part = {"schema": 1, "date_utc": "2026-12-01T00:00:00Z", "run_id": run_id, "gpu": {"name": "fake", "sm_count": 1},
+        "device_limits": {}, "submission": "fake.cu", "gated_path": "submission", "run_command": "x",
+        "recipe": {"steps_per_epoch": 47, "batch": 128}, "reference_source": "shipped", "stage": stage,
+        "memory": {"from_train": 1.0 if stage == "train" else 0.0}, "cases": rows}
+if stage == "train":
+    part |= {"paths": {"submission": {"passed": mode != "fail", "median_ms": 6.3, "epoch_ms": [6.3]}},
+             "reference_fp64": {"test_accuracy": 0.8}, "path_failures": json.loads(os.environ.get("FAKE_PATH_FAILURES", "[]"))}
+if mode != "nopart":
+    json.dump(part, open(os.path.join(out, f"stage-{stage}.json"), "w"))
+sys.exit(1 if mode == "fail" or part.get("path_failures") else 0)
