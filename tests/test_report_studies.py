@@ -183,15 +183,17 @@ def test_floor_for_stationary_without_its_phase_file_says_not_measured(results):
     ctx = context(results)
     fl = ctx["floor"]
     assert fl["path"] == "stationary" and fl["measured_us"] == pytest.approx(10.0)
-    fma, sync, nbytes, rest = fl["terms"]
+    fma, sync, cluster, nbytes, rest = fl["terms"]
     assert fma["mflop"] == pytest.approx(105, rel=0.02)
     assert fma["us"] == pytest.approx(fma["count"] / 50e6)      # 50 TFLOP/s
     assert sync["us"] is None and sync["why"] == "no_file"
+    assert cluster["term"] == "cluster_sync" and cluster["us"] is None and cluster["why"] == "no_file"
     assert nbytes["count"] == pytest.approx((6000 * 784 + 6000 * 4) / 47)
     assert nbytes["us"] == pytest.approx(nbytes["count"] / 4e6)  # 4000 GB/s
     assert rest["us"] == pytest.approx(10.0 - fma["us"] - nbytes["us"]) and not rest["complete"]
     text = render(results)
     assert "| cross-SM synchronisation | not measured: there is no `" in text
+    assert "| cluster barriers | not measured: there is no `" in text
     assert "## Where the stationary epoch's time goes\n\nNot measured" in text
     assert ctx["summary"]["limit"] is None or ctx["summary"]["limit"]["source"] != "stationary"
 
@@ -200,8 +202,13 @@ def test_floor_and_summary_use_the_stationary_phases_when_present(results):
     add_stationary(results)
     shutil.copy(FIXTURES / "studies" / "stationary_phases.json", results)
     ctx = context(results)
-    sync = ctx["floor"]["terms"][1]
+    fl = ctx["floor"]
+    sync, cluster, rest = fl["terms"][1], fl["terms"][2], fl["terms"][-1]
     assert sync["us"] == 4.0 and sync["phase"] == "counter wait"
+    # both cluster barriers, slowest block, summed; the remainder is what no term counts
+    assert cluster["us"] == pytest.approx(2.0) and cluster["count"] == 2
+    assert cluster["phases"] == ["cluster barrier A", "cluster barrier B"]
+    assert rest["us"] == pytest.approx(10.0 - sum(t["us"] for t in fl["terms"][:-1])) and rest["complete"]
     lim = ctx["summary"]["limit"]
     assert lim["source"] == "stationary" and lim["top"]["name"] == "counter wait"
     assert lim["top"]["share"] == pytest.approx(0.4)
@@ -211,6 +218,7 @@ def test_floor_and_summary_use_the_stationary_phases_when_present(results):
     line = next(ln for ln in summary_lines(text) if ln.startswith("- **What limits it**"))
     assert '"counter wait" takes 4.00 µs of its 10.00 µs a step (40.0%' in line
     assert "| counter wait | 4.00 | 3.00 | 40.0% |" in text
+    assert '| cluster barriers | 2 a step ("cluster barrier A", "cluster barrier B" of `' in text
     assert "Wait skew" in text and "| nofence | 9.50 |" in text
     assert (results.parent / "out" / "plots" / "stationary_phases.png").is_file()
 

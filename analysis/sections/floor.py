@@ -8,6 +8,9 @@ Each floor term is computed from measurements of the same session, never typed:
   stationary kernel its counter wait (the phase of stationary_phases.json whose name says
   "wait"), one a step; for the persistent kernels the barrier-only row of
   persistent_phases.json over PERSISTENT_BARRIERS a step;
+- cluster barriers (the stationary kernel): its phases of stationary_phases.json whose names
+  start "cluster barrier" (two a step: each a GPU-scope fence and a wait for the cluster's
+  slowest block), their slowest-block times summed;
 - bytes: the bytes a step must move from L2 or DRAM (the persistent kernels: the roofline
   model's minimum bytes; the stationary kernel keeps the weights and velocities on chip, so its
   batch only: the images as bytes and the labels) at ceilings.json's copy rate, a DRAM rate and
@@ -101,6 +104,11 @@ def floor(run: dict, ceilings: dict | None, phases: dict | None, sp: dict | None
                       "us": None if wait is None else STATIONARY_SYNCS * wait["slowest_us"],
                       "why": None if wait is not None else
                       ("no_file" if sp is None else "no_wait_phase")})
+        bars = [p for p in sp["phases"] if p["name"].lower().startswith("cluster barrier")] if sp else []
+        terms.append({"term": "cluster_sync", "kernel": best, "count": len(bars),
+                      "phases": [p["name"] for p in bars], "source": "stationary_phases",
+                      "us": sum(p["slowest_us"] for p in bars) if bars else None,
+                      "why": None if bars else ("no_file" if sp is None else "no_barrier_phase")})
         nbytes = (shape.train_size * shape.I + shape.train_size * LABEL_BYTES) / steps
         byte_model = "batch"
     elif best in c.PERSISTENT_KERNELS:

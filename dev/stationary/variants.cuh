@@ -86,7 +86,7 @@ inline PhaseTable report(const std::vector<unsigned long long>& mk, int steps, i
                                       "F1: products (+top of step)",
                                       "F1: shuffle reduce",
                                       "F1: DSMEM push",
-                                      "cluster barrier A (+kVLate staging)",
+                                      "cluster barrier A",
                                       "F2: H = ReLU(sum)",
                                       "F2: logits to slots (+sync)",
                                       "release (fence, red)",
