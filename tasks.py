@@ -10,6 +10,7 @@ Tasks that shell out echo their commands; a failure ends with one line and a non
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 
 from invoke import Collection, Exit, task
@@ -133,6 +134,8 @@ def sanitize(c, paths=None, tools=None):
             "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))"})
 def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  # noqa: A002 - the CLI's name
     """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
+    if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
+        raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
     from harness.gate_dir import main as gate_main
     args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
     if limit:

@@ -154,3 +154,10 @@ def test_accumulate_ab_alternates_the_two_builds(tmp_path, monkeypatch):
             assert not list((out / f"{acc}_{rnd}").glob("*.npy"))
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
     assert accumulate_ab.main(out_dir=out, build_dir=build, data_dir=tmp_path) == 2
+
+
+def test_gate_help_shows_the_task_help_not_the_module_usage():
+    # invoke hands the positional DIR the --help flag; the task must still show its own help
+    out = subprocess.run([sys.executable, "-m", "invoke", "gate", "--help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "Docstring:" in out.stdout and "Gate every submission" in out.stdout
