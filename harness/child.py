@@ -108,7 +108,8 @@ def parse_rows(stdout: str) -> list[dict]:
     return rows
 
 
-def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) -> str:
+def how_ended(rc: int | None, timed_out: bool, limit: float) -> str:
+    """How a child ended: "timed out after N s", "died: SIGSEGV" or "exited N"."""
     if timed_out:
         return f"timed out after {limit:.0f} s"
     if rc is not None and rc < 0:
@@ -116,6 +117,14 @@ def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) ->
             return f"died: {signal.Signals(-rc).name}"
         except ValueError:
             return f"died: signal {-rc}"
+    return f"exited {rc}"
+
+
+def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) -> str:
+    """how_ended, with the CUDA error (exit 3) or the child's last stderr line for an exit."""
+    how = how_ended(rc, timed_out, limit)
+    if not how.startswith("exited"):
+        return how
     m = CUDA_ERR.search(stderr)
     if rc == 3 and m:
         return f"CUDA error: {m.group(1)}"

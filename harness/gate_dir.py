@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness import sanitizer_cases
 from harness.build import DEFAULT_ARCH, ENTRY_POINTS
+from harness.child import fastest_ms
 from harness.supervisor import supervise
 from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, write_all, write_json
 
@@ -101,15 +102,6 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
     return rc
 
 
-def our_fastest_ms(results: Path = RESULTS_DIR) -> float | None:
-    try:
-        paths = json.loads((Path(results) / "run.json").read_text())["paths"]
-        return min(p["median_ms"] for n, p in paths.items()
-                   if n != "submission" and isinstance(p.get("median_ms"), (int, float)))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def row_of(folder: Path, ours_ms: float | None) -> dict:
     folder = Path(folder)
     row = {"submission": folder.name, "passed": "0/%d" % len(CASE_IDS), "verdict": "FAIL",
@@ -177,7 +169,7 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
     if reports:
         for f in folders:
             render_report(f)
-    ours = our_fastest_ms(results)
+    ours = fastest_ms(results)
     rows = sorted((row_of(f, ours) for f in folders),
                   key=lambda r: (-int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"), r["submission"]))
     cols = list(rows[0]) if rows else ["submission"]

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.child import how_ended
 from spec.files import DATA_DIR, RECIPE_PATH, ROOT, write_json
 
 CASES = (("memcheck", 11), ("racecheck", 12))
@@ -116,20 +117,8 @@ def _case(tool: str, cid: int, passed: bool, value, detail: str, **extra) -> dic
     return {"id": cid, "name": tool, "passed": passed, "value": value, "limit": 0, "detail": detail, **extra}
 
 
-def _how(rc: int | None, timed_out: bool, limit: float) -> str:
-    """How a child ended: "timed out after N s", "died: SIGSEGV" or "exited N"."""
-    if timed_out:
-        return f"timed out after {limit:.0f} s"
-    if rc is not None and rc < 0:
-        try:
-            return f"died: {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"died: signal {-rc}"
-    return f"exited {rc}"
-
-
 def _ended(rc: int | None, timed_out: bool, limit: float, text: str) -> str:
-    how = _how(rc, timed_out, limit)
+    how = how_ended(rc, timed_out, limit)
     if not how.startswith("exited"):
         return how
     last = [ln for ln in text.splitlines() if ln.strip()]
@@ -166,7 +155,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     text = log.read_text(errors="replace")
     errors, warnings, first = parse(tool, text)
     extra = {"seconds": seconds, "limit_s": round(limit, 1), "log": log.name, "command": " ".join(cmd),
-             "ended": _how(rc, timed_out, limit)}
+             "ended": how_ended(rc, timed_out, limit)}
     if warnings is not None:
         extra["warnings"] = warnings
     what = f"compute-sanitizer {tool} on `{' '.join(target[1:])}`"
