@@ -42,14 +42,14 @@ DeviceData::DeviceData(const Dataset& data) {
     CUDA_CHECK(cudaMemcpy(train_y, data.train_y.data(), data.train_y.size() * sizeof(int), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(test_x, data.test_x.data(), data.test_x.size() * sizeof(float), cudaMemcpyHostToDevice));
   } catch (...) {
-    cudaFree(train_x);  // a constructor that throws gets no destructor call
-    cudaFree(train_y);
-    cudaFree(test_x);
+    release();  // a constructor that throws gets no destructor call
     throw;
   }
 }
 
-DeviceData::~DeviceData() {
+DeviceData::~DeviceData() { release(); }
+
+void DeviceData::release() noexcept {
   cudaFree(train_x);
   cudaFree(train_y);
   cudaFree(test_x);

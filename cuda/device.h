@@ -24,4 +24,7 @@ struct DeviceData {
   ~DeviceData();
   DeviceData(const DeviceData&) = delete;
   DeviceData& operator=(const DeviceData&) = delete;
+
+ private:
+  void release() noexcept;  // frees every buffer (the destructor, and a constructor that throws)
 };

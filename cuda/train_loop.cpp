@@ -47,16 +47,14 @@ TrainState::TrainState(const Recipe& R, MlpShape shape, const std::vector<float>
       CUDA_CHECK(cudaMemcpy(order + (size_t)e * n, orders[(size_t)e].data(), (size_t)n * sizeof(int),
                             cudaMemcpyHostToDevice));
   } catch (...) {
-    cudaFree(params);  // a constructor that throws gets no destructor call
-    cudaFree(velocity);
-    cudaFree(ws);
-    cudaFree(step_loss);
-    cudaFree(order);
+    release();  // a constructor that throws gets no destructor call
     throw;
   }
 }
 
-TrainState::~TrainState() {
+TrainState::~TrainState() { release(); }
+
+void TrainState::release() noexcept {
   cudaFree(params);
   cudaFree(velocity);
   cudaFree(ws);

@@ -55,6 +55,9 @@ struct TrainState {
   TrainState& operator=(const TrainState&) = delete;
   // Arguments of epoch e on `stream`.
   mlp::EpochArgs epoch(const Recipe& R, const DeviceData& dd, int e, cudaStream_t stream) const;
+
+ private:
+  void release() noexcept;  // frees every buffer (the destructor, and a constructor that throws)
 };
 
 // Trains `epochs` epochs of one path from the initial parameters (first fitted to
