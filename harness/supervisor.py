@@ -26,8 +26,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from harness.child import (CASE_ORDER, CUDA_ERR, FACTOR, FLOOR_S, HINT_FAULT, HINT_TIMEOUT, REF_FACTOR, ROW,  # noqa: F401
-                           Child, Outcome, rel, limit_for, parse_rows, run_child, time_limit, what_happened)
+from harness.child import (CASE_ORDER, HINT_FAULT, HINT_TIMEOUT, Outcome, rel, limit_for, parse_rows, run_child,
+                           what_happened)
 from spec.files import DATA_DIR, ROOT, write_json
 
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from harness import supervisor
+from harness import child, supervisor
 
 ROWS = ("#  case value limit verdict\n"
         "1  onebatch-forward 1e-07 6.2e-05  PASS   fine\n"
@@ -52,7 +52,7 @@ def test_a_run_that_writes_its_own_run_json_is_kept(tmp_path):
 
 
 def test_the_time_limit_has_a_floor_and_scales_with_our_time(tmp_path):
-    assert supervisor.time_limit(20, tmp_path)[0] == supervisor.FLOOR_S
+    assert child.time_limit(20, tmp_path)[0] == child.FLOOR_S
     (tmp_path / "run.json").write_text(json.dumps({"paths": {"fused": {"median_ms": 100.0}}}))
-    limit, why = supervisor.time_limit(20, tmp_path)
+    limit, why = child.time_limit(20, tmp_path)
     assert limit == pytest.approx(50 * 0.1 * 30 + 30) and "50 x 100.000 ms" in why
