@@ -96,6 +96,9 @@ constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixe
 constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half), every word loaded
                                 // before the first store, every column test a constant
                                 // (convert_rows; same bits)
+constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
+                                // operand split in two, see "kVMma" below; a new summation order)
+                                // (bit 256 is dev/stationary/probe.cuh's kVProbe)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -110,6 +113,7 @@ struct Cfg : Slice<CL> {
   static constexpr int kClusters = (kHidden + U - 1) / U;  // G
   static constexpr int kGrid = kClusters * CL;      // blocks, one per SM
   static constexpr int KS = S::KS, KP = S::KP, XB = S::XB, kKq = S::kKq, kKqG = S::kKqG;
+  static constexpr int KPM = S::KPM, kKs = S::kKs;
   static constexpr int RPB = kRows / CL;            // batch rows each block reduces
   static constexpr int kUq = U / 4;                 // unit quads
   static constexpr int kRedSlots = 2 * CL;          // F1 partials per pre-activation (rank, K half)
@@ -129,13 +133,24 @@ struct Cfg : Slice<CL> {
   static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
   static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
+  // kVMma: n-tiles of 8 units, G's m-tiles of 16 slice rows over 7 warps (warp 7 stays free), the
+  // dH row stride (>= 8·kNT, ≡ 8 or 24 mod 32: G's B fragments conflict-free), the F1 B fragments.
+  static constexpr int kNT = (U + 7) / 8;
+  static constexpr int kMT = (KS + 1 + 15) / 16;
+  static constexpr int kGWm = 7;
+  static constexpr int kMTw = (kMT + kGWm - 1) / kGWm;
+  static constexpr int kUd = 8 * kNT % 32 == 8 || 8 * kNT % 32 == 24 ? 8 * kNT : 8 * kNT + 8;
+  static constexpr int kWfF = kKs * kNT * 32 * 4;   // Wf: [kKs][kNT][32 lanes] float4
+  static_assert(kUd >= U && (kUd % 32 == 8 || kUd % 32 == 24) && 16 * kMT <= KPM + 8, "kVMma shape");
+  static_assert(kRows == 8 * 16 && RPB % 16 == 0, "kVMma: F1 gives warp w the rows [16w, 16w + 16)");
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
-  static constexpr int kXsF = kRows * KP;
+  static constexpr int kXsF = kRows * (KPM > KP ? KPM : KP);  // one input buffer, either stride
   static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
   static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
                                + 2 * KP * U         // Ws, Vs
                                + kRedSlots * RPB * U  // Red
-                               + kRows * U          // dHf
+                               + kRows * kUd        // dHf
+                               + kWfF               // Wf
                                + kScrF              // Scr
                                + RPB * U + RPB * kOutPad + r4(RPB)  // Hs, dZs, lossS
                                + r4((U + 1) * kOut) + r4(CL * (kOwn + 1) * kOut) + r4((kOwn + 1) * kOut) + r4(CL);
@@ -147,7 +162,8 @@ struct Cfg : Slice<CL> {
   static constexpr int oVs = oWs + KP * U;
   static constexpr int oRed = oVs + KP * U;
   static constexpr int odHf = oRed + kRedSlots * RPB * U;
-  static constexpr int oScr = odHf + kRows * U;
+  static constexpr int oWf = odHf + kRows * kUd;
+  static constexpr int oScr = oWf + kWfF;
   static constexpr int oHs = oScr + kScrF;
   static constexpr int odZs = oHs + RPB * U;
   static constexpr int oLoss = odZs + RPB * kOutPad;
@@ -182,7 +198,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
   float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
-  float* dHf = sm + C::odHf;                                    // [kRows][U] dH, all rows
+  float* dHf = sm + C::odHf;                                    // [kRows][U or kUd] dH, all rows
+  float* Wf = sm + C::oWf;                                      // kVMma: [kKs][kNT][32] float4 F1 B fragments
   float* Scr = sm + C::oScr;                                    // [NT][20] G combine (GS = 2)
   float* Hs = sm + C::oHs;                                      // [RPB][U] H, own rows
   float* dZs = sm + C::odZs;                                    // [RPB][16] dZ, own rows
@@ -227,13 +244,54 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     const int i = e / O, o = e % O, u = rank + CL * i;  // owned unit u (i < kOwn), or b2
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
+  constexpr bool kMma = (V & kVMma) != 0;
+  static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
+  constexpr int kDHs = kMma ? C::kUd : U;  // dHf row stride
+  for (int e = tid; e < kRows * kDHs; e += kThreads) dHf[e] = 0.f;  // columns >= U stay 0
+  // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
+  // for the whole epoch: warp w < 7, m-tile mt = w + 7·i (slice rows 16·mt + g, + 8), n-tile nt
+  // (units 8·nt + 2q, + 1), in the order c0..c3; entries outside [KS] × [U] are 0 and stay 0.
+  [[maybe_unused]] float wr[C::kMTw][C::kNT][4], vr[C::kMTw][C::kNT][4];
+  [[maybe_unused]] const int lane_g = (tid & 31) >> 2, lane_q = tid & 3, warp = tid >> 5;
+  auto frag_k = [&](int mt, int i) { return 16 * mt + lane_g + 8 * (i >> 1); };
+  auto frag_u = [&](int nt, int i) { return 8 * nt + 2 * lane_q + (i & 1); };
+  // Where element (slice row k, unit u) of the F1 B fragments lives in Wf: big at +hf, small at
+  // +2+hf of the float4 of k-step k/8, n-tile u/8, lane 4·(u%8) + k%4, hf = (k%8)/4.
+  auto wf_index = [](int k, int u) {
+    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + 4 * (u & 7) + (k & 3)) * 4 + ((k >> 2) & 1);
+  };
+  if constexpr (kMma) {
+    __syncthreads();  // Ws, Vs loaded
+    for (int e = tid; e < C::kWfF / 2; e += kThreads) {  // every (k, u) of the fragments
+      const int k = e / (8 * C::kNT), u = e % (8 * C::kNT);
+      const float w = k < KP && u < U ? Ws[k * U + u] : 0.f;
+      unsigned big, small;
+      tf32_split(w, big, small);
+      Wf[wf_index(k, u)] = __uint_as_float(big);
+      Wf[wf_index(k, u) + 2] = __uint_as_float(small);
+    }
+    if (warp < C::kGWm) {
+#pragma unroll
+      for (int mi = 0; mi < C::kMTw; ++mi)
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int k = frag_k(warp + C::kGWm * mi, i), u = frag_u(nt, i);
+            const bool in = k < KP && u < U;
+            wr[mi][nt][i] = in ? Ws[k * U + u] : 0.f;
+            vr[mi][nt][i] = in ? Vs[k * U + u] : 0.f;
+          }
+    }
+  }
   const int steps = (a.n + a.batch - 1) / a.batch;
   if (steps > 0) {
     const int nb0 = min(a.batch, a.n);
     stage_bytes<CL>(a, Bb, 0, nb0, rank);
     cp_async_wait_all();
     __syncthreads();
-    convert_bytes<CL>(Xs0, Bb, nb0, rank);
+    if constexpr (kMma) convert_rows_p<CL>(Xs0, Bb, nb0, rank);
+    else convert_bytes<CL>(Xs0, Bb, nb0, rank);
   }
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
@@ -241,10 +299,11 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
   constexpr bool kNoFence = (V & kVNoFence) != 0;
   constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // F1 partials per pre-activation in Red
+  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // (kVMma too: it implies kVTile)  // F1 partials per pre-activation in Red
   // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
   auto convert = [&](float* dst, int nbx) {
-    if constexpr ((V & kVConv2) != 0 && kFastConv) convert_rows<CL>(dst, Bb, nbx, rank);
+    if constexpr (kMma) convert_rows_p<CL>(dst, Bb, nbx, rank);
+    else if constexpr ((V & kVConv2) != 0 && kFastConv) convert_rows<CL>(dst, Bb, nbx, rank);
     else convert_bytes<CL, kFastConv>(dst, Bb, nbx, rank);
   };
   // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
@@ -298,7 +357,45 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
-    if constexpr (kTile) {
+    if constexpr (kMma) {
+      // Warp w: rows [16w, 16w + 16) x all kNT n-tiles over the KPM inputs (k-steps of 8), each
+      // product as p·big + p·small (two MMAs into one accumulator); the whole K slice in one
+      // warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as slot
+      // `rank`, times 1/255 (the inputs are p, not p/255).
+      float acc[C::kNT][4];
+#pragma unroll
+      for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.f;
+      const int r0 = 16 * warp + lane_g;
+      const float* x0 = Xs + r0 * C::KPM;
+      const float* x1 = x0 + 8 * C::KPM;
+      const int sw = 4 * ((r0 >> 2) & 1);  // mma_x_index's column swizzle (rows r0 and r0 + 8)
+      const float4* wf = reinterpret_cast<const float4*>(Wf) + (tid & 31);
+#pragma unroll
+      for (int ks = 0; ks < C::kKs; ++ks) {
+        const int c0 = (8 * ks + lane_q) ^ sw, c1 = (8 * ks + lane_q + 4) ^ sw;
+        const unsigned a4[4] = {__float_as_uint(x0[c0]), __float_as_uint(x1[c0]), __float_as_uint(x0[c1]),
+                                __float_as_uint(x1[c1])};
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt) {
+          const float4 f = wf[(ks * C::kNT + nt) * 32];
+          mma_tf32(acc[nt], a4, __float_as_uint(f.z), __float_as_uint(f.w));  // small first
+          mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.y));
+        }
+      }
+      WSTAT_MARK(t, kMF1a);
+      WSTAT_MARK(t, kMF1b);
+      float* dst = cluster.map_shared_rank(Red, (unsigned)(r0 / RPB)) + (rank * RPB + r0 % RPB) * U;
+#pragma unroll
+      for (int nt = 0; nt < C::kNT; ++nt) {
+        const int u = 8 * nt + 2 * lane_q;
+        if (u < U) {
+          *reinterpret_cast<float2*>(dst + u) = make_float2(acc[nt][0] * kInv255, acc[nt][1] * kInv255);
+          *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(acc[nt][2] * kInv255, acc[nt][3] * kInv255);
+        }
+      }
+    } else if constexpr (kTile) {
       // Thread: 4 rows (rb, rb+1, rb+64, rb+65) x all U units over inputs k = 8m + fp; lane bits
       // 1-3 are the K part fp (lanes n, n^1 share it, so they read the same W address), bits 0
       // and 4 the row pair (rows 2 apart: the 32 scalar X loads of a warp hit 32 banks; the 8 W
@@ -468,7 +565,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
       const float dh = Hs[e] > 0.f ? acc : 0.f;
 #pragma unroll
-      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
+      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * kDHs + u] = dh;
     }
     if (tid < C::kW2Items) {
       const int u = tid / O, o = tid % O;
@@ -487,7 +584,63 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     WSTAT_MARK(t, kMB);
 
     // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
-    if constexpr (kTile) {
+    if constexpr (kMma) {
+      // Warp w < 7: m-tiles mt = w + 7·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
+      // units (B = dH, split in two at load) over the 128 batch rows (k-steps of 8); the update
+      // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
+      // past KPM read as 0. Warp 7 does the W2 update meanwhile.
+      if (warp < C::kGWm) {
+#pragma unroll
+        for (int mi = 0; mi < C::kMTw; ++mi) {
+          const int mt = warp + C::kGWm * mi;
+          if (mt < C::kMT) {
+            float acc[C::kNT][4];
+#pragma unroll
+            for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[nt][i] = 0.f;
+            const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
+            const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
+#pragma unroll 4
+            for (int ks = 0; ks < kRows / 8; ++ks) {
+              const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
+              const float* xa = Xs + b0 * C::KPM;
+              const float* xb = Xs + b1 * C::KPM;
+              const unsigned a4[4] = {ok0 ? __float_as_uint(xa[k0]) : 0u, ok1 ? __float_as_uint(xa[k1]) : 0u,
+                                      ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
+#pragma unroll
+              for (int nt = 0; nt < C::kNT; ++nt) {
+                unsigned g0, s0, g1, s1;
+                tf32_split(dHf[b0 * kDHs + 8 * nt + lane_g], g0, s0);
+                tf32_split(dHf[b1 * kDHs + 8 * nt + lane_g], g1, s1);
+                mma_tf32(acc[nt], a4, s0, s1);  // small first
+                mma_tf32(acc[nt], a4, g0, g1);
+              }
+            }
+            WSTAT_MARK(t, kMGa);
+            WSTAT_MARK(t, kMG);
+#pragma unroll
+            for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                const int k = frag_k(mt, i), u = frag_u(nt, i);
+                if (k <= KS && u < U) {
+                  float& v = vr[mi][nt][i];
+                  float& w = wr[mi][nt][i];
+                  v = a.mu * v - a.lr * (acc[nt][i] * kInv255);
+                  w += v;
+                  unsigned big, small;
+                  tf32_split(w, big, small);
+                  Wf[wf_index(k, u)] = __uint_as_float(big);
+                  Wf[wf_index(k, u) + 2] = __uint_as_float(small);
+                }
+              }
+          }
+        }
+      } else {
+        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
+      }
+    } else if constexpr (kTile) {
       // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h
       // (h = lane mod GP, summed in i order); the GP parts reduce-scattered across lanes (xor
       // GP/2 .. 1), leaving each lane U/2 (GP 8) or U (GP 4) units of one slice row, updated in
@@ -612,6 +765,23 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     WSTAT_MARK(t, kMEnd);
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
+  if constexpr (kMma) {  // the registers' W1 slice and velocity back to Ws, Vs for the write-back
+    if (warp < C::kGWm) {
+#pragma unroll
+      for (int mi = 0; mi < C::kMTw; ++mi)
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int mt = warp + C::kGWm * mi, k = frag_k(mt, i), u = frag_u(nt, i);
+            if (mt < C::kMT && k < KP && u < U) {
+              Ws[k * U + u] = wr[mi][nt][i];
+              Vs[k * U + u] = vr[mi][nt][i];
+            }
+          }
+    }
+    __syncthreads();
+  }
 
   int pad_seen = 0, pad_bad = 0;  // pad entries of this block, and those not bitwise 0
   for (int e = tid; e < KP * U; e += kThreads) {

@@ -38,7 +38,14 @@ struct Slice {
   static constexpr int XB = (KP + 15) / 16 * 16;   // bytes per (sample, rank) in the packed X
   static constexpr int kKq = KP / 4;               // input quads staged
   static constexpr int kKqG = (KS + 1 + 3) / 4;    // input quads with a non-zero row (F1, G)
+  // kVMma (tensor-core F1 and G): row stride of the staged inputs, KS + 1 rounded up to whole
+  // k-steps of 8 and ≡ 8 (mod 32), so that both fragment patterns read conflict-free under the
+  // swizzle of mma_x_index (<8,·>: 104, <4,·>: 200).
+  static constexpr int kKm0 = (KS + 1 + 7) / 8 * 8;
+  static constexpr int KPM = kKm0 + (40 - kKm0 % 32) % 32;
+  static constexpr int kKs = KPM / 8;              // F1's k-steps of 8 inputs
   static_assert(kIn % CL == 0 && kKqG <= kKq && XB >= KP, "slice");
+  static_assert(KPM % 32 == 8 && KPM >= KS + 1 && XB * 1 >= (KS + 3) / 4 * 4, "kVMma slice");
 };
 
 struct Args {
@@ -71,10 +78,14 @@ __host__ __device__ __forceinline__ float pixel(unsigned p) {
   return fmaf(e, kInv255, q);
 }
 
-// pixel(p) of byte i of w without the int->float conversion unit: 0x4B0000pp is the float 2^23 + p,
-// so the subtraction gives float(p) exactly; then the same two roundings as pixel(), bit for bit.
+// float(p) for byte i of w without the int->float conversion unit, exactly: 0x4B0000pp is the
+// float 2^23 + p.
+__device__ __forceinline__ float byte_as_float(unsigned w, int i) {
+  return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | (unsigned)i)), 8388608.0f);
+}
+// pixel(p) of byte i of w: byte_as_float, then the same two roundings as pixel(), bit for bit.
 __device__ __forceinline__ float pixel_of_byte(unsigned w, int i) {
-  const float f = __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | (unsigned)i)), 8388608.0f);
+  const float f = byte_as_float(w, i);
   const float q = __fmul_rn(f, kInv255);
   const float e = fmaf(-q, 255.0f, f);
   return fmaf(e, kInv255, q);
@@ -132,6 +143,71 @@ __device__ __forceinline__ void stage_bytes(const Args& a, uint8_t* Bb, int base
 template <int B, class F, int... I>
 __device__ __forceinline__ void for_each_const(F& f, std::integer_sequence<int, I...>) {
   (f(std::integral_constant<int, B + I>{}), ...);
+}
+
+// ---- kVMma: tensor-core products in TF32 with a two-term split (docs/PERFLOG.md) ----
+// The staged inputs hold the pixel byte p itself as a float (exact in TF32: 8 significant bits);
+// the 1/255 is applied to the products' results. A float w in registers or shared memory is used
+// as big + small with big = tf32(w), small = tf32(w − big) (both rounded to nearest, ties away):
+// |w − big − small| <= 2^-22·|w|, so p·w costs two MMAs at nearly float32 accuracy, with the full
+// float32 exponent range (no scaling).
+__device__ __forceinline__ unsigned tf32_rna(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& small) {
+  big = tf32_rna(x);
+  small = tf32_rna(x - __uint_as_float(big));
+}
+// c += a·b for one m16n8k8 tile (PTX ISA fragments, g = lane / 4, q = lane % 4):
+// a0 (g, q), a1 (g+8, q), a2 (g, q+4), a3 (g+8, q+4); b0 (k q, n g), b1 (k q+4, n g);
+// c0 (g, 2q), c1 (g, 2q+1), c2 (g+8, 2q), c3 (g+8, 2q+1).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Where input (row b, column k) of the staged inputs lives (floats, row stride KPM): column bit 2
+// flipped on rows with bit 2 set. F1 reads (row g, column q) patterns and G (row q, column g)
+// patterns; with KPM ≡ 8 (mod 32) both fall in 32 different banks under this swizzle.
+template <int KPM>
+__host__ __device__ constexpr int mma_x_index(int b, int k) {
+  return b * KPM + (k ^ (4 * ((b >> 2) & 1)));
+}
+
+// kVMma's staging: Bb bytes -> Xs as float(p) at mma_x_index (stride KPM); rows >= nb and
+// columns > KS are 0; column KS is 255 on rank 0's valid rows (b1's input: 255 · b1 / 255).
+// Thread (row tid/2, half tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row; every word is
+// loaded before the first store. Swizzling flips bit 0 of the quad index, so stores stay float4.
+template <int CL>
+__device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  using C = Slice<CL>;
+  static_assert(kThreads == 2 * kRows && (C::KPM / 4) % 2 == 0, "convert_rows_p");
+  constexpr int kQ = C::KPM / 4, kQ0 = kQ / 2;
+  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1, swq = (row >> 2) & 1;
+  const bool valid = row < nb;
+  const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
+  float* dst = Xs + row * C::KPM;
+  const float ones = valid && rank == 0 ? 255.f : 0.f;
+  unsigned w[kQ0];
+  auto load = [&](auto qc) {
+    constexpr int j = decltype(qc)::value;
+    const int q = j + h * kQ0;
+    w[j] = valid && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0
+  };
+  auto quad = [&](auto qc) {
+    constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? byte_as_float(w[j], i) : (k + i == C::KS ? ones : 0.f);
+    *reinterpret_cast<float4*>(dst + 4 * (q ^ swq)) = make_float4(v[0], v[1], v[2], v[3]);
+  };
+  for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
+  if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
+  else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
 }
 
 // kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half

@@ -153,6 +153,18 @@ __global__ void k_pixel_selftest(float* out) {
   out[256 + p] = mlp::wstat::pixel_of_byte(w, (int)i);
 }
 
+// kVMma's fragment layout (cuda/stationary_ops.cuh mma_tf32): one warp, C = A·B for A [16][8],
+// B [8][8] of small integers (exact in TF32 and in the float32 sums), loaded by the documented
+// fragment positions; c[lane * 4 + i] as mma_tf32 leaves it.
+__global__ void k_mma_selftest(const float* A, const float* B, float* c) {
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const unsigned a[4] = {__float_as_uint(A[g * 8 + q]), __float_as_uint(A[(g + 8) * 8 + q]),
+                         __float_as_uint(A[g * 8 + q + 4]), __float_as_uint(A[(g + 8) * 8 + q + 4])};
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  mlp::wstat::mma_tf32(acc, a, __float_as_uint(B[q * 8 + g]), __float_as_uint(B[(q + 4) * 8 + g]));
+  for (int i = 0; i < 4; ++i) c[lane * 4 + i] = acc[i];
+}
+
 // results/stationary_phases.json (docs/formats.md): temp file, then rename.
 bool write_phases_json(const std::string& path, const char* commit, double step_us, const variants::PhaseTable& pt,
                        const std::vector<std::string>& names, const std::vector<double>& us, const std::vector<double>& cv,
@@ -349,6 +361,30 @@ int main(int argc, char** argv) {
                 host_bad, dev_bad, host_bad + dev_bad == 0 ? "PASS" : "FAIL");
     if (host_bad + dev_bad) g_fail = true;
   }
+  {  // the tensor-core fragment layout kVMma relies on
+    std::vector<float> A(128), B(64), c(128);
+    for (int i = 0; i < 128; ++i) A[(size_t)i] = (float)((i * 7) % 11 - 5);
+    for (int i = 0; i < 64; ++i) B[(size_t)i] = (float)((i * 5) % 13 - 6);
+    float* dm = nullptr;
+    CK(cudaMalloc(&dm, (128 + 64 + 128) * 4));
+    CK(cudaMemcpy(dm, A.data(), 128 * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dm + 128, B.data(), 64 * 4, cudaMemcpyHostToDevice));
+    k_mma_selftest<<<1, 32>>>(dm, dm + 128, dm + 192);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(c.data(), dm + 192, 128 * 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(dm));
+    int bad = 0;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < 4; ++i) {
+        const int r = lane / 4 + 8 * (i / 2), col = 2 * (lane % 4) + i % 2;
+        double ref = 0;
+        for (int k = 0; k < 8; ++k) ref += (double)A[(size_t)r * 8 + k] * B[(size_t)k * 8 + col];
+        bad += (double)c[(size_t)lane * 4 + i] != ref;
+      }
+    std::printf("tensor cores: mma.m16n8k8 tf32 fragment layout (16x8x8 integer product, exact): %d of 128 wrong  %s\n", bad,
+                bad == 0 ? "PASS" : "FAIL");
+    if (bad) g_fail = true;
+  }
 
   mlp::StationaryPlan plan;
   const int st = mlp::stationary_prepare(&plan, MlpShape{kIn, kHid, kOut}, d.X, n_total, kBatch, 0, force_cluster);
@@ -433,7 +469,7 @@ int main(int argc, char** argv) {
     } else {
       std::printf("  checks: worst value/limit %.1e over the short run and full epoch, rerun %s, bits %s the %s family's, pad %d of %d not 0  %s\n",
                   g_worst, same ? "identical" : "DIFFERENT", as_shipped ? "equal to" : "DIFFERENT from",
-                  family ? "tiled" : "untiled", g_pad_bad, g_pad_seen, g_fail ? "FAIL" : "PASS");
+                  family & mlp::wstat::kVMma ? "mma" : family ? "tiled" : "untiled", g_pad_bad, g_pad_seen, g_fail ? "FAIL" : "PASS");
     }
     const bool ok = !g_fail;
     g_fail = g_fail || fail_before;
