@@ -381,6 +381,19 @@ const DeviceLimits& effective_limits() {
 
 const void* probe_kernel() { return reinterpret_cast<const void*>(&k_momentum_flat); }
 
+namespace {
+__global__ void k_hold(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+}  // namespace
+
+void hold_stream(cudaStream_t stream) {
+  k_hold<<<1, 1, 0, stream>>>(kHoldCycles);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host, int n,
                            float* scratch, int chunk, cudaStream_t st) {
   float* H = scratch;

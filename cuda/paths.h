@@ -110,6 +110,14 @@ struct GpuEval { double accuracy; double loss; };
 GpuEval evaluate_on_device(MlpShape s, const float* params, const float* X, const int* labels_host,
                            int n, float* scratch, int chunk, cudaStream_t stream);
 
+// Epoch timing (cuda/train_loop.cpp; harness/pytorch_baseline.py does the same for PyTorch): a
+// one-thread kernel that spins kHoldCycles SM clock cycles (about 100 µs) on `stream`, queued just
+// before an epoch's start event, so that the host has queued the epoch's first launches by the time
+// the GPU reaches that event; the host's submission latency of an epoch's first launch is then
+// outside the timed range, for every path alike (later launches still race the GPU).
+constexpr long long kHoldCycles = 200000;
+void hold_stream(cudaStream_t stream);
+
 // The current device's own limits (CudaError when it cannot be asked).
 DeviceLimits query_device_limits();
 // The limits every fit and every grid sized by the SM count use: those set (the device's with

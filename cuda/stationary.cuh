@@ -134,14 +134,14 @@ struct Cfg : Slice<CL> {
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
   static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
   // kVMma: n-tiles of 8 units, G's m-tiles of 16 slice rows over 7 warps (warp 7 stays free), the
-  // dH row stride (>= 8·kNT, ≡ 8 or 24 mod 32: G's B fragments conflict-free), the F1 B fragments.
+  // F1 B fragments (Wf) and G's (dHf in fragment order, see dh_index).
   static constexpr int kNT = (U + 7) / 8;
   static constexpr int kMT = (KS + 1 + 15) / 16;
   static constexpr int kGWm = 7;
   static constexpr int kMTw = (kMT + kGWm - 1) / kGWm;
-  static constexpr int kUd = 8 * kNT % 32 == 8 || 8 * kNT % 32 == 24 ? 8 * kNT : 8 * kNT + 8;
   static constexpr int kWfF = kKs * kNT * 32 * 4;   // Wf: [kKs][kNT][32 lanes] float4
-  static_assert(kUd >= U && (kUd % 32 == 8 || kUd % 32 == 24) && 16 * kMT <= KPM + 8, "kVMma shape");
+  static constexpr int kDhF = kRows / 8 * kNT * 32 * 4;  // dHf (kVMma: [16][kNT][32] float4; else [kRows][U])
+  static_assert(16 * kMT <= KPM + 8 && kDhF >= kRows * U, "kVMma shape");
   static_assert(kRows == 8 * 16 && RPB % 16 == 0, "kVMma: F1 gives warp w the rows [16w, 16w + 16)");
   // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
   static constexpr int kXsF = kRows * (KPM > KP ? KPM : KP);  // one input buffer, either stride
@@ -149,7 +149,7 @@ struct Cfg : Slice<CL> {
   static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
                                + 2 * KP * U         // Ws, Vs
                                + kRedSlots * RPB * U  // Red
-                               + kRows * kUd        // dHf
+                               + kDhF               // dHf
                                + kWfF               // Wf
                                + kScrF              // Scr
                                + RPB * U + RPB * kOutPad + r4(RPB)  // Hs, dZs, lossS
@@ -162,7 +162,7 @@ struct Cfg : Slice<CL> {
   static constexpr int oVs = oWs + KP * U;
   static constexpr int oRed = oVs + KP * U;
   static constexpr int odHf = oRed + kRedSlots * RPB * U;
-  static constexpr int oWf = odHf + kRows * kUd;
+  static constexpr int oWf = odHf + kDhF;
   static constexpr int oScr = oWf + kWfF;
   static constexpr int oHs = oScr + kScrF;
   static constexpr int odZs = oHs + RPB * U;
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
   float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
-  float* dHf = sm + C::odHf;                                    // [kRows][U or kUd] dH, all rows
+  float* dHf = sm + C::odHf;                                    // dH, all rows: [kRows][U]; kVMma: dh_index
   float* Wf = sm + C::oWf;                                      // kVMma: [kKs][kNT][32] float4 F1 B fragments
   float* Scr = sm + C::oScr;                                    // [NT][20] G combine (GS = 2)
   float* Hs = sm + C::oHs;                                      // [RPB][U] H, own rows
@@ -246,8 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   }
   constexpr bool kMma = (V & kVMma) != 0;
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
-  constexpr int kDHs = kMma ? C::kUd : U;  // dHf row stride
-  for (int e = tid; e < kRows * kDHs; e += kThreads) dHf[e] = 0.f;  // columns >= U stay 0
+  for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
   // for the whole epoch: warp w < 7, m-tile mt = w + 7·i (slice rows 16·mt + g, + 8), n-tile nt
   // (units 8·nt + 2q, + 1), in the order c0..c3; entries outside [KS] × [U] are 0 and stay 0.
@@ -259,6 +258,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // +2+hf of the float4 of k-step k/8, n-tile u/8, lane 4·(u%8) + k%4, hf = (k%8)/4.
   auto wf_index = [](int k, int u) {
     return (((k >> 3) * C::kNT + (u >> 3)) * 32 + 4 * (u & 7) + (k & 3)) * 4 + ((k >> 2) & 1);
+  };
+  // Where dH (batch row b, unit u) lives in dHf under kVMma, as the float2 {big, small}: G's B
+  // fragments of k-step b/8, n-tile u/8, lane 4·(u%8) + b%4, as the float4 {big b0, small b0,
+  // big b1, small b1} (b0 rows b%8 < 4, b1 the others).
+  [[maybe_unused]] auto dh_index = [](int b, int u) {
+    return (((b >> 3) * C::kNT + (u >> 3)) * 32 + 4 * (u & 7) + (b & 3)) * 4 + 2 * ((b >> 2) & 1);
   };
   if constexpr (kMma) {
     __syncthreads();  // Ws, Vs loaded
@@ -359,14 +364,14 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
     if constexpr (kMma) {
       // Warp w: rows [16w, 16w + 16) x all kNT n-tiles over the KPM inputs (k-steps of 8), each
-      // product as p·big + p·small (two MMAs into one accumulator); the whole K slice in one
+      // product as p·big + p·small (two accumulators, summed at the end); the whole K slice in one
       // warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as slot
       // `rank`, times 1/255 (the inputs are p, not p/255).
-      float acc[C::kNT][4];
+      float acc[C::kNT][4], acs[C::kNT][4];  // the big parts' products, the small parts'
 #pragma unroll
       for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.f;
+        for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
       const int r0 = 16 * warp + lane_g;
       const float* x0 = Xs + r0 * C::KPM;
       const float* x1 = x0 + 8 * C::KPM;
@@ -380,10 +385,14 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #pragma unroll
         for (int nt = 0; nt < C::kNT; ++nt) {
           const float4 f = wf[(ks * C::kNT + nt) * 32];
-          mma_tf32(acc[nt], a4, __float_as_uint(f.z), __float_as_uint(f.w));  // small first
           mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.y));
+          mma_tf32(acs[nt], a4, __float_as_uint(f.z), __float_as_uint(f.w));
         }
       }
+#pragma unroll
+      for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = (acc[nt][i] + acs[nt][i]) * kInv255;
       WSTAT_MARK(t, kMF1a);
       WSTAT_MARK(t, kMF1b);
       float* dst = cluster.map_shared_rank(Red, (unsigned)(r0 / RPB)) + (rank * RPB + r0 % RPB) * U;
@@ -391,8 +400,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       for (int nt = 0; nt < C::kNT; ++nt) {
         const int u = 8 * nt + 2 * lane_q;
         if (u < U) {
-          *reinterpret_cast<float2*>(dst + u) = make_float2(acc[nt][0] * kInv255, acc[nt][1] * kInv255);
-          *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(acc[nt][2] * kInv255, acc[nt][3] * kInv255);
+          *reinterpret_cast<float2*>(dst + u) = make_float2(acc[nt][0], acc[nt][1]);
+          *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(acc[nt][2], acc[nt][3]);
         }
       }
     } else if constexpr (kTile) {
@@ -564,8 +573,17 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #pragma unroll
       for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
       const float dh = Hs[e] > 0.f ? acc : 0.f;
+      if constexpr (kMma) {  // split once here, into G's fragment order
+        unsigned big, small;
+        tf32_split(dh, big, small);
+        const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
+        const int di = dh_index(rank * RPB + row, u);
 #pragma unroll
-      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * kDHs + u] = dh;
+        for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dHf, (unsigned)q) + di) = bs;
+      } else {
+#pragma unroll
+        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
+      }
     }
     if (tid < C::kW2Items) {
       const int u = tid / O, o = tid % O;
@@ -586,7 +604,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
     if constexpr (kMma) {
       // Warp w < 7: m-tiles mt = w + 7·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
-      // units (B = dH, split in two at load) over the 128 batch rows (k-steps of 8); the update
+      // units (B = dH, split by D into dh_index order) over the 128 batch rows (k-steps of 8); the update
       // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
       // past KPM read as 0. Warp 7 does the W2 update meanwhile.
       if (warp < C::kGWm) {
@@ -594,12 +612,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         for (int mi = 0; mi < C::kMTw; ++mi) {
           const int mt = warp + C::kGWm * mi;
           if (mt < C::kMT) {
-            float acc[C::kNT][4];
+            float acc[C::kNT][4], acs[C::kNT][4];  // dH's big parts' products, its small parts'
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] = 0.f;
+              for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
             const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
+            const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
             const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
 #pragma unroll 4
             for (int ks = 0; ks < kRows / 8; ++ks) {
@@ -610,11 +629,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
                                       ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
 #pragma unroll
               for (int nt = 0; nt < C::kNT; ++nt) {
-                unsigned g0, s0, g1, s1;
-                tf32_split(dHf[b0 * kDHs + 8 * nt + lane_g], g0, s0);
-                tf32_split(dHf[b1 * kDHs + 8 * nt + lane_g], g1, s1);
-                mma_tf32(acc[nt], a4, s0, s1);  // small first
-                mma_tf32(acc[nt], a4, g0, g1);
+                const float4 f = df[(ks * C::kNT + nt) * 32];
+                mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+                mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
               }
             }
             WSTAT_MARK(t, kMGa);
@@ -627,7 +644,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
                 if (k <= KS && u < U) {
                   float& v = vr[mi][nt][i];
                   float& w = wr[mi][nt][i];
-                  v = a.mu * v - a.lr * (acc[nt][i] * kInv255);
+                  v = a.mu * v - a.lr * ((acc[nt][i] + acs[nt][i]) * kInv255);
                   w += v;
                   unsigned big, small;
                   tf32_split(w, big, small);

@@ -96,6 +96,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
     for (int e = 0; e < epochs; ++e) {
       CUDA_CHECK(cudaMemsetAsync(step_loss, 0xFF, (size_t)steps * sizeof(float), st));  // NaN poison
       mlp::EpochArgs a = ts.epoch(R, dd, e, st);
+      mlp::hold_stream(st);  // the epoch's first launch is queued before t0 runs (cuda/paths.h)
       CUDA_CHECK(cudaEventRecord(t0, st));
       path.epoch(a);
       CUDA_CHECK(cudaEventRecord(t1, st));
