@@ -99,6 +99,8 @@ constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half
 constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
+constexpr int kVMmaK2 = 1024;   // with kVMma: F1 by 2 m-tiles x half the k-steps a warp, the halves
+                                // pushed as two slots (a new summation order)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -134,7 +136,7 @@ struct Cfg : Slice<CL> {
   static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
   static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
   // kVMma: n-tiles of 8 units, G's m-tiles of 16 slice rows over 7 warps (warp 7 stays free), the
-  // F1 B fragments (Wf) and G's (dHf in fragment order, see dh_index).
+  // F1 B fragments (Wf) and G's (dHf, in slot order).
   static constexpr int kNT = (U + 7) / 8;
   static constexpr int kMT = (KS + 1 + 15) / 16;
   static constexpr int kGWm = 7;
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
   float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
   float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
-  float* dHf = sm + C::odHf;                                    // dH, all rows: [kRows][U]; kVMma: dh_index
+  float* dHf = sm + C::odHf;                                    // dH, all rows: [kRows][U]; kVMma: [16][kNT][32] float4 B fragments
   float* Wf = sm + C::oWf;                                      // kVMma: [kKs][kNT][32] float4 F1 B fragments
   float* Scr = sm + C::oScr;                                    // [NT][20] G combine (GS = 2)
   float* Hs = sm + C::oHs;                                      // [RPB][U] H, own rows
@@ -254,16 +256,16 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   [[maybe_unused]] const int lane_g = (tid & 31) >> 2, lane_q = tid & 3, warp = tid >> 5;
   auto frag_k = [&](int mt, int i) { return 16 * mt + lane_g + 8 * (i >> 1); };
   auto frag_u = [&](int nt, int i) { return 8 * nt + 2 * lane_q + (i & 1); };
-  // Where element (slice row k, unit u) of the F1 B fragments lives in Wf: big at +hf, small at
-  // +2+hf of the float4 of k-step k/8, n-tile u/8, lane 4·(u%8) + k%4, hf = (k%8)/4.
+  // Both B-fragment buffers hold, per (k-step, n-tile), 32 float4s {big b0, small b0, big b1,
+  // small b1}, one per lane L = 4·(n % 8) + k % 4 (b0: k % 8 < 4, b1 the others).
+  // Wf (F1, W1 slice row k, unit u): lane L's float4 sits in slot wf_slot(L), which spreads the
+  // update's float2 stores (lanes with equal n % 4 and k % 4) over the banks, at most 2-way;
+  // a quarter-warp's loads still read 8 different bank groups.
+  // dHf (G, batch row b, unit u): slot L itself; D writes it in slot order (coalesced).
+  [[maybe_unused]] auto wf_slot = [](int L) { return L ^ ((L >> 2) & 6); };
   auto wf_index = [](int k, int u) {
-    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + 4 * (u & 7) + (k & 3)) * 4 + ((k >> 2) & 1);
-  };
-  // Where dH (batch row b, unit u) lives in dHf under kVMma, as the float2 {big, small}: G's B
-  // fragments of k-step b/8, n-tile u/8, lane 4·(u%8) + b%4, as the float4 {big b0, small b0,
-  // big b1, small b1} (b0 rows b%8 < 4, b1 the others).
-  [[maybe_unused]] auto dh_index = [](int b, int u) {
-    return (((b >> 3) * C::kNT + (u >> 3)) * 32 + 4 * (u & 7) + (b & 3)) * 4 + 2 * ((b >> 2) & 1);
+    const int L = 4 * (u & 7) + (k & 3);
+    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + (L ^ ((L >> 2) & 6))) * 4 + 2 * ((k >> 2) & 1);
   };
   if constexpr (kMma) {
     __syncthreads();  // Ws, Vs loaded
@@ -272,8 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const float w = k < KP && u < U ? Ws[k * U + u] : 0.f;
       unsigned big, small;
       tf32_split(w, big, small);
-      Wf[wf_index(k, u)] = __uint_as_float(big);
-      Wf[wf_index(k, u) + 2] = __uint_as_float(small);
+      *reinterpret_cast<float2*>(Wf + wf_index(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
     }
     if (warp < C::kGWm) {
 #pragma unroll
@@ -304,7 +305,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
   constexpr bool kNoFence = (V & kVNoFence) != 0;
   constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // (kVMma too: it implies kVTile)  // F1 partials per pre-activation in Red
+  constexpr bool kK2 = (V & kVMmaK2) != 0;
+  static_assert(!kK2 || kMma, "kVMmaK2 is a form of kVMma's F1");
+  constexpr int kF1Slots = kK2 || !kTile ? C::kRedSlots : CL;  // (kVMma implies kVTile)  // F1 partials per pre-activation in Red
   // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
   auto convert = [&](float* dst, int nbx) {
     if constexpr (kMma) convert_rows_p<CL>(dst, Bb, nbx, rank);
@@ -362,7 +365,68 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
-    if constexpr (kMma) {
+    if constexpr (kK2) {
+      // Warp w: rows [32·(w % 4), + 32) (two m-tiles) x all kNT n-tiles over the k-steps of its
+      // half, kh = w / 4: [0, kH) or [kH, kKs); each m-tile's 16 rows go to rank row / RPB as slot
+      // 2·rank + kh, times 1/255. Every Wf fragment is read by 4 warps instead of 8.
+      constexpr int kH = (C::kKs + 1) / 2;
+      const int kh = warp >> 2, rt = 32 * (warp & 3) + lane_g;  // rows rt, rt+8, rt+16, rt+24
+      float acc[2][C::kNT][4], acs[2][C::kNT][4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[j][nt][i] = acs[j][nt][i] = 0.f;
+      const int sw = 4 * ((rt >> 2) & 1);  // the same swizzle on all four rows (rt + 8·i)
+      const float4* wf = reinterpret_cast<const float4*>(Wf) + wf_slot(tid & 31);
+      auto kstep = [&](int ks) {
+        const int c0 = (8 * ks + lane_q) ^ sw, c1 = (8 * ks + lane_q + 4) ^ sw;
+        unsigned a4[2][4];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float* x0 = Xs + (rt + 16 * j) * C::KPM;
+          a4[j][0] = __float_as_uint(x0[c0]);
+          a4[j][1] = __float_as_uint(x0[8 * C::KPM + c0]);
+          a4[j][2] = __float_as_uint(x0[c1]);
+          a4[j][3] = __float_as_uint(x0[8 * C::KPM + c1]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt) {
+          const float4 f = wf[(ks * C::kNT + nt) * 32];
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            mma_tf32(acc[j][nt], a4[j], __float_as_uint(f.x), __float_as_uint(f.z));
+            mma_tf32(acs[j][nt], a4[j], __float_as_uint(f.y), __float_as_uint(f.w));
+          }
+        }
+      };
+      if (kh == 0) {
+#pragma unroll
+        for (int ks = 0; ks < kH; ++ks) kstep(ks);
+      } else {
+#pragma unroll
+        for (int ks = kH; ks < C::kKs; ++ks) kstep(ks);
+      }
+      WSTAT_MARK(t, kMF1a);
+      WSTAT_MARK(t, kMF1b);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int r0 = rt + 16 * j;
+        float* dst = cluster.map_shared_rank(Red, (unsigned)(r0 / RPB)) + ((2 * rank + kh) * RPB + r0 % RPB) * U;
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt) {
+          const int u = 8 * nt + 2 * lane_q;
+          if (u < U) {
+            float v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = (acc[j][nt][i] + acs[j][nt][i]) * kInv255;
+            *reinterpret_cast<float2*>(dst + u) = make_float2(v[0], v[1]);
+            *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(v[2], v[3]);
+          }
+        }
+      }
+    } else if constexpr (kMma) {
       // Warp w: rows [16w, 16w + 16) x all kNT n-tiles over the KPM inputs (k-steps of 8), each
       // product as p·big + p·small (two accumulators, summed at the end); the whole K slice in one
       // warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as slot
@@ -376,7 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const float* x0 = Xs + r0 * C::KPM;
       const float* x1 = x0 + 8 * C::KPM;
       const int sw = 4 * ((r0 >> 2) & 1);  // mma_x_index's column swizzle (rows r0 and r0 + 8)
-      const float4* wf = reinterpret_cast<const float4*>(Wf) + (tid & 31);
+      const float4* wf = reinterpret_cast<const float4*>(Wf) + wf_slot(tid & 31);
 #pragma unroll
       for (int ks = 0; ks < C::kKs; ++ks) {
         const int c0 = (8 * ks + lane_q) ^ sw, c1 = (8 * ks + lane_q + 4) ^ sw;
@@ -385,8 +449,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #pragma unroll
         for (int nt = 0; nt < C::kNT; ++nt) {
           const float4 f = wf[(ks * C::kNT + nt) * 32];
-          mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.y));
-          mma_tf32(acs[nt], a4, __float_as_uint(f.z), __float_as_uint(f.w));
+          mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+          mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
         }
       }
 #pragma unroll
@@ -567,23 +631,36 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     WSTAT_MARK(t, kMS);
 
     // ---- D: dH of own rows to every block; dW2, db2 and loss partials to their owners ----
+    if constexpr (kMma) {
+      // Item e = float2 {big, small} of dHf slot order over this rank's RPB rows: consecutive
+      // threads write consecutive float2s (coalesced DSMEM stores); units >= U are skipped (0).
+      constexpr int kItems = RPB / 8 * C::kNT * 64;
+      float* dst0 = dHf + rank * (RPB / 8) * C::kNT * 128;
+      for (int e = tid; e < kItems; e += kThreads) {
+        const int hf = e & 1, L = (e >> 1) & 31, nt = (e >> 6) % C::kNT, ksl = (e >> 6) / C::kNT;
+        const int u = 8 * nt + (L >> 2), row = 8 * ksl + (L & 3) + 4 * hf;
+        if (u < U) {
+          float acc = 0.f;
+#pragma unroll
+          for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
+          const float dh = Hs[row * U + u] > 0.f ? acc : 0.f;
+          unsigned big, small;
+          tf32_split(dh, big, small);
+          const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
+#pragma unroll
+          for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 2 * e) = bs;
+        }
+      }
+    } else {
     for (int e = tid; e < RPB * U; e += kThreads) {
       const int row = e / U, u = e % U;
       float acc = 0.f;
 #pragma unroll
       for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
       const float dh = Hs[e] > 0.f ? acc : 0.f;
-      if constexpr (kMma) {  // split once here, into G's fragment order
-        unsigned big, small;
-        tf32_split(dh, big, small);
-        const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
-        const int di = dh_index(rank * RPB + row, u);
 #pragma unroll
-        for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dHf, (unsigned)q) + di) = bs;
-      } else {
-#pragma unroll
-        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
-      }
+      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
+    }
     }
     if (tid < C::kW2Items) {
       const int u = tid / O, o = tid % O;
@@ -604,7 +681,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
     if constexpr (kMma) {
       // Warp w < 7: m-tiles mt = w + 7·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
-      // units (B = dH, split by D into dh_index order) over the 128 batch rows (k-steps of 8); the update
+      // units (B = dH, split by D into slot order) over the 128 batch rows (k-steps of 8); the update
       // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
       // past KPM read as 0. Warp 7 does the W2 update meanwhile.
       if (warp < C::kGWm) {
@@ -648,8 +725,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
                   w += v;
                   unsigned big, small;
                   tf32_split(w, big, small);
-                  Wf[wf_index(k, u)] = __uint_as_float(big);
-                  Wf[wf_index(k, u) + 2] = __uint_as_float(small);
+                  *reinterpret_cast<float2*>(Wf + wf_index(k, u)) =
+                      make_float2(__uint_as_float(big), __uint_as_float(small));
                 }
               }
           }
