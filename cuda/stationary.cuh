@@ -99,8 +99,9 @@ constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half
 constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
-constexpr int kVMmaK2 = 1024;   // with kVMma: F1 by 2 m-tiles x half the k-steps a warp, the halves
-                                // pushed as two slots (a new summation order)
+constexpr int kVConvG = 1024;   // with kVMma and two input buffers: the next inputs' conversion on
+                                // warp 7 during G (after its W2 update), not in the counter wait
+                                // (same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -305,9 +306,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
   constexpr bool kNoFence = (V & kVNoFence) != 0;
   constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  constexpr bool kK2 = (V & kVMmaK2) != 0;
-  static_assert(!kK2 || kMma, "kVMmaK2 is a form of kVMma's F1");
-  constexpr int kF1Slots = kK2 || !kTile ? C::kRedSlots : CL;  // (kVMma implies kVTile)  // F1 partials per pre-activation in Red
+  constexpr bool kConvG = (V & kVConvG) != 0 && C::kXBuf == 2;
+  static_assert((V & kVConvG) == 0 || kMma, "kVConvG is a form of kVMma's G");
+  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // (kVMma implies kVTile)  // F1 partials per pre-activation in Red
   // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
   auto convert = [&](float* dst, int nbx) {
     if constexpr (kMma) convert_rows_p<CL>(dst, Bb, nbx, rank);
@@ -365,68 +366,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
 
     // ---- F1: partial pre-activations of all rows from this block's K slice ----
-    if constexpr (kK2) {
-      // Warp w: rows [32·(w % 4), + 32) (two m-tiles) x all kNT n-tiles over the k-steps of its
-      // half, kh = w / 4: [0, kH) or [kH, kKs); each m-tile's 16 rows go to rank row / RPB as slot
-      // 2·rank + kh, times 1/255. Every Wf fragment is read by 4 warps instead of 8.
-      constexpr int kH = (C::kKs + 1) / 2;
-      const int kh = warp >> 2, rt = 32 * (warp & 3) + lane_g;  // rows rt, rt+8, rt+16, rt+24
-      float acc[2][C::kNT][4], acs[2][C::kNT][4];
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[j][nt][i] = acs[j][nt][i] = 0.f;
-      const int sw = 4 * ((rt >> 2) & 1);  // the same swizzle on all four rows (rt + 8·i)
-      const float4* wf = reinterpret_cast<const float4*>(Wf) + wf_slot(tid & 31);
-      auto kstep = [&](int ks) {
-        const int c0 = (8 * ks + lane_q) ^ sw, c1 = (8 * ks + lane_q + 4) ^ sw;
-        unsigned a4[2][4];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const float* x0 = Xs + (rt + 16 * j) * C::KPM;
-          a4[j][0] = __float_as_uint(x0[c0]);
-          a4[j][1] = __float_as_uint(x0[8 * C::KPM + c0]);
-          a4[j][2] = __float_as_uint(x0[c1]);
-          a4[j][3] = __float_as_uint(x0[8 * C::KPM + c1]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt) {
-          const float4 f = wf[(ks * C::kNT + nt) * 32];
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            mma_tf32(acc[j][nt], a4[j], __float_as_uint(f.x), __float_as_uint(f.z));
-            mma_tf32(acs[j][nt], a4[j], __float_as_uint(f.y), __float_as_uint(f.w));
-          }
-        }
-      };
-      if (kh == 0) {
-#pragma unroll
-        for (int ks = 0; ks < kH; ++ks) kstep(ks);
-      } else {
-#pragma unroll
-        for (int ks = kH; ks < C::kKs; ++ks) kstep(ks);
-      }
-      WSTAT_MARK(t, kMF1a);
-      WSTAT_MARK(t, kMF1b);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int r0 = rt + 16 * j;
-        float* dst = cluster.map_shared_rank(Red, (unsigned)(r0 / RPB)) + ((2 * rank + kh) * RPB + r0 % RPB) * U;
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt) {
-          const int u = 8 * nt + 2 * lane_q;
-          if (u < U) {
-            float v[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] = (acc[j][nt][i] + acs[j][nt][i]) * kInv255;
-            *reinterpret_cast<float2*>(dst + u) = make_float2(v[0], v[1]);
-            *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(v[2], v[3]);
-          }
-        }
-      }
-    } else if constexpr (kMma) {
+    if constexpr (kMma) {
       // Warp w: rows [16w, 16w + 16) x all kNT n-tiles over the KPM inputs (k-steps of 8), each
       // product as p·big + p·small (two accumulators, summed at the end); the whole K slice in one
       // warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as slot
@@ -575,7 +515,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       red_release_add(my_counter, 1u);
     }
     WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2) {
+    if constexpr (C::kXBuf == 2 && !kConvG) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         cp_async_wait_all();
         __syncthreads();
@@ -675,6 +615,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       cluster.map_shared_rank(Lred, 0u)[rank] = l;
     }
     WSTAT_MARK(t, kMD);
+    if constexpr (kConvG) cp_async_wait_all();  // the next inputs' bytes, for warp 7 after B
     cluster.sync();  // B
     WSTAT_MARK(t, kMB);
 
@@ -733,6 +674,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
       } else {
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
+        if constexpr (kConvG) {
+          if (has_next) convert_rows_p_warp<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        }
       }
     } else if constexpr (kTile) {
       // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h

@@ -180,14 +180,14 @@ __host__ __device__ constexpr int mma_x_index(int b, int k) {
 
 // kVMma's staging: Bb bytes -> Xs as float(p) at mma_x_index (stride KPM); rows >= nb and
 // columns > KS are 0; column KS is 255 on rank 0's valid rows (b1's input: 255 · b1 / 255).
-// Thread (row tid/2, half tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row; every word is
-// loaded before the first store. Swizzling flips bit 0 of the quad index, so stores stay float4.
+// One call converts quads [0, kQ0) (h = 0) or [kQ0, kQ) (h = 1) of one row; every word is loaded
+// before the first store. Swizzling flips bit 0 of the quad index, so stores stay float4.
 template <int CL>
-__device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
+__device__ __forceinline__ void convert_row_half_p(float* Xs, const uint8_t* Bb, int nb, int rank, int row, int h) {
   using C = Slice<CL>;
-  static_assert(kThreads == 2 * kRows && (C::KPM / 4) % 2 == 0, "convert_rows_p");
+  static_assert((C::KPM / 4) % 2 == 0, "convert_row_half_p");
   constexpr int kQ = C::KPM / 4, kQ0 = kQ / 2;
-  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1, swq = (row >> 2) & 1;
+  const int swq = (row >> 2) & 1;
   const bool valid = row < nb;
   const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
   float* dst = Xs + row * C::KPM;
@@ -208,6 +208,19 @@ __device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int
   for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
   if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
   else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
+}
+// All 256 threads: thread (row tid/2, half tid%2).
+template <int CL>
+__device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  static_assert(kThreads == 2 * kRows, "convert_rows_p");
+  convert_row_half_p<CL>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
+}
+// One warp (kVConvG: warp 7 during G): lane l converts (row, half) units l, l + 32, ...
+template <int CL>
+__device__ __forceinline__ void convert_rows_p_warp(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  const int lane = (int)threadIdx.x & 31;
+#pragma unroll 1
+  for (int e = lane; e < 2 * kRows; e += 32) convert_row_half_p<CL>(Xs, Bb, nb, rank, e >> 1, e & 1);
 }
 
 // kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half

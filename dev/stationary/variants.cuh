@@ -46,7 +46,7 @@ struct Variant {
 // Variants whose sums have the same order give the same bits: the family of a variant is its
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
-constexpr int family(int bits) { return bits & (kVTile | kVMma | kVMmaK2); }
+constexpr int family(int bits) { return bits & (kVTile | kVMma); }
 constexpr int kShip = kShippedV;
 // The CUDA-core form shipped before kVMma (results of daebcbd): tile + nofence + fastconv + conv2.
 constexpr int kCores = kVTile | kVNoFence | kVFastConv | kVConv2;
@@ -58,9 +58,9 @@ inline const std::vector<Variant>& list() {
       {"cores: tile+nofence+fastconv+conv2", kCores, epoch<kCores>},
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
-      {"mma+k2: F1 by m-tile pairs over half K", kCores | kVMma | kVMmaK2, epoch<kCores | kVMma | kVMmaK2>},
+      {"mma+convg: conversion on warp 7 in G", kCores | kVMma | kVConvG, epoch<kCores | kVMma | kVConvG>},
       {"probe mma", probe::kVProbe | kCores | kVMma, epoch<probe::kVProbe | kCores | kVMma>},
-      {"probe mma+k2", probe::kVProbe | kCores | kVMma | kVMmaK2, epoch<probe::kVProbe | kCores | kVMma | kVMmaK2>},
+      {"probe mma+convg", probe::kVProbe | kCores | kVMma | kVConvG, epoch<probe::kVProbe | kCores | kVMma | kVConvG>},
   };
   return v;
 }
