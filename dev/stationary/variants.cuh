@@ -58,7 +58,7 @@ inline const std::vector<Variant>& list() {
       {"cores: tile+nofence+fastconv+conv2", kCores, epoch<kCores>},
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
-      {"mma+convg: conversion on warp 7 in G", kCores | kVMma | kVConvG, epoch<kCores | kVMma | kVConvG>},
+      {"mma+convg: G on 4 warps, conversion on 4", kCores | kVMma | kVConvG, epoch<kCores | kVMma | kVConvG>},
       {"probe mma", probe::kVProbe | kCores | kVMma, epoch<probe::kVProbe | kCores | kVMma>},
       {"probe mma+convg", probe::kVProbe | kCores | kVMma | kVConvG, epoch<probe::kVProbe | kCores | kVMma | kVConvG>},
   };
