@@ -99,9 +99,11 @@ constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half
 constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
-constexpr int kVConvG = 1024;   // with kVMma and two input buffers: G on warps 0-3 (two m-tiles
-                                // each), the next inputs' conversion on warps 4-7 meanwhile (warp
-                                // 7 after its W2 update), not in the counter wait (same bits)
+constexpr int kVPollW = 1024;   // the counter wait per warp (lane 0 polls, __syncwarp), no block
+                                // barrier after it (same bits)
+constexpr int kVDCompact = 2048;  // with kVMma: D enumerates only the fragment slots of units < U
+                                  // (same bits)
+constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -140,7 +142,8 @@ struct Cfg : Slice<CL> {
   // F1 B fragments (Wf) and G's (dHf, in slot order).
   static constexpr int kNT = (U + 7) / 8;
   static constexpr int kMT = (KS + 1 + 15) / 16;
-  static constexpr int kGWm = 7;  // G's warps (kVConvG: 4, in the kernel)
+  static constexpr int kGWm = 7;
+  static constexpr int kMTw = (kMT + kGWm - 1) / kGWm;
   static constexpr int kWfF = kKs * kNT * 32 * 4;   // Wf: [kKs][kNT][32 lanes] float4
   static constexpr int kDhF = kRows / 8 * kNT * 32 * 4;  // dHf (kVMma: [16][kNT][32] float4; else [kRows][U])
   static_assert(16 * kMT <= KPM + 8 && kDhF >= kRows * U, "kVMma shape");
@@ -247,15 +250,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   constexpr bool kMma = (V & kVMma) != 0;
-  constexpr bool kConvG = (V & kVConvG) != 0 && C::kXBuf == 2;
-  constexpr int kGW = kConvG ? 4 : C::kGWm;           // G's warps (m-tiles w, w + kGW, ...)
-  constexpr int kMTw = (C::kMT + kGW - 1) / kGW;       // m-tiles a G warp holds
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
+  static_assert((V & kVDCompact) == 0 || kMma, "kVDCompact is a form of kVMma's D");
   for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
-  // for the whole epoch: warp w < kGW, m-tile mt = w + kGW·i (slice rows 16·mt + g, + 8), n-tile nt
+  // for the whole epoch: warp w < 7, m-tile mt = w + 7·i (slice rows 16·mt + g, + 8), n-tile nt
   // (units 8·nt + 2q, + 1), in the order c0..c3; entries outside [KS] × [U] are 0 and stay 0.
-  [[maybe_unused]] float wr[kMTw][C::kNT][4], vr[kMTw][C::kNT][4];
+  [[maybe_unused]] float wr[C::kMTw][C::kNT][4], vr[C::kMTw][C::kNT][4];
   [[maybe_unused]] const int lane_g = (tid & 31) >> 2, lane_q = tid & 3, warp = tid >> 5;
   auto frag_k = [&](int mt, int i) { return 16 * mt + lane_g + 8 * (i >> 1); };
   auto frag_u = [&](int nt, int i) { return 8 * nt + 2 * lane_q + (i & 1); };
@@ -279,14 +280,14 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       tf32_split(w, big, small);
       *reinterpret_cast<float2*>(Wf + wf_index(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
     }
-    if (warp < kGW) {
+    if (warp < C::kGWm) {
 #pragma unroll
-      for (int mi = 0; mi < kMTw; ++mi)
+      for (int mi = 0; mi < C::kMTw; ++mi)
 #pragma unroll
         for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            const int k = frag_k(warp + kGW * mi, i), u = frag_u(nt, i);
+            const int k = frag_k(warp + C::kGWm * mi, i), u = frag_u(nt, i);
             const bool in = k < KP && u < U;
             wr[mi][nt][i] = in ? Ws[k * U + u] : 0.f;
             vr[mi][nt][i] = in ? Vs[k * U + u] : 0.f;
@@ -308,7 +309,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
   constexpr bool kNoFence = (V & kVNoFence) != 0;
   constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  static_assert((V & kVConvG) == 0 || kMma, "kVConvG is a form of kVMma's G");
   constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // (kVMma implies kVTile)  // F1 partials per pre-activation in Red
   // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
   auto convert = [&](float* dst, int nbx) {
@@ -490,12 +490,28 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     WSTAT_MARK(t, kMA);
 
     // ---- F2: own rows' H, partial logits to the global slot, release ----
-    for (int e = tid; e < RPB * U; e += kThreads) {
-      const int row = e / U, u = e % U;
-      float s = 0.f;
+    if constexpr ((V & kVH2) != 0) {
+      static_assert(U % 2 == 0, "kVH2: unit pairs");
+      for (int e = tid; e < RPB * U / 2; e += kThreads) {
+        const int row = 2 * e / U;
+        float2 s = make_float2(0.f, 0.f);
 #pragma unroll
-      for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + u];
-      Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
+        for (int q = 0; q < kF1Slots; ++q) {
+          const float2 r = *reinterpret_cast<const float2*>(Red + q * RPB * U + 2 * e);
+          s.x += r.x;
+          s.y += r.y;
+        }
+        const bool ok = rank * RPB + row < nb;
+        *reinterpret_cast<float2*>(Hs + 2 * e) = make_float2(ok ? fmaxf(s.x, 0.f) : 0.f, ok ? fmaxf(s.y, 0.f) : 0.f);
+      }
+    } else {
+      for (int e = tid; e < RPB * U; e += kThreads) {
+        const int row = e / U, u = e % U;
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + u];
+        Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
+      }
     }
     __syncthreads();
     WSTAT_MARK(t, kMH);
@@ -516,7 +532,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       red_release_add(my_counter, 1u);
     }
     WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2 && !kConvG) {
+    if constexpr (C::kXBuf == 2) {
       if (has_next) {  // the next step's inputs become floats while the other clusters catch up
         cp_async_wait_all();
         __syncthreads();
@@ -527,7 +543,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 
     // ---- WAIT: every cluster's slot for this rank's rows (the one cross-SM dependency) ----
     {
-      if (tid == 0) {
+      constexpr bool kPollW = (V & kVPollW) != 0;  // lane 0 of every warp polls; else thread 0
+      if (kPollW ? (tid & 31) == 0 : tid == 0) {
         const unsigned long long t0 = global_ns();
         unsigned spins = 0;
         while ((int)(ld_acquire(my_counter) - target) < 0) {
@@ -538,7 +555,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
         if constexpr (!kNoFence) __threadfence();
       }
-      __syncthreads();
+      if constexpr (kPollW) __syncwarp();  // orders the warp's loads after lane 0's acquire
+      else __syncthreads();
     }
     WSTAT_MARK(t, kMDone);
 
@@ -575,10 +593,23 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     if constexpr (kMma) {
       // Item e = float2 {big, small} of dHf slot order over this rank's RPB rows: consecutive
       // threads write consecutive float2s (coalesced DSMEM stores); units >= U are skipped (0).
-      constexpr int kItems = RPB / 8 * C::kNT * 64;
+      // kVDCompact: only the slots of units < U, i.e. per (k-step, n-tile) the first
+      // 8·min(8, U − 8·nt) items of the 64 (lanes L < 4·(U − 8·nt)), still in slot order.
+      constexpr bool kCompact = (V & kVDCompact) != 0;
+      constexpr int kItems = kCompact ? RPB / 8 * 8 * U : RPB / 8 * C::kNT * 64;
       float* dst0 = dHf + rank * (RPB / 8) * C::kNT * 128;
       for (int e = tid; e < kItems; e += kThreads) {
-        const int hf = e & 1, L = (e >> 1) & 31, nt = (e >> 6) % C::kNT, ksl = (e >> 6) / C::kNT;
+        int ksl, nt, r;
+        if constexpr (kCompact) {
+          ksl = e / (8 * U);
+          nt = (e % (8 * U)) / 64;
+          r = e % (8 * U) - 64 * nt;
+        } else {
+          ksl = (e >> 6) / C::kNT;
+          nt = (e >> 6) % C::kNT;
+          r = e & 63;
+        }
+        const int hf = r & 1, L = r >> 1, slot = (ksl * C::kNT + nt) * 32 + L;
         const int u = 8 * nt + (L >> 2), row = 8 * ksl + (L & 3) + 4 * hf;
         if (u < U) {
           float acc = 0.f;
@@ -589,7 +620,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           tf32_split(dh, big, small);
           const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
 #pragma unroll
-          for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 2 * e) = bs;
+          for (int q = 0; q < CL; ++q)
+            *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 4 * slot + 2 * hf) = bs;
         }
       }
     } else {
@@ -616,56 +648,44 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       cluster.map_shared_rank(Lred, 0u)[rank] = l;
     }
     WSTAT_MARK(t, kMD);
-    if constexpr (kConvG) cp_async_wait_all();  // the next inputs' bytes, for warps 4-7 after B
     cluster.sync();  // B
     WSTAT_MARK(t, kMB);
 
     // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
     if constexpr (kMma) {
-      // Warp w < kGW: m-tiles mt = w + kGW·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
+      // Warp w < 7: m-tiles mt = w + 7·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
       // units (B = dH, split by D into slot order) over the 128 batch rows (k-steps of 8); the update
       // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
-      // past KPM read as 0. Warp 7 does the W2 update meanwhile (kVConvG: warps 4-7 the next inputs too).
-      if (warp < kGW) {
-        // ks outer, m-tiles inner: each dH fragment load serves all of the warp's m-tiles.
-        float acc[kMTw][C::kNT][4], acs[kMTw][C::kNT][4];  // dH's big parts' products, its small parts'
+      // past KPM read as 0. Warp 7 does the W2 update meanwhile.
+      if (warp < C::kGWm) {
 #pragma unroll
-        for (int mi = 0; mi < kMTw; ++mi)
+        for (int mi = 0; mi < C::kMTw; ++mi) {
+          const int mt = warp + C::kGWm * mi;
+          if (mt < C::kMT) {
+            float acc[C::kNT][4], acs[C::kNT][4];  // dH's big parts' products, its small parts'
 #pragma unroll
-          for (int nt = 0; nt < C::kNT; ++nt)
+            for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc[mi][nt][i] = acs[mi][nt][i] = 0.f;
-        const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
-#pragma unroll 2
-        for (int ks = 0; ks < kRows / 8; ++ks) {
-          const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
-          const float* xa = Xs + b0 * C::KPM;
-          const float* xb = Xs + b1 * C::KPM;
-          float4 f[C::kNT];
-#pragma unroll
-          for (int nt = 0; nt < C::kNT; ++nt) f[nt] = df[(ks * C::kNT + nt) * 32];
-#pragma unroll
-          for (int mi = 0; mi < kMTw; ++mi) {
-            const int mt = warp + kGW * mi;
-            if (mt < C::kMT) {  // warp-uniform
-              const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
-              const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
+              for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
+            const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
+            const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
+            const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
+#pragma unroll 4
+            for (int ks = 0; ks < kRows / 8; ++ks) {
+              const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
+              const float* xa = Xs + b0 * C::KPM;
+              const float* xb = Xs + b1 * C::KPM;
               const unsigned a4[4] = {ok0 ? __float_as_uint(xa[k0]) : 0u, ok1 ? __float_as_uint(xa[k1]) : 0u,
                                       ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
 #pragma unroll
               for (int nt = 0; nt < C::kNT; ++nt) {
-                mma_tf32(acc[mi][nt], a4, __float_as_uint(f[nt].x), __float_as_uint(f[nt].z));
-                mma_tf32(acs[mi][nt], a4, __float_as_uint(f[nt].y), __float_as_uint(f[nt].w));
+                const float4 f = df[(ks * C::kNT + nt) * 32];
+                mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+                mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
               }
             }
-          }
-        }
-        WSTAT_MARK(t, kMGa);
-        WSTAT_MARK(t, kMG);
-#pragma unroll
-        for (int mi = 0; mi < kMTw; ++mi) {
-          const int mt = warp + kGW * mi;
-          if (mt < C::kMT) {
+            WSTAT_MARK(t, kMGa);
+            WSTAT_MARK(t, kMG);
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
@@ -674,7 +694,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
                 if (k <= KS && u < U) {
                   float& v = vr[mi][nt][i];
                   float& w = wr[mi][nt][i];
-                  v = a.mu * v - a.lr * ((acc[mi][nt][i] + acs[mi][nt][i]) * kInv255);
+                  v = a.mu * v - a.lr * ((acc[nt][i] + acs[nt][i]) * kInv255);
                   w += v;
                   unsigned big, small;
                   tf32_split(w, big, small);
@@ -685,11 +705,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       } else {
-        if (warp == 7)
-          for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-        if constexpr (kConvG) {
-          if (has_next) convert_rows_p_from<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank, 32 * kGW);
-        }
+        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
       }
     } else if constexpr (kTile) {
       // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h
@@ -817,14 +833,14 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
   if constexpr (kMma) {  // the registers' W1 slice and velocity back to Ws, Vs for the write-back
-    if (warp < kGW) {
+    if (warp < C::kGWm) {
 #pragma unroll
-      for (int mi = 0; mi < kMTw; ++mi)
+      for (int mi = 0; mi < C::kMTw; ++mi)
 #pragma unroll
         for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            const int mt = warp + kGW * mi, k = frag_k(mt, i), u = frag_u(nt, i);
+            const int mt = warp + C::kGWm * mi, k = frag_k(mt, i), u = frag_u(nt, i);
             if (mt < C::kMT && k < KP && u < U) {
               Ws[k * U + u] = wr[mi][nt][i];
               Vs[k * U + u] = vr[mi][nt][i];

@@ -215,14 +215,6 @@ __device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int
   static_assert(kThreads == 2 * kRows, "convert_rows_p");
   convert_row_half_p<CL>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
 }
-// Threads [t0, kThreads) only (kVConvG: the warps G leaves free): (row, half) units
-// threadIdx.x − t0, + (kThreads − t0), ...
-template <int CL>
-__device__ __forceinline__ void convert_rows_p_from(float* Xs, const uint8_t* Bb, int nb, int rank, int t0) {
-#pragma unroll 1
-  for (int e = (int)threadIdx.x - t0; e < 2 * kRows; e += kThreads - t0) convert_row_half_p<CL>(Xs, Bb, nb, rank, e >> 1, e & 1);
-}
-
 // kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half
 // tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row, every column test a constant.
 template <int CL>
