@@ -99,11 +99,11 @@ constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half
 constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
-constexpr int kVPollW = 1024;   // the counter wait per warp (lane 0 polls, __syncwarp), no block
-                                // barrier after it (same bits)
-constexpr int kVDCompact = 2048;  // with kVMma: D enumerates only the fragment slots of units < U
-                                  // (same bits)
 constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
+constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; warps 0-6 convert the
+                                // next inputs meanwhile, after a named barrier that warp 7 only
+                                // arrives at (the conversion no longer waits for the release's
+                                // fence; same bits)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -250,8 +250,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
   }
   constexpr bool kMma = (V & kVMma) != 0;
+  // kVRel7 needs two input buffers (with one, the conversion follows G and there is nothing to move).
+  constexpr bool kRel7 = (V & kVRel7) != 0 && C::kXBuf == 2;
+  static_assert((V & kVRel7) == 0 || kMma, "kVRel7: a form of the mma kernel");
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
-  static_assert((V & kVDCompact) == 0 || kMma, "kVDCompact is a form of kVMma's D");
   for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
   // for the whole epoch: warp w < 7, m-tile mt = w + 7·i (slice rows 16·mt + g, + 8), n-tile nt
@@ -527,24 +529,38 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
     __syncthreads();
     WSTAT_MARK(t, kMLogits);
-    if (tid == 0) {
-      if constexpr (!kNoFence) __threadfence();
-      red_release_add(my_counter, 1u);
-    }
-    WSTAT_MARK(t, kMArrive);
-    if constexpr (C::kXBuf == 2) {
-      if (has_next) {  // the next step's inputs become floats while the other clusters catch up
+    if constexpr (kRel7) {
+      WSTAT_MARK(t, kMArrive);  // (thread 0 releases nothing here; warp 7 does)
+      if (warp == 7) {  // its own copies done, then an arrival that does not wait, then the release
+        if (has_next) {
+          cp_async_wait_all();
+          named_bar_arrive(1, kThreads);
+        }
+        if (tid == kThreads - 32) red_release_add(my_counter, 1u);
+      } else if (has_next) {
         cp_async_wait_all();
-        __syncthreads();
-        convert(Xs0 + (par ^ 1) * C::kXsF, nb_next);
+        named_bar_sync(1, kThreads);  // every thread's copies of the next inputs are done
+        convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+      }
+    } else {
+      if (tid == 0) {
+        if constexpr (!kNoFence) __threadfence();
+        red_release_add(my_counter, 1u);
+      }
+      WSTAT_MARK(t, kMArrive);
+      if constexpr (C::kXBuf == 2) {
+        if (has_next) {  // the next step's inputs become floats while the other clusters catch up
+          cp_async_wait_all();
+          __syncthreads();
+          convert(Xs0 + (par ^ 1) * C::kXsF, nb_next);
+        }
       }
     }
     WSTAT_MARK(t, kMConvert);
 
     // ---- WAIT: every cluster's slot for this rank's rows (the one cross-SM dependency) ----
     {
-      constexpr bool kPollW = (V & kVPollW) != 0;  // lane 0 of every warp polls; else thread 0
-      if (kPollW ? (tid & 31) == 0 : tid == 0) {
+      if (tid == (kRel7 ? kThreads - 32 : 0)) {
         const unsigned long long t0 = global_ns();
         unsigned spins = 0;
         while ((int)(ld_acquire(my_counter) - target) < 0) {
@@ -555,8 +571,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
         if constexpr (!kNoFence) __threadfence();
       }
-      if constexpr (kPollW) __syncwarp();  // orders the warp's loads after lane 0's acquire
-      else __syncthreads();
+      __syncthreads();
     }
     WSTAT_MARK(t, kMDone);
 
@@ -593,23 +608,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     if constexpr (kMma) {
       // Item e = float2 {big, small} of dHf slot order over this rank's RPB rows: consecutive
       // threads write consecutive float2s (coalesced DSMEM stores); units >= U are skipped (0).
-      // kVDCompact: only the slots of units < U, i.e. per (k-step, n-tile) the first
-      // 8·min(8, U − 8·nt) items of the 64 (lanes L < 4·(U − 8·nt)), still in slot order.
-      constexpr bool kCompact = (V & kVDCompact) != 0;
-      constexpr int kItems = kCompact ? RPB / 8 * 8 * U : RPB / 8 * C::kNT * 64;
+      constexpr int kItems = RPB / 8 * C::kNT * 64;
       float* dst0 = dHf + rank * (RPB / 8) * C::kNT * 128;
       for (int e = tid; e < kItems; e += kThreads) {
-        int ksl, nt, r;
-        if constexpr (kCompact) {
-          ksl = e / (8 * U);
-          nt = (e % (8 * U)) / 64;
-          r = e % (8 * U) - 64 * nt;
-        } else {
-          ksl = (e >> 6) / C::kNT;
-          nt = (e >> 6) % C::kNT;
-          r = e & 63;
-        }
-        const int hf = r & 1, L = r >> 1, slot = (ksl * C::kNT + nt) * 32 + L;
+        const int hf = e & 1, L = (e >> 1) & 31, nt = (e >> 6) % C::kNT, ksl = (e >> 6) / C::kNT;
         const int u = 8 * nt + (L >> 2), row = 8 * ksl + (L & 3) + 4 * hf;
         if (u < U) {
           float acc = 0.f;
@@ -620,8 +622,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           tf32_split(dh, big, small);
           const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
 #pragma unroll
-          for (int q = 0; q < CL; ++q)
-            *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 4 * slot + 2 * hf) = bs;
+          for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 2 * e) = bs;
         }
       }
     } else {
@@ -706,6 +707,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
       } else {
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
+        WSTAT_MARK(t, kMGa);  // (a warp-7 probe: its W2 update)
+        WSTAT_MARK(t, kMG);
       }
     } else if constexpr (kTile) {
       // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h

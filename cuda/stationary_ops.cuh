@@ -215,6 +215,37 @@ __device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int
   static_assert(kThreads == 2 * kRows, "convert_rows_p");
   convert_row_half_p<CL>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
 }
+// convert_rows_p's result (the same bits) on threads [0, NT) only, by quads: thread tid converts
+// quads tid, tid + NT, ... of the [kRows][KPM / 4] quads, every word loaded before the first store
+// (kVRel7: warps 0-6 while warp 7 releases the counter).
+template <int CL, int NT>
+__device__ __forceinline__ void convert_quads_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
+  using C = Slice<CL>;
+  constexpr int kQ = C::KPM / 4, kTotal = kRows * kQ, kJ = (kTotal + NT - 1) / NT;
+  const int tid = (int)threadIdx.x;
+  unsigned w[kJ];
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int e = tid + NT * j, row = e / kQ, q = e % kQ;
+    w[j] = e < kTotal && row < nb && 4 * q < C::KS ? reinterpret_cast<const unsigned*>(Bb + row * C::XB)[q] : 0u;
+  }
+#pragma unroll
+  for (int j = 0; j < kJ; ++j) {
+    const int e = tid + NT * j, row = e / kQ, q = e % kQ, k = 4 * q;
+    if (e < kTotal) {
+      const float ones = row < nb && rank == 0 ? 255.f : 0.f;
+      float v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? byte_as_float(w[j], i) : (k + i == C::KS ? ones : 0.f);
+      *reinterpret_cast<float4*>(Xs + row * C::KPM + 4 * (q ^ ((row >> 2) & 1))) = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
+}
+
+// Named barrier `id` (1..15; 0 is __syncthreads) of `n` threads: wait for all / arrive only.
+__device__ __forceinline__ void named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void named_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
 // kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half
 // tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row, every column test a constant.
 template <int CL>

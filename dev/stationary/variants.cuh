@@ -52,19 +52,18 @@ constexpr int kShip = kShippedV;
 constexpr int kCores = kVTile | kVNoFence | kVFastConv | kVConv2;
 // (The variants measured in earlier rounds, nofence, tile+nofence and tile+nofence+fastconv, and
 // their numbers are in docs/PERFLOG.md; they stay buildable by their bits.)
-constexpr int kLean = kCores | kVMma | kVPollW | kVDCompact | kVH2;
+constexpr int kRel = kCores | kVMma | kVH2 | kVRel7;
 inline const std::vector<Variant>& list() {
   static const std::vector<Variant> v = {
       {"V=0 (untiled, the first form)", 0, epoch<0>},
       {"cores: tile+nofence+fastconv+conv2", kCores, epoch<kCores>},
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
-      {"mma+pollw", kCores | kVMma | kVPollW, epoch<kCores | kVMma | kVPollW>},
-      {"mma+dcompact", kCores | kVMma | kVDCompact, epoch<kCores | kVMma | kVDCompact>},
       {"mma+h2", kCores | kVMma | kVH2, epoch<kCores | kVMma | kVH2>},
-      {"lean: mma+pollw+dcompact+h2", kLean, epoch<kLean>},
+      {"mma+h2+rel7", kRel, epoch<kRel>},
       {"probe mma", probe::kVProbe | kCores | kVMma, epoch<probe::kVProbe | kCores | kVMma>},
-      {"probe lean", probe::kVProbe | kLean, epoch<probe::kVProbe | kLean>},
+      {"probe mma+h2+rel7", probe::kVProbe | kRel, epoch<probe::kVProbe | kRel>},
+      {"probe mma+h2+rel7 (warp 7)", probe::kVProbe | probe::kVProbeW7 | kRel, epoch<probe::kVProbe | probe::kVProbeW7 | kRel>},
   };
   return v;
 }
