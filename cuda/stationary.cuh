@@ -100,6 +100,10 @@ constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
 constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
+constexpr int kVGBal = 16384;   // with kVMma on <8,·> (7 m-tiles): warp 7 takes the last 4 of the 16
+                                // k-steps of m-tiles 4-6 (handed over in shared memory), so each
+                                // scheduler carries 168 of G's 672 MMAs (was 192 on three; a new
+                                // summation order)
 constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; warps 0-6 convert the
                                 // next inputs meanwhile, after a named barrier that warp 7 only
                                 // arrives at (the conversion no longer waits for the release's
@@ -253,6 +257,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // kVRel7 needs two input buffers (with one, the conversion follows G and there is nothing to move).
   constexpr bool kRel7 = (V & kVRel7) != 0 && C::kXBuf == 2;
   static_assert((V & kVRel7) == 0 || kMma, "kVRel7: a form of the mma kernel");
+  // kVGBal needs the <8,·> tiling (7 m-tiles on warps 0-6, one each); elsewhere it is ignored.
+  constexpr bool kBal = (V & kVGBal) != 0 && C::kMT == 7 && C::kMTw == 1;
+  static_assert((V & kVGBal) == 0 || kMma, "kVGBal: a form of the mma kernel");
+  static_assert(!kBal || 3 * 32 * C::kNT * 4 <= C::kScrF, "kVGBal: warp 7's partial sums fit in Scr");
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
   for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
@@ -658,6 +666,28 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       // units (B = dH, split by D into slot order) over the 128 batch rows (k-steps of 8); the update
       // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
       // past KPM read as 0. Warp 7 does the W2 update meanwhile.
+      // acc/acs += m-tile mt's products over k-steps [k_begin, k_end) (dH's big parts, small parts).
+      auto g_products = [&](int mt, int k_begin, int k_end, float (&acc)[C::kNT][4], float (&acs)[C::kNT][4]) {
+        const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
+        const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
+        const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
+#pragma unroll 4
+        for (int ks = k_begin; ks < k_end; ++ks) {
+          const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
+          const float* xa = Xs + b0 * C::KPM;
+          const float* xb = Xs + b1 * C::KPM;
+          const unsigned a4[4] = {ok0 ? __float_as_uint(xa[k0]) : 0u, ok1 ? __float_as_uint(xa[k1]) : 0u,
+                                  ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
+#pragma unroll
+          for (int nt = 0; nt < C::kNT; ++nt) {
+            const float4 f = df[(ks * C::kNT + nt) * 32];
+            mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+            mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
+          }
+        }
+      };
+      // kVGBal: warp 7's share, m-tiles kBalM0.. (k-steps [kBalK, 16)), as lane-major float4s in Scr.
+      constexpr int kBalM0 = 4, kBalK = 12, kKsG = kRows / 8;
       if (warp < C::kGWm) {
 #pragma unroll
         for (int mi = 0; mi < C::kMTw; ++mi) {
@@ -668,24 +698,24 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-            const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
-            const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
-            const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
-#pragma unroll 4
-            for (int ks = 0; ks < kRows / 8; ++ks) {
-              const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
-              const float* xa = Xs + b0 * C::KPM;
-              const float* xb = Xs + b1 * C::KPM;
-              const unsigned a4[4] = {ok0 ? __float_as_uint(xa[k0]) : 0u, ok1 ? __float_as_uint(xa[k1]) : 0u,
-                                      ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
+            const bool shared_tile = kBal && mt >= kBalM0;
+            g_products(mt, 0, shared_tile ? kBalK : kKsG, acc, acs);
+            WSTAT_MARK(t, kMGa);
 #pragma unroll
-              for (int nt = 0; nt < C::kNT; ++nt) {
-                const float4 f = df[(ks * C::kNT + nt) * 32];
-                mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
-                mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
+            for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[nt][i] += acs[nt][i];
+            if constexpr (kBal) {
+              if (shared_tile) {
+                named_bar_sync(2, 128);  // warps 4-7: warp 7's partial sums are in Scr
+                const float4* sc = reinterpret_cast<const float4*>(Scr) + ((mt - kBalM0) * 32 + (tid & 31)) * C::kNT;
+#pragma unroll
+                for (int nt = 0; nt < C::kNT; ++nt) {
+                  const float4 o4 = sc[nt];
+                  acc[nt][0] += o4.x; acc[nt][1] += o4.y; acc[nt][2] += o4.z; acc[nt][3] += o4.w;
+                }
               }
             }
-            WSTAT_MARK(t, kMGa);
             WSTAT_MARK(t, kMG);
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
@@ -695,7 +725,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
                 if (k <= KS && u < U) {
                   float& v = vr[mi][nt][i];
                   float& w = wr[mi][nt][i];
-                  v = a.mu * v - a.lr * ((acc[nt][i] + acs[nt][i]) * kInv255);
+                  v = a.mu * v - a.lr * (acc[nt][i] * kInv255);
                   w += v;
                   unsigned big, small;
                   tf32_split(w, big, small);
@@ -706,6 +736,23 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       } else {
+        if constexpr (kBal) {
+#pragma unroll 1
+          for (int mt = kBalM0; mt < C::kMT; ++mt) {
+            float acc[C::kNT][4], acs[C::kNT][4];
+#pragma unroll
+            for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
+            g_products(mt, kBalK, kKsG, acc, acs);
+            float4* sc = reinterpret_cast<float4*>(Scr) + ((mt - kBalM0) * 32 + (tid & 31)) * C::kNT;
+#pragma unroll
+            for (int nt = 0; nt < C::kNT; ++nt)
+              sc[nt] = make_float4(acc[nt][0] + acs[nt][0], acc[nt][1] + acs[nt][1], acc[nt][2] + acs[nt][2],
+                                   acc[nt][3] + acs[nt][3]);
+          }
+          named_bar_arrive(2, 128);
+        }
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
         WSTAT_MARK(t, kMGa);  // (a warp-7 probe: its W2 update)
         WSTAT_MARK(t, kMG);

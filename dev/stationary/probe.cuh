@@ -10,7 +10,7 @@
 
 namespace probe {
 constexpr int kVProbe = 1 << 8;  // variant bit: record the phase marks
-constexpr int kVProbeW7 = 1 << 14;  // with kVProbe: warp 7's lane 0 records them instead of thread 0
+constexpr int kVProbeW7 = 1 << 20;  // with kVProbe: warp 7's lane 0 records them instead of thread 0
 constexpr int kMaxSteps = 64, kSlots = 16;
 __device__ unsigned long long* g_marks;  // [kMaxSteps][grid][kSlots][2] (clock64, globaltimer ns)
 template <int kTid>

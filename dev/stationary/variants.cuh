@@ -46,7 +46,7 @@ struct Variant {
 // Variants whose sums have the same order give the same bits: the family of a variant is its
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
-constexpr int family(int bits) { return bits & (kVTile | kVMma); }
+constexpr int family(int bits) { return bits & (kVTile | kVMma | kVGBal); }
 constexpr int kShip = kShippedV;
 // The CUDA-core form shipped before kVMma (results of daebcbd): tile + nofence + fastconv + conv2.
 constexpr int kCores = kVTile | kVNoFence | kVFastConv | kVConv2;
@@ -61,9 +61,10 @@ inline const std::vector<Variant>& list() {
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
       {"mma+h2", kCores | kVMma | kVH2, epoch<kCores | kVMma | kVH2>},
       {"mma+h2+rel7", kRel, epoch<kRel>},
-      {"probe mma", probe::kVProbe | kCores | kVMma, epoch<probe::kVProbe | kCores | kVMma>},
+      {"mma+h2+rel7+gbal", kRel | kVGBal, epoch<kRel | kVGBal>},
       {"probe mma+h2+rel7", probe::kVProbe | kRel, epoch<probe::kVProbe | kRel>},
-      {"probe mma+h2+rel7 (warp 7)", probe::kVProbe | probe::kVProbeW7 | kRel, epoch<probe::kVProbe | probe::kVProbeW7 | kRel>},
+      {"probe mma+h2+rel7+gbal", probe::kVProbe | kRel | kVGBal, epoch<probe::kVProbe | kRel | kVGBal>},
+      {"probe mma+h2+rel7+gbal (warp 7)", probe::kVProbe | probe::kVProbeW7 | kRel | kVGBal, epoch<probe::kVProbe | probe::kVProbeW7 | kRel | kVGBal>},
   };
   return v;
 }
