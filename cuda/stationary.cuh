@@ -100,14 +100,15 @@ constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF
                                 // operand split in two, see "kVMma" below; a new summation order)
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
 constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
-constexpr int kVGBal = 16384;   // with kVMma on <8,·> (7 m-tiles): warp 7 takes the last 4 of the 16
-                                // k-steps of m-tiles 4-6 (handed over in shared memory), so each
-                                // scheduler carries 168 of G's 672 MMAs (was 192 on three; a new
-                                // summation order)
 constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; warps 0-6 convert the
                                 // next inputs meanwhile, after a named barrier that warp 7 only
                                 // arrives at (the conversion no longer waits for the release's
                                 // fence; same bits)
+constexpr int kVConvSplit = 16384;  // with kVRel7: warps 0-6 convert rows [0, 112) by (row, half),
+                                    // one unit a thread; warp 7 rows [112, 128) during G, after its
+                                    // W2 update (same bits)
+constexpr int kVRcp = 32768;    // S: one correctly rounded reciprocal of the softmax sum and of nb
+                                // instead of two IEEE divisions (a new rounding of dZ)
 
 // Phase marks (WSTAT_MARK slots), in the order a step passes them.
 // kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
@@ -257,10 +258,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // kVRel7 needs two input buffers (with one, the conversion follows G and there is nothing to move).
   constexpr bool kRel7 = (V & kVRel7) != 0 && C::kXBuf == 2;
   static_assert((V & kVRel7) == 0 || kMma, "kVRel7: a form of the mma kernel");
-  // kVGBal needs the <8,·> tiling (7 m-tiles on warps 0-6, one each); elsewhere it is ignored.
-  constexpr bool kBal = (V & kVGBal) != 0 && C::kMT == 7 && C::kMTw == 1;
-  static_assert((V & kVGBal) == 0 || kMma, "kVGBal: a form of the mma kernel");
-  static_assert(!kBal || 3 * 32 * C::kNT * 4 <= C::kScrF, "kVGBal: warp 7's partial sums fit in Scr");
+  constexpr bool kConvSplit = (V & kVConvSplit) != 0 && kRel7;
+  static_assert((V & kVConvSplit) == 0 || (V & kVRel7) != 0, "kVConvSplit: a form of kVRel7");
+  static_assert(2 * kRows - 32 * 7 == 32, "kVConvSplit: warps 0-6 take (row, half) units [0, 224)");
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
   for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
@@ -548,7 +548,8 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       } else if (has_next) {
         cp_async_wait_all();
         named_bar_sync(1, kThreads);  // every thread's copies of the next inputs are done
-        convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        if constexpr (kConvSplit) convert_row_half_p<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank, tid >> 1, tid & 1);
+        else convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
     } else {
       if (tid == 0) {
@@ -605,7 +606,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       const int y = ys[p];
       const float zy = __shfl_sync(0xffffffffu, z, (tid & 16) + y);
       const float loss = logf(sum) - (zy - m);
-      const float d = (ex / sum - (o == y ? 1.f : 0.f)) / (float)nb;
+      float d;
+      if constexpr ((V & kVRcp) != 0) d = (ex * __frcp_rn(sum) - (o == y ? 1.f : 0.f)) * __frcp_rn((float)nb);
+      else d = (ex / sum - (o == y ? 1.f : 0.f)) / (float)nb;
       if (lane_o) dZs[row * kOutPad + o] = valid ? d : 0.f;
       if (o == 0) lossS[row] = valid ? loss : 0.f;
     }
@@ -686,8 +689,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       };
-      // kVGBal: warp 7's share, m-tiles kBalM0.. (k-steps [kBalK, 16)), as lane-major float4s in Scr.
-      constexpr int kBalM0 = 4, kBalK = 12, kKsG = kRows / 8;
+      constexpr int kKsG = kRows / 8;
       if (warp < C::kGWm) {
 #pragma unroll
         for (int mi = 0; mi < C::kMTw; ++mi) {
@@ -698,24 +700,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-            const bool shared_tile = kBal && mt >= kBalM0;
-            g_products(mt, 0, shared_tile ? kBalK : kKsG, acc, acs);
+            g_products(mt, 0, kKsG, acc, acs);
             WSTAT_MARK(t, kMGa);
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[nt][i] += acs[nt][i];
-            if constexpr (kBal) {
-              if (shared_tile) {
-                named_bar_sync(2, 128);  // warps 4-7: warp 7's partial sums are in Scr
-                const float4* sc = reinterpret_cast<const float4*>(Scr) + ((mt - kBalM0) * 32 + (tid & 31)) * C::kNT;
-#pragma unroll
-                for (int nt = 0; nt < C::kNT; ++nt) {
-                  const float4 o4 = sc[nt];
-                  acc[nt][0] += o4.x; acc[nt][1] += o4.y; acc[nt][2] += o4.z; acc[nt][3] += o4.w;
-                }
-              }
-            }
             WSTAT_MARK(t, kMG);
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
@@ -736,24 +726,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       } else {
-        if constexpr (kBal) {
-#pragma unroll 1
-          for (int mt = kBalM0; mt < C::kMT; ++mt) {
-            float acc[C::kNT][4], acs[C::kNT][4];
-#pragma unroll
-            for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-            g_products(mt, kBalK, kKsG, acc, acs);
-            float4* sc = reinterpret_cast<float4*>(Scr) + ((mt - kBalM0) * 32 + (tid & 31)) * C::kNT;
-#pragma unroll
-            for (int nt = 0; nt < C::kNT; ++nt)
-              sc[nt] = make_float4(acc[nt][0] + acs[nt][0], acc[nt][1] + acs[nt][1], acc[nt][2] + acs[nt][2],
-                                   acc[nt][3] + acs[nt][3]);
-          }
-          named_bar_arrive(2, 128);
-        }
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
+        if constexpr (kConvSplit) {  // rows [112, 128) of the next inputs (see the release above)
+          if (has_next) convert_row_half_p<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank, tid >> 1, tid & 1);
+        }
         WSTAT_MARK(t, kMGa);  // (a warp-7 probe: its W2 update)
         WSTAT_MARK(t, kMG);
       }

@@ -42,7 +42,7 @@ namespace wstat {
 // The kernel variant the host launches (cuda/stationary.cuh's kV* bits): register-tiled F1 and
 // G, the counter without the two __threadfence, the conversion without I2F. V = 0 (the first
 // form) stays in dev/stationary/stationary_epoch.cu as the comparison.
-constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVMma | kVH2 | kVRel7 | kVGBal;
+constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVMma | kVH2 | kVRel7;
 
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>

@@ -46,7 +46,7 @@ struct Variant {
 // Variants whose sums have the same order give the same bits: the family of a variant is its
 // kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
 // epoch of its family (the shipped launch's, for the shipped family).
-constexpr int family(int bits) { return bits & (kVTile | kVMma | kVGBal); }
+constexpr int family(int bits) { return bits & (kVTile | kVMma | kVRcp); }
 constexpr int kShip = kShippedV;
 // The CUDA-core form shipped before kVMma (results of daebcbd): tile + nofence + fastconv + conv2.
 constexpr int kCores = kVTile | kVNoFence | kVFastConv | kVConv2;
@@ -59,12 +59,12 @@ inline const std::vector<Variant>& list() {
       {"cores: tile+nofence+fastconv+conv2", kCores, epoch<kCores>},
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
-      {"mma+h2", kCores | kVMma | kVH2, epoch<kCores | kVMma | kVH2>},
       {"mma+h2+rel7", kRel, epoch<kRel>},
-      {"mma+h2+rel7+gbal", kRel | kVGBal, epoch<kRel | kVGBal>},
+      {"mma+h2+rel7+convsplit", kRel | kVConvSplit, epoch<kRel | kVConvSplit>},
+      {"mma+h2+rel7+rcp", kRel | kVRcp, epoch<kRel | kVRcp>},
+      {"mma+h2+rel7+convsplit+rcp", kRel | kVConvSplit | kVRcp, epoch<kRel | kVConvSplit | kVRcp>},
       {"probe mma+h2+rel7", probe::kVProbe | kRel, epoch<probe::kVProbe | kRel>},
-      {"probe mma+h2+rel7+gbal", probe::kVProbe | kRel | kVGBal, epoch<probe::kVProbe | kRel | kVGBal>},
-      {"probe mma+h2+rel7+gbal (warp 7)", probe::kVProbe | probe::kVProbeW7 | kRel | kVGBal, epoch<probe::kVProbe | probe::kVProbeW7 | kRel | kVGBal>},
+      {"probe mma+h2+rel7+convsplit", probe::kVProbe | kRel | kVConvSplit, epoch<probe::kVProbe | kRel | kVConvSplit>},
   };
   return v;
 }
