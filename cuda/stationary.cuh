@@ -1,15 +1,17 @@
 // cuda/stationary.cuh — a weight-stationary epoch: ONE launch of G·CL blocks (one per SM) in
 // thread-block clusters of CL trains a whole epoch of the recipe (784-256-10, batch <= 128), with
-// each block's slice of the parameters and their velocity held in shared memory for the whole
-// epoch. Standalone dev experiment (dev/stationary/); not yet a KernelPath. The host side (shape
-// choice from the device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh;
-// constants, Args and the staging / sync primitives are cuda/stationary_ops.cuh. The kernel's third
-// template parameter V (kV* bits; 0 = the first form, described below) selects the variant; the
-// host launches kShippedV (cuda/stationary_host.cuh), which adds kVTile (register-tiled F1 and G,
-// described at those phases), kVNoFence, kVFastConv and kVConv2 to the step below. Variants that
-// measured slower were removed again (docs/PERFLOG.md says what each did and measured: tagged
-// slots, split barrier B, the parallel W2 update, float staging, fused F2, prefetched or late
-// staging, a fetching warp, rolled loops, a cluster-scope fence).
+// each block's slice of the parameters and their velocity held on chip for the whole epoch. It is
+// the kernel path `stationary` (cuda/stationary_path.cu); the host side (shape choice from the
+// device's co-resident cluster count, prepare, launch) is cuda/stationary_host.cuh; constants, Args
+// and the staging / sync / MMA primitives are cuda/stationary_ops.cuh. The kernel's third template
+// parameter V (kV* bits; 0 = the first form, described below) selects the variant; the host
+// launches kShippedV (cuda/stationary_host.cuh): kVTile's slots and W2 update, F1 and G on the
+// tensor cores (kVMma, described at those phases: TF32 MMAs with every float operand split in two,
+// the W1 slice and its velocity in G's registers), kVNoFence, kVFastConv, kVConv2, kVH2, kVRel7
+// and kVRcp. Variants that measured slower were removed again (docs/PERFLOG.md says what each did
+// and measured: tagged slots, split barrier B, the parallel W2 update, float staging, fused F2,
+// prefetched or late staging, a fetching warp, rolled loops, a cluster-scope fence, F1 over half
+// the K, the conversion moved into G, a balanced G, a split conversion, a per-warp poll).
 //
 // Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
 // G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
@@ -52,7 +54,10 @@
 //       dW2 (db2, loss) partials in rank order, update, push the W2 copies
 //   (kVTile: F1 tiles of 4 rows × U units over 8 K parts, G tiles of 4 inputs × U units over
 //   GP batch parts, both reduce-scattered across lanes by shuffles in a fixed tree; F1 pushes one
-//   slot per rank, so F2 sums CL slots; warp 7 does the W2 update during G, not after it.)
+//   slot per rank, so F2 sums CL slots; warp 7 does the W2 update during G, not after it.
+//   kVMma: F1 by warp w over rows [16w, 16w + 16) and G by warps 0-6 over m-tiles of 16 slice
+//   rows, both MMAs over the whole K, so neither reduces across lanes; D writes dH pre-split in
+//   G's fragment order; kVRel7: warp 7 releases the counter and polls, warps 0-6 convert.)
 // The next step's inputs are staged as bytes by cp.async issued at the top of each step.
 // Every sum has a fixed order, so reruns are bitwise identical; no float atomics.
 //
@@ -104,9 +109,6 @@ constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; war
                                 // next inputs meanwhile, after a named barrier that warp 7 only
                                 // arrives at (the conversion no longer waits for the release's
                                 // fence; same bits)
-constexpr int kVConvSplit = 16384;  // with kVRel7: warps 0-6 convert rows [0, 112) by (row, half),
-                                    // one unit a thread; warp 7 rows [112, 128) during G, after its
-                                    // W2 update (same bits)
 constexpr int kVRcp = 32768;    // S: one correctly rounded reciprocal of the softmax sum and of nb
                                 // instead of two IEEE divisions (a new rounding of dZ)
 
@@ -258,9 +260,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // kVRel7 needs two input buffers (with one, the conversion follows G and there is nothing to move).
   constexpr bool kRel7 = (V & kVRel7) != 0 && C::kXBuf == 2;
   static_assert((V & kVRel7) == 0 || kMma, "kVRel7: a form of the mma kernel");
-  constexpr bool kConvSplit = (V & kVConvSplit) != 0 && kRel7;
-  static_assert((V & kVConvSplit) == 0 || (V & kVRel7) != 0, "kVConvSplit: a form of kVRel7");
-  static_assert(2 * kRows - 32 * 7 == 32, "kVConvSplit: warps 0-6 take (row, half) units [0, 224)");
   static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
   for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
   // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
@@ -548,8 +547,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       } else if (has_next) {
         cp_async_wait_all();
         named_bar_sync(1, kThreads);  // every thread's copies of the next inputs are done
-        if constexpr (kConvSplit) convert_row_half_p<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank, tid >> 1, tid & 1);
-        else convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
+        convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
     } else {
       if (tid == 0) {
@@ -727,9 +725,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
       } else {
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-        if constexpr (kConvSplit) {  // rows [112, 128) of the next inputs (see the release above)
-          if (has_next) convert_row_half_p<CL>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank, tid >> 1, tid & 1);
-        }
         WSTAT_MARK(t, kMGa);  // (a warp-7 probe: its W2 update)
         WSTAT_MARK(t, kMG);
       }

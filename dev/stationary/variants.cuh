@@ -60,11 +60,8 @@ inline const std::vector<Variant>& list() {
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
       {"mma+h2+rel7", kRel, epoch<kRel>},
-      {"mma+h2+rel7+convsplit", kRel | kVConvSplit, epoch<kRel | kVConvSplit>},
-      {"mma+h2+rel7+rcp", kRel | kVRcp, epoch<kRel | kVRcp>},
-      {"mma+h2+rel7+convsplit+rcp", kRel | kVConvSplit | kVRcp, epoch<kRel | kVConvSplit | kVRcp>},
-      {"probe mma+h2+rel7", probe::kVProbe | kRel, epoch<probe::kVProbe | kRel>},
-      {"probe mma+h2+rel7+convsplit", probe::kVProbe | kRel | kVConvSplit, epoch<probe::kVProbe | kRel | kVConvSplit>},
+      {"shipped: mma+h2+rel7+rcp", kShip, epoch<kShip>},
+      {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
 }
