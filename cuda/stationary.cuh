@@ -109,6 +109,10 @@ constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; war
                                 // next inputs meanwhile, after a named barrier that warp 7 only
                                 // arrives at (the conversion no longer waits for the release's
                                 // fence; same bits)
+constexpr int kVPrefetchL2 = 65536;  // at launch, block (c, r) prefetches into L2 its slice of the
+                                     // epoch's rows e ≡ c (mod G) and their labels, so an epoch that
+                                     // starts with a cold L2 (the gate evaluates between epochs)
+                                     // does not stage from HBM (same bits)
 constexpr int kVRcp = 32768;    // S: one correctly rounded reciprocal of the softmax sum and of nb
                                 // instead of two IEEE divisions (a new rounding of dZ)
 
@@ -304,6 +308,15 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     }
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
+  if constexpr ((V & kVPrefetchL2) != 0) {
+    for (int e = cid + C::kClusters * tid; e < a.n; e += C::kClusters * kThreads) {
+      const int s = __ldg(a.order + e);
+      const uint8_t* row = a.xb + ((size_t)s * CL + rank) * C::XB;
+      prefetch_l2(row);
+      prefetch_l2(row + C::XB - 1);  // a slice may straddle two lines
+      if (rank == 0) prefetch_l2(a.labels + s);
+    }
+  }
   if (steps > 0) {
     const int nb0 = min(a.batch, a.n);
     stage_bytes<CL>(a, Bb, 0, nb0, rank);

@@ -42,10 +42,11 @@ namespace wstat {
 // The kernel variant the host launches (cuda/stationary.cuh's kV* bits): F1 and G on the tensor
 // cores (kVMma: TF32 with a two-term split; with kVTile's slots and W2 update), the counter without
 // the two __threadfence, the conversion without I2F, F2's H by unit pairs (kVH2), warp 7 releasing
-// the counter while warps 0-6 convert the next inputs (kVRel7), S by reciprocals (kVRcp).
+// the counter while warps 0-6 convert the next inputs (kVRel7), S by reciprocals (kVRcp), the
+// epoch's input bytes and labels prefetched into L2 at launch (kVPrefetchL2).
 // docs/PERFLOG.md has each bit's measurement; V = 0 (the first form) and the CUDA-core form stay
 // in dev/stationary/stationary_epoch.cu as the comparison.
-constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVMma | kVH2 | kVRel7 | kVRcp;
+constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVMma | kVH2 | kVRel7 | kVRcp | kVPrefetchL2;
 
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>

@@ -60,7 +60,8 @@ inline const std::vector<Variant>& list() {
       {"mma: cores with tensor-core F1 and G", kCores | kVMma, epoch<kCores | kVMma>},
       {"probe cores", probe::kVProbe | kCores, epoch<probe::kVProbe | kCores>},
       {"mma+h2+rel7", kRel, epoch<kRel>},
-      {"shipped: mma+h2+rel7+rcp", kShip, epoch<kShip>},
+      {"mma+h2+rel7+rcp", kRel | kVRcp, epoch<kRel | kVRcp>},
+      {"shipped: mma+h2+rel7+rcp+prefetch", kShip, epoch<kShip>},
       {"probe shipped", probe::kVProbe | kShip, epoch<probe::kVProbe | kShip>},
   };
   return v;
