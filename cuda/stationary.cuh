@@ -106,9 +106,9 @@ constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF
                                 // (bit 256 is dev/stationary/probe.cuh's kVProbe)
 constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
 constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; warps 0-6 convert the
-                                // next inputs meanwhile, after a named barrier that warp 7 only
-                                // arrives at (the conversion no longer waits for the release's
-                                // fence; same bits)
+                                // next inputs meanwhile (the block barrier after the logits covers
+                                // the copies), so the conversion no longer waits for the release's
+                                // fence (same bits)
 constexpr int kVPrefetchL2 = 65536;  // at launch, block (c, r) prefetches into L2 its slice of the
                                      // epoch's rows e ≡ c (mod G) and their labels, so an epoch that
                                      // starts with a cold L2 (the gate evaluates between epochs)
@@ -547,19 +547,16 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         a.slots[si] = z;
       }
     }
+    if constexpr (kRel7) cp_async_wait_all();  // the next inputs' bytes (see the release below)
     __syncthreads();
     WSTAT_MARK(t, kMLogits);
     if constexpr (kRel7) {
+      // The block barrier after the logits also covers every thread's copies of the next inputs
+      // (each waited for its own before it): warp 7 releases while warps 0-6 convert.
       WSTAT_MARK(t, kMArrive);  // (thread 0 releases nothing here; warp 7 does)
-      if (warp == 7) {  // its own copies done, then an arrival that does not wait, then the release
-        if (has_next) {
-          cp_async_wait_all();
-          named_bar_arrive(1, kThreads);
-        }
+      if (warp == 7) {
         if (tid == kThreads - 32) red_release_add(my_counter, 1u);
       } else if (has_next) {
-        cp_async_wait_all();
-        named_bar_sync(1, kThreads);  // every thread's copies of the next inputs are done
         convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
       }
     } else {

@@ -245,10 +245,6 @@ __device__ __forceinline__ void convert_quads_p(float* Xs, const uint8_t* Bb, in
   }
 }
 
-// Named barrier `id` (1..15; 0 is __syncthreads) of `n` threads: wait for all / arrive only.
-__device__ __forceinline__ void named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void named_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-
 // kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half
 // tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row, every column test a constant.
 template <int CL>
