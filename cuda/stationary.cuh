@@ -279,10 +279,23 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   // update's float2 stores (lanes with equal n % 4 and k % 4) over the banks, at most 2-way;
   // a quarter-warp's loads still read 8 different bank groups.
   // dHf (G, batch row b, unit u): slot L itself; D writes it in slot order (coalesced).
-  [[maybe_unused]] auto wf_slot = [](int L) { return L ^ ((L >> 2) & 6); };
-  auto wf_index = [](int k, int u) {
-    const int L = 4 * (u & 7) + (k & 3);
-    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + (L ^ ((L >> 2) & 6))) * 4 + 2 * ((k >> 2) & 1);
+  auto wf_slot = [](int L) { return L ^ ((L >> 2) & 6); };
+  auto wf_index = [&](int k, int u) {
+    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + wf_slot(4 * (u & 7) + (k & 3))) * 4 + 2 * ((k >> 2) & 1);
+  };
+  // f(mi, nt, i, k, u, in) for every register element of this G warp (warp < kGWm): m-tile
+  // warp + kGWm·mi, n-tile nt, C-fragment element i at slice row k, unit u; `in` when it lies in
+  // the W1 slice ([KP] x [U] of an existing m-tile).
+  [[maybe_unused]] auto for_each_frag = [&](auto&& f) {
+#pragma unroll
+    for (int mi = 0; mi < C::kMTw; ++mi)
+#pragma unroll
+      for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int mt = warp + C::kGWm * mi, k = frag_k(mt, i), u = frag_u(nt, i);
+          f(mi, nt, i, k, u, mt < C::kMT && k < KP && u < U);
+        }
   };
   if constexpr (kMma) {
     __syncthreads();  // Ws, Vs loaded
@@ -294,17 +307,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       *reinterpret_cast<float2*>(Wf + wf_index(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
     }
     if (warp < C::kGWm) {
-#pragma unroll
-      for (int mi = 0; mi < C::kMTw; ++mi)
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int k = frag_k(warp + C::kGWm * mi, i), u = frag_u(nt, i);
-            const bool in = k < KP && u < U;
-            wr[mi][nt][i] = in ? Ws[k * U + u] : 0.f;
-            vr[mi][nt][i] = in ? Vs[k * U + u] : 0.f;
-          }
+      for_each_frag([&](int mi, int nt, int i, int k, int u, bool in) {
+        wr[mi][nt][i] = in ? Ws[k * U + u] : 0.f;
+        vr[mi][nt][i] = in ? Vs[k * U + u] : 0.f;
+      });
     }
   }
   const int steps = (a.n + a.batch - 1) / a.batch;
@@ -677,13 +683,13 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
       // units (B = dH, split by D into slot order) over the 128 batch rows (k-steps of 8); the update
       // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
       // past KPM read as 0. Warp 7 does the W2 update meanwhile.
-      // acc/acs += m-tile mt's products over k-steps [k_begin, k_end) (dH's big parts, small parts).
-      auto g_products = [&](int mt, int k_begin, int k_end, float (&acc)[C::kNT][4], float (&acs)[C::kNT][4]) {
+      // acc/acs += m-tile mt's products over the batch's k-steps (dH's big parts, small parts).
+      auto g_products = [&](int mt, float (&acc)[C::kNT][4], float (&acs)[C::kNT][4]) {
         const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
         const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
         const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
 #pragma unroll 4
-        for (int ks = k_begin; ks < k_end; ++ks) {
+        for (int ks = 0; ks < kRows / 8; ++ks) {
           const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
           const float* xa = Xs + b0 * C::KPM;
           const float* xb = Xs + b1 * C::KPM;
@@ -697,7 +703,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
           }
         }
       };
-      constexpr int kKsG = kRows / 8;
       if (warp < C::kGWm) {
 #pragma unroll
         for (int mi = 0; mi < C::kMTw; ++mi) {
@@ -708,7 +713,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
             for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-            g_products(mt, 0, kKsG, acc, acs);
+            g_products(mt, acc, acs);
             WSTAT_MARK(t, kMGa);
 #pragma unroll
             for (int nt = 0; nt < C::kNT; ++nt)
@@ -735,8 +740,6 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
         }
       } else {
         for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-        WSTAT_MARK(t, kMGa);  // (a warp-7 probe: its W2 update)
-        WSTAT_MARK(t, kMG);
       }
     } else if constexpr (kTile) {
       // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h
@@ -865,18 +868,12 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   cluster.sync();  // no block exits while another may still push into its shared memory
   if constexpr (kMma) {  // the registers' W1 slice and velocity back to Ws, Vs for the write-back
     if (warp < C::kGWm) {
-#pragma unroll
-      for (int mi = 0; mi < C::kMTw; ++mi)
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int mt = warp + C::kGWm * mi, k = frag_k(mt, i), u = frag_u(nt, i);
-            if (mt < C::kMT && k < KP && u < U) {
-              Ws[k * U + u] = wr[mi][nt][i];
-              Vs[k * U + u] = vr[mi][nt][i];
-            }
-          }
+      for_each_frag([&](int mi, int nt, int i, int k, int u, bool in) {
+        if (in) {
+          Ws[k * U + u] = wr[mi][nt][i];
+          Vs[k * U + u] = vr[mi][nt][i];
+        }
+      });
     }
     __syncthreads();
   }

@@ -181,43 +181,48 @@ __host__ __device__ constexpr int mma_x_index(int b, int k) {
   return b * KPM + (k ^ (4 * ((b >> 2) & 1)));
 }
 
-// kVMma's staging: Bb bytes -> Xs as float(p) at mma_x_index (stride KPM); rows >= nb and
-// columns > KS are 0; column KS is 255 on rank 0's valid rows (b1's input: 255 · b1 / 255).
-// One call converts quads [0, kQ0) (h = 0) or [kQ0, kQ) (h = 1) of one row; every word is loaded
-// before the first store. Swizzling flips bit 0 of the quad index, so stores stay float4.
-template <int CL>
-__device__ __forceinline__ void convert_row_half_p(float* Xs, const uint8_t* Bb, int nb, int rank, int row, int h) {
+// One (row, half) unit of the next inputs' conversion, Bb bytes -> Xs: quads [0, kQ0) (h = 0) or
+// [kQ0, kQ) (h = 1) of the row, every word loaded before the first store (the compiler cannot
+// reorder a load of Bb past a store to Xs: both are shared memory), every column test a constant.
+// Rows >= nb and columns > KS are 0. Two layouts:
+//   kP = false (kVConv2): pixel(p) = float32(p)/255 at row stride KP, the ones column KS is 1 on
+//                         rank 0's valid rows (b1's input);
+//   kP = true  (kVMma):   float(p) at mma_x_index (stride KPM; the swizzle flips bit 0 of the quad
+//                         index, so stores stay float4), column KS is 255 (255 · b1 / 255).
+template <int CL, bool kP>
+__device__ __forceinline__ void convert_row_half(float* Xs, const uint8_t* Bb, int nb, int rank, int row, int h) {
   using C = Slice<CL>;
-  static_assert((C::KPM / 4) % 2 == 0, "convert_row_half_p");
-  constexpr int kQ = C::KPM / 4, kQ0 = kQ / 2;
-  const int swq = (row >> 2) & 1;
+  constexpr int kStride = kP ? C::KPM : C::KP, kQ = kStride / 4, kQ0 = (kQ + 1) / 2;
+  const int swq = kP ? (row >> 2) & 1 : 0;
   const bool valid = row < nb;
   const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
-  float* dst = Xs + row * C::KPM;
-  const float ones = valid && rank == 0 ? 255.f : 0.f;
+  float* dst = Xs + row * kStride;
+  const float ones = valid && rank == 0 ? (kP ? 255.f : 1.f) : 0.f;
   unsigned w[kQ0];
   auto load = [&](auto qc) {
     constexpr int j = decltype(qc)::value;
     const int q = j + h * kQ0;
-    w[j] = valid && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0
+    w[j] = valid && q < kQ && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0
   };
   auto quad = [&](auto qc) {
     constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
     float v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? byte_as_float(w[j], i) : (k + i == C::KS ? ones : 0.f);
+    for (int i = 0; i < 4; ++i)
+      v[i] = k + i < C::KS ? (kP ? byte_as_float(w[j], i) : pixel_of_byte(w[j], i)) : (k + i == C::KS ? ones : 0.f);
     *reinterpret_cast<float4*>(dst + 4 * (q ^ swq)) = make_float4(v[0], v[1], v[2], v[3]);
   };
   for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
   if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
   else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
 }
-// All 256 threads: thread (row tid/2, half tid%2).
+// kVMma: all 256 threads, thread (row tid/2, half tid%2).
 template <int CL>
 __device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  static_assert(kThreads == 2 * kRows, "convert_rows_p");
-  convert_row_half_p<CL>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
+  static_assert(kThreads == 2 * kRows, "convert_rows_p: two threads a row");
+  convert_row_half<CL, true>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
 }
+
 // convert_rows_p's result (the same bits) on threads [0, NT) only, by quads: thread tid converts
 // quads tid, tid + NT, ... of the [kRows][KPM / 4] quads, every word loaded before the first store
 // (kVRel7: warps 0-6 while warp 7 releases the counter).
@@ -245,36 +250,11 @@ __device__ __forceinline__ void convert_quads_p(float* Xs, const uint8_t* Bb, in
   }
 }
 
-// kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled: thread (row tid/2, half
-// tid%2) converts quads [0, kQ0) or [kQ0, kQ) of its row, every column test a constant.
+// kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled, thread (row tid/2, half tid%2).
 template <int CL>
 __device__ __forceinline__ void convert_rows(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  using C = Slice<CL>;
   static_assert(kThreads == 2 * kRows, "convert_rows: two threads a row");
-  constexpr int kQ = C::kKq, kQ0 = (kQ + 1) / 2;
-  const int row = (int)threadIdx.x >> 1, h = (int)threadIdx.x & 1;
-  const bool valid = row < nb;
-  const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
-  float* dst = Xs + row * C::KP;
-  const float one = valid && rank == 0 ? 1.f : 0.f;
-  // Every word is loaded before the first store (the compiler cannot reorder a load of Bb past a
-  // store to Xs: both are shared memory), then converted and stored.
-  unsigned w[kQ0];
-  auto load = [&](auto qc) {
-    constexpr int j = decltype(qc)::value;
-    const int q = j + h * kQ0;
-    w[j] = valid && q < kQ && 4 * q < C::KS ? src[q] : 0u;  // rows >= nb: +0 (pixel_of_byte(0) = +0)
-  };
-  auto quad = [&](auto qc) {
-    constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
-    float v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? pixel_of_byte(w[j], i) : (k + i == C::KS ? one : 0.f);
-    *reinterpret_cast<float4*>(dst + k) = make_float4(v[0], v[1], v[2], v[3]);
-  };
-  for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
-  if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
-  else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
+  convert_row_half<CL, false>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
 }
 
 // Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column

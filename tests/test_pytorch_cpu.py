@@ -264,3 +264,13 @@ def test_gpu_variant_accuracy(full_inputs, variant):
     assert early.max() <= EARLY_TOL, (acc[:EARLY_EPOCHS], ref_acc[:EARLY_EPOCHS])
     late, late_ref = acc[-LAST_K:].mean(), ref_acc[-LAST_K:].mean()
     assert abs(late - late_ref) <= LATE_TOL, (late, late_ref, entry["test_accuracy"], ref_acc[-1])
+
+
+def test_pytorch_epoch_hold_matches_our_binary():
+    # Both sides time an epoch behind the same GPU spin; cuda/paths.h's kHoldCycles owns the number.
+    import re
+    from pathlib import Path
+    header = (Path(__file__).resolve().parents[1] / "cuda" / "paths.h").read_text()
+    m = re.search(r"constexpr long long kHoldCycles = (\d+);", header)
+    assert m, "cuda/paths.h lost kHoldCycles"
+    assert pb.HOLD_CYCLES == int(m.group(1))

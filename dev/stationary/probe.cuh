@@ -10,12 +10,10 @@
 
 namespace probe {
 constexpr int kVProbe = 1 << 8;  // variant bit: record the phase marks
-constexpr int kVProbeW7 = 1 << 20;  // with kVProbe: warp 7's lane 0 records them instead of thread 0
 constexpr int kMaxSteps = 64, kSlots = 16;
 __device__ unsigned long long* g_marks;  // [kMaxSteps][grid][kSlots][2] (clock64, globaltimer ns)
-template <int kTid>
 __device__ __forceinline__ void mark(int t, int slot) {
-  if (threadIdx.x == kTid && t < kMaxSteps) {
+  if (threadIdx.x == 0 && t < kMaxSteps) {
     const unsigned long long c = clock64();
     unsigned long long g;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(g));
@@ -27,5 +25,5 @@ __device__ __forceinline__ void mark(int t, int slot) {
 }  // namespace probe
 #define WSTAT_MARK(t, slot)                                                                        \
   do {                                                                                             \
-    if constexpr ((V & probe::kVProbe) != 0) probe::mark<(V & probe::kVProbeW7) ? 224 : 0>((t), (slot)); \
+    if constexpr ((V & probe::kVProbe) != 0) probe::mark((t), (slot)); \
   } while (0)
