@@ -202,7 +202,7 @@ __device__ __forceinline__ void convert_row_half(float* Xs, const uint8_t* Bb, i
   auto load = [&](auto qc) {
     constexpr int j = decltype(qc)::value;
     const int q = j + h * kQ0;
-    w[j] = valid && q < kQ && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0
+    w[j] = valid && (kP || q < kQ) && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0 (kP: q < kQ always)
   };
   auto quad = [&](auto qc) {
     constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
