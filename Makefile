@@ -1,15 +1,20 @@
-# Makefile — builds build/mlp_train (the gate and benchmark), build/libmlp.so (the submission
-# and our paths, for the Python binding) and build/mlp_host (host-only tools for CPU tests).
+# Makefile — builds the four programs of cuda/ (cuda/README.md says what each folder holds):
+#   build/mlp_train   the gate and benchmark          (cuda/cli/mlp_train.cu)
+#   build/libmlp.so   the entry points for Python      (cuda/tools/libmlp.cu)
+#   build/mlp_host    host-only tools for CPU tests    (cuda/tools/mlp_host.cpp)
+#   build/mlp_fit     each path's fit, without a GPU   (cuda/tools/mlp_fit.cu)
 #
-#   make ARCH=sm_90                          our submission (cuda/submission_ref.cu)
+#   make ARCH=sm_90                          our submission (cuda/contract/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
 #   make BUILD=build/sm_75 ARCH=sm_75        another tree, another architecture
 #   make ACCUM=float                         float32 accumulation in the stepwise GEMMs (default double)
 #
-# `invoke build` wraps this and prints the exact nvcc command lines.
+# `invoke build` wraps this and prints the exact nvcc command lines. Objects go to
+# $(BUILD)/obj/<folder>/<name>.o beside a .d file of the headers each one read (-MMD), so an edit to a
+# header rebuilds what includes it and nothing else.
 ARCH       ?= sm_90
 BUILD      ?= build
-SUBMISSION ?= cuda/submission_ref.cu
+SUBMISSION ?= cuda/contract/submission_ref.cu
 ACCUM      ?= double
 ifeq ($(filter $(ACCUM),float double),)
 $(error ACCUM=$(ACCUM): expected float or double)
@@ -22,20 +27,33 @@ GENCODE    := -gencode=arch=compute_$(CC_NUM),code=[sm_$(CC_NUM),compute_$(CC_NU
 WARN       := -Wall -Wextra -Werror
 CUDA_HOME  ?= $(or $(CUDA_PATH),/usr/local/cuda)
 CUDA_INC   ?= $(CUDA_HOME)/include
-CXXFLAGS   := -O2 -std=c++17 -fopenmp -fPIC $(WARN) -Icuda -isystem $(CUDA_INC)
+# -Icuda: our includes name their folder ("gate/hints.h"); -Icuda/contract: a learner's file
+# includes only "submission.h".
+INCLUDES   := -Icuda -Icuda/contract
+CXXFLAGS   := -O2 -std=c++17 -fopenmp -fPIC $(WARN) $(INCLUDES) -isystem $(CUDA_INC)
 NVCCFLAGS  := -O3 -std=c++17 $(GENCODE) -lineinfo -Werror all-warnings \
-              -Xcompiler -fopenmp,-fPIC,-Wall,-Wextra,-Werror -Icuda -DMLP_ACCUM=$(ACCUM)
-EXTERNAL   := $(if $(filter cuda/submission_ref.cu,$(SUBMISSION)),0,1)
+              -Xcompiler -fopenmp,-fPIC,-Wall,-Wextra,-Werror $(INCLUDES) -DMLP_ACCUM=$(ACCUM)
+EXTERNAL   := $(if $(filter cuda/contract/submission_ref.cu,$(SUBMISSION)),0,1)
 SUBMISSION_DEFS := -DMLP_SUBMISSION_SOURCE='"$(SUBMISSION)"' -DMLP_EXTERNAL_SUBMISSION=$(EXTERNAL)
+OBJ        := $(BUILD)/obj
 
-HOST_SRC   := common sha256 dataset npy bounds recipe options inputs run_stats hints cpu_reference shipped_reference epoch_check path_fit
-# Host code of mlp_train that calls the CUDA runtime (no kernels): compiled by $(CXX), linked into
-# mlp_train only.
-TRAIN_SRC  := device train_loop run_json path_checks mode_gate mode_stage mode_quick mode_perf_only mode_profile
-TRAIN_OBJ  := $(TRAIN_SRC:%=$(BUILD)/host/%.o)
-HOST_OBJ   := $(HOST_SRC:%=$(BUILD)/host/%.o)
-DEV_OBJ    := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(BUILD)/gate.o
-HEADERS    := $(wildcard cuda/*.h cuda/*.cuh)
+# The groups follow the folders. Host-only C++ (no CUDA runtime call; every program links it):
+# common/, io/, gate/'s .cpp files and paths/path_fit.cpp.
+HOST_SRC   := $(wildcard cuda/common/*.cpp cuda/io/*.cpp cuda/gate/*.cpp) cuda/paths/path_fit.cpp
+# C++ that calls the CUDA runtime (no kernels): paths/ (training and timing a path, the device's
+# setup) and cli/ (mlp_train's modes); linked into mlp_train.
+TRAIN_SRC  := $(filter-out cuda/paths/path_fit.cpp,$(wildcard cuda/paths/*.cpp)) $(wildcard cuda/cli/*.cpp)
+# CUDA code: each path's host side with its kernels (paths/*.cu, kernels/ are their headers).
+PATHS_SRC  := $(wildcard cuda/paths/*.cu)
+# The gate's cases, which call the linked submission (gate/*.cu).
+GATE_SRC   := $(wildcard cuda/gate/*.cu)
+
+obj_of      = $(patsubst cuda/%,$(OBJ)/%.o,$(basename $(1)))
+HOST_OBJ   := $(call obj_of,$(HOST_SRC))
+TRAIN_OBJ  := $(call obj_of,$(TRAIN_SRC))
+PATHS_OBJ  := $(call obj_of,$(PATHS_SRC))
+GATE_OBJ   := $(call obj_of,$(GATE_SRC))
+SUB_OBJ    := $(OBJ)/submission.o
 
 .PHONY: all clean
 all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit
@@ -47,32 +65,38 @@ $(BUILD)/config.stamp: FORCE
 	@echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION) ACCUM=$(ACCUM)" | cmp -s - $@ || echo "ARCH=$(ARCH) SUBMISSION=$(SUBMISSION) ACCUM=$(ACCUM)" > $@
 FORCE:
 
-$(BUILD)/host/%.o: cuda/%.cpp $(HEADERS)
+$(OBJ)/%.o: cuda/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.o: cuda/%.cu $(HEADERS) $(BUILD)/config.stamp
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+$(OBJ)/%.o: cuda/%.cu $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/mlp_train.o: cuda/mlp_train.cu $(HEADERS) $(BUILD)/config.stamp
-	$(NVCC) $(NVCCFLAGS) $(SUBMISSION_DEFS) -c $< -o $@
+$(OBJ)/cli/mlp_train.o: cuda/cli/mlp_train.cu $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(SUBMISSION_DEFS) -MMD -MP -c $< -o $@
 
-$(BUILD)/submission.o: $(SUBMISSION) $(HEADERS) $(BUILD)/config.stamp
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+# Its header list is kept per submission (SUB_DEP), so that one which names a file since removed
+# is never read once another submission is built.
+SUB_DEP    := $(OBJ)/submission-$(subst /,-,$(subst .,_,$(SUBMISSION))).d
+$(SUB_OBJ): $(SUBMISSION) $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(SUB_DEP) -c $< -o $@
 
-$(BUILD)/mlp_train: $(BUILD)/mlp_train.o $(BUILD)/submission.o $(DEV_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
+$(BUILD)/mlp_train: $(OBJ)/cli/mlp_train.o $(SUB_OBJ) $(PATHS_OBJ) $(GATE_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
-$(BUILD)/libmlp.so: $(BUILD)/binding.o $(BUILD)/submission.o $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(HOST_OBJ)
+$(BUILD)/libmlp.so: $(OBJ)/tools/libmlp.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
 
-$(BUILD)/mlp_host: cuda/host_tool.cpp $(HOST_OBJ) $(HEADERS)
-	$(CXX) $(CXXFLAGS) $< $(HOST_OBJ) -o $@
+$(BUILD)/mlp_host: $(OBJ)/tools/mlp_host.o $(HOST_OBJ)
+	$(CXX) $(CXXFLAGS) $^ -o $@
 
 # Which configuration each path gets on a device given by its limits, without a GPU (CPU tests,
-# harness/arch_resources.py's path table): host code only, no kernel instantiated.
-$(BUILD)/mlp_fit: cuda/fit_tool.cu $(BUILD)/host/path_fit.o $(BUILD)/host/common.o $(HEADERS) $(BUILD)/config.stamp
-	$(NVCC) $(NVCCFLAGS) $< $(BUILD)/host/path_fit.o $(BUILD)/host/common.o -o $@
+# harness/studies/arch_resources.py's path table): host code only, no kernel instantiated.
+$(BUILD)/mlp_fit: $(OBJ)/tools/mlp_fit.o $(OBJ)/paths/path_fit.o $(OBJ)/common/common.o
+	$(NVCC) $(GENCODE) $^ -o $@
 
 clean:
 	rm -rf $(BUILD)
@@ -80,26 +104,28 @@ clean:
 # The host-only parts (data loader, float64 reference, argument parsing) under AddressSanitizer
 # and UBSan, for the CPU test suite (tests/test_sanitize_host.py). Not part of `all`.
 ASAN_CXXFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
-                 -std=c++17 -fopenmp $(WARN) -Icuda -isystem $(CUDA_INC)
-ASAN_OBJ   := $(HOST_SRC:%=$(BUILD)/asan/%.o)
+                 -std=c++17 -fopenmp $(WARN) $(INCLUDES) -isystem $(CUDA_INC)
+ASAN_OBJ   := $(patsubst cuda/%,$(BUILD)/asan/%.o,$(basename $(HOST_SRC) cuda/tools/mlp_host.cpp))
 
 .PHONY: asan
 asan: $(BUILD)/asan/mlp_host
 
-$(BUILD)/asan/%.o: cuda/%.cpp $(HEADERS)
+$(BUILD)/asan/%.o: cuda/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(ASAN_CXXFLAGS) -c $< -o $@
+	$(CXX) $(ASAN_CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/asan/mlp_host: cuda/host_tool.cpp $(ASAN_OBJ) $(HEADERS)
-	$(CXX) $(ASAN_CXXFLAGS) $< $(ASAN_OBJ) -o $@
+$(BUILD)/asan/mlp_host: $(ASAN_OBJ)
+	$(CXX) $(ASAN_CXXFLAGS) $^ -o $@
 
 # dev/persistent_phases.cu, the persistent kernels' phase breakdown (a dev experiment; not part of
 # `all`, `invoke gpu.phases` builds and runs it): build/persistent_phases --data data --out results
-PHASES_OBJ := $(BUILD)/paths.o $(BUILD)/persistent.o $(BUILD)/stationary_path.o $(BUILD)/submission.o $(HOST_OBJ)
-$(BUILD)/persistent_phases: dev/persistent_phases.cu $(PHASES_OBJ) $(HEADERS) $(BUILD)/config.stamp
-	$(NVCC) $(NVCCFLAGS) $< $(PHASES_OBJ) -o $@
+PHASES_OBJ := $(PATHS_OBJ) $(SUB_OBJ) $(HOST_OBJ)
+$(BUILD)/persistent_phases: dev/persistent_phases.cu $(PHASES_OBJ) $(BUILD)/config.stamp
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(OBJ)/dev-persistent_phases.d $< $(PHASES_OBJ) -o $@
 
 # The nvcc command line every CUDA object is compiled with (recorded in results/run.json).
 .PHONY: print-nvcc
 print-nvcc:
 	@echo $(NVCC) $(NVCCFLAGS)
+
+-include $(shell find $(OBJ) $(BUILD)/asan -name '*.d' ! -name 'submission-*.d' 2>/dev/null) $(SUB_DEP)

@@ -27,7 +27,7 @@ def _exit_on(rc: int, message: str) -> None:
             "deb": "use this dataset-fashion-mnist .deb instead of downloading it"})
 def data(c, full=False, deb=None):
     """Rebuild data/ from Debian's dataset-fashion-mnist package and check it against the committed hashes."""
-    from harness.dataset import DataError, build_data
+    from harness.data.dataset import DataError, build_data
     from spec.files import DATA_DIR
     try:
         build_data(DATA_DIR, deb=deb, full=full)
@@ -36,7 +36,7 @@ def data(c, full=False, deb=None):
 
 
 @task(help={"arch": "target architecture, e.g. sm_90 (default: the GPU present, else sm_90)",
-            "submission": "a learner's .cu implementing cuda/submission.h (default: ours)",
+            "submission": "a learner's .cu implementing cuda/contract/submission.h (default: ours)",
             "accumulate": "accumulator of the stepwise paths' matrix products: double (default) or float"})
 def build(c, arch=None, submission=None, accumulate="double"):
     """Compile build/mlp_train, build/libmlp.so and build/mlp_host with make (prints the nvcc command)."""
@@ -54,7 +54,7 @@ def build(c, arch=None, submission=None, accumulate="double"):
 def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None, one_process=False):
     """Gate the build (cases 1-10; --strict adds 11-12) under the supervisor, write results/run.json, then the PyTorch baseline.
 
-    The binary runs under harness/supervisor.py in stages (entry, epoch-check, overfit, train,
+    The binary runs under harness/gate/supervisor.py in stages (entry, epoch-check, overfit, train,
     guard-bands; each `mlp_train --stage NAME` a fresh process under its own printed time limit):
     a hang or a fault fails its stage, the later ones still run, and run.json is still written
     (the logs and each stage's part in results/logs/run_supervised/). The baseline's default
@@ -72,7 +72,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:
-        from harness import pytorch_baseline
+        from harness.baseline import pytorch_baseline
         args = (["--epochs", str(epochs)] if epochs else []) + (["--full"] if full else [])
         _exit_on(pytorch_baseline.main(args) or 0,
                  "pytorch: the baseline failed (its message is above)")
@@ -121,7 +121,7 @@ def all(c):  # noqa: A001 - the task's name on the command line
             "tools": "comma-separated compute-sanitizer tools (default: memcheck,racecheck,initcheck,synccheck)"})
 def sanitize(c, paths=None, tools=None):
     """compute-sanitizer on a short run of every kernel path and on the entry points; results/sanitize.json."""
-    from harness.sanitize import TOOLS, sanitize as run_sanitize
+    from harness.studies.sanitize import TOOLS, sanitize as run_sanitize
     rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
     _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
@@ -136,7 +136,7 @@ def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  
     """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
-    from harness.gate_dir import main as gate_main
+    from harness.gate.course import main as gate_main
     args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
     if limit:
         args += ["--limit", str(limit)]
@@ -148,7 +148,7 @@ def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  
 @task
 def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
-    from harness.reference import main as reference_main
+    from harness.data.reference import main as reference_main
     _exit_on(reference_main(), "reference: regeneration failed")
 
 
@@ -162,7 +162,7 @@ def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
 
     Each point runs build/mlp_train --perf-only into results/sweep/<point>/, then PyTorch eager
     and cuda-graph on that point's weights and order; SWEEP.md and its two plots follow."""
-    from harness.sweep import BATCHES, WIDTHS, data_for, parse_ints, sweep as run_sweep
+    from harness.studies.sweep import BATCHES, WIDTHS, data_for, parse_ints, sweep as run_sweep
     from analysis.sweep_report import main as render_sweep
     data_dir, train_size = data_for(full)
     doc = run_sweep(widths=parse_ints(widths, WIDTHS), batches=parse_ints(batches, BATCHES),
@@ -179,7 +179,7 @@ def ceilings(c, out=None):
     A 2 GiB device-to-device copy gives GB/s; an 8192³ float32 matrix product with TF32 off gives
     the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
     which the report's roofline section sets each profiled kernel against."""
-    from harness.ceilings import main as ceilings_main
+    from harness.studies.ceilings import main as ceilings_main
     _exit_on(ceilings_main([] if out is None else ["--out", out]), "ceilings: not measured (see above)")
 
 
@@ -207,14 +207,14 @@ def session(c, stages=None, commit=None, run_paths=None, out=None):
 @task
 def phases(c):
     """The persistent kernel's phase breakdown: make and run build/persistent_phases -> results/persistent_phases.json."""
-    from harness.phases import phases as run_phases
+    from harness.studies.phases import phases as run_phases
     _exit_on(run_phases(), "gpu.phases: build/persistent_phases failed (its message is above)")
 
 
 @task
 def ncu(c):
     """Nsight Compute counters (--clock-control none) of the persistent and stationary kernels and the fused path's two widest rows -> results/ncu/."""
-    from harness.ncu_counters import main as ncu_main
+    from harness.studies.ncu_counters import main as ncu_main
     _exit_on(ncu_main(), "gpu.ncu: a profile failed (results/ncu/<name>.log)")
 
 
@@ -223,14 +223,14 @@ def accumulate_ab(c, out=None):
     """float64 vs float32 accumulation: builds build/f32acc, alternates both builds' stepwise paths on one GPU.
 
     Summarise with `python -m analysis.accumulate_ab` (results/experiments/accumulate/README.md)."""
-    from harness import accumulate_ab as ab
+    from harness.studies import accumulate_ab as ab
     _exit_on(ab.main(**({"out_dir": out} if out else {})), "gpu.accumulate-ab: the float build failed")
 
 
 @task(help={"only": "comma-separated studies: memory,batch,linear (default: all three)"})
 def torch_profiles(c, only=None):
     """PyTorch's memory timelines (SGD, momentum, Adam), step time against batch and Linear kernels -> results/torch_*.json, profile/torch_*."""
-    from harness.torch_profiles import main as profiles_main
+    from harness.baseline.profiles import main as profiles_main
     _exit_on(profiles_main(["--only", only] if only else []) or 0, "gpu.torch-profiles: a study failed (above)")
 
 
@@ -240,8 +240,8 @@ def portability(c, classes=None, no_report=False):
     """The main job under T4 and L4 limits on this GPU (MLP_CAP_* caps) -> results/portability/<class>/.
 
     Each class: run.json, run.log and RESULTS.md; every path runs in the configuration that fits
-    or is skipped with its reason (harness/portability.py)."""
-    from harness.portability import main as portability_main
+    or is skipped with its reason (harness/studies/portability.py)."""
+    from harness.studies.portability import main as portability_main
     _exit_on(portability_main((["--classes", classes] if classes else []) + (["--no-report"] if no_report else [])),
              "gpu.portability: a class's run failed (results/portability/<class>/run.log)")
 
@@ -249,7 +249,7 @@ def portability(c, classes=None, no_report=False):
 @task(help={"only": "comma-separated studies: batch,linear (default: both)"})
 def ours_studies(c, only=None):
     """Our binary's step time against batch (fastest path per batch) and the fused path's kernels by layer, from nsys -> results/ours_*.json, profile/ours/."""
-    from harness.ours_studies import main as ours_main
+    from harness.studies.ours_studies import main as ours_main
     _exit_on(ours_main(["--only", only] if only else []) or 0, "gpu.ours-studies: a study failed (above)")
 
 

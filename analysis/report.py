@@ -16,7 +16,7 @@ those in the inputs, and the plots carry no timestamp.
 
 Required: run.json, predictions.toml, GAPS.toml; every other input is optional and its section
 says when it is absent (analysis/loaders.py lists them). A run.json the supervisor wrote for a run
-that did not finish (harness/supervisor.py: no GPU, no recipe) gets a short RESULTS.md alone: what
+that did not finish (harness/gate/supervisor.py: no GPU, no recipe) gets a short RESULTS.md alone: what
 happened, its stages, the cases and the hints (templates/RESULTS_supervised.md.j2). Every input is read and checked
 (spec/schema.py) before anything is written, and the outputs are written together or not at
 all. Exit status: 0 written; 2 a bad input (one line naming the file and the field).

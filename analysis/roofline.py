@@ -1,7 +1,7 @@
 """Roofline of one profiled epoch: each kernel row of an nsys kernel summary gets its FLOPs and
 MINIMUM bytes from a model of the recipe's shape, its achieved rates from the row's total time,
 and a verdict against two ceilings measured on the device (results/ceilings.json, written by
-harness/ceilings.py: a large device-to-device copy for bandwidth, a large FP32 matrix product on
+harness/studies/ceilings.py: a large device-to-device copy for bandwidth, a large FP32 matrix product on
 the CUDA cores for arithmetic).
 
 The model, per training step of b rows (I = input_dim, Hd = hidden_dim, O = output_dim,
@@ -78,7 +78,7 @@ COMPUTE_BOUND = "compute-bound"
 NOT_MODELLED = "not modelled"
 NOT_TIMED = "not timed"
 
-# What each modelled kernel computes (cuda/paths.cu, cuda/persistent.cu), for the report.
+# What each modelled kernel computes (cuda/paths/stepwise_path.cu, cuda/paths/persistent_path.cu), for the report.
 WHAT = {
     "k_gather_batch": "Xb, yb = X_all[order], labels_all[order]",
     "k_fwd_hidden_bias_relu": "H = ReLU(Xb·W1 + b1)",

@@ -33,15 +33,15 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "common.h"
-#include "cpu_reference.h"
-#include "cuda_check.h"
-#include "dataset.h"
-#include "json.h"
-#include "paths.h"
-#include "persistent_path.h"
-#include "recipe.h"
-#include "run_stats.h"
+#include "common/common.h"
+#include "gate/cpu_reference.h"
+#include "common/cuda_check.h"
+#include "io/dataset.h"
+#include "common/json.h"
+#include "paths/kernel_path.h"
+#include "paths/persistent_path.h"
+#include "io/recipe.h"
+#include "common/run_stats.h"
 
 namespace mlp_dev {
 using namespace mlp;
@@ -50,7 +50,7 @@ using namespace mlp;
 constexpr int kPhaseA = 1, kPhaseB = 2, kPhaseC = 4, kAllPhases = 7;
 __constant__ int c_phases;
 
-// persistent_epoch (cuda/persistent.cuh) with each phase behind its bit of c_phases; the grid
+// persistent_epoch (cuda/kernels/persistent.cuh) with each phase behind its bit of c_phases; the grid
 // barriers, the loop and the step loss always run. With every bit set it trains like the shipped
 // kernel, which main() checks bitwise.
 __global__ void __launch_bounds__(kThreads, 1) k_phases_epoch(Persist P) {

@@ -1,4 +1,4 @@
-"""ctypes + numpy binding of the five entry points in build/libmlp.so (cuda/submission.h).
+"""ctypes + numpy binding of the five entry points in build/libmlp.so (cuda/contract/submission.h).
 
 Each call copies numpy arrays to the device, poisons the outputs with NaN (all bits set), calls
 the entry point on the default stream, synchronises and copies the outputs back. A non-zero

@@ -12,8 +12,8 @@ from pathlib import Path
 from spec.files import BUILD_DIR, ROOT, write_json
 
 DEFAULT_ARCH = "sm_90"  # the H200 this benchmark is measured on
-DEFAULT_SUBMISSION = "cuda/submission_ref.cu"
-# The five entry points of cuda/submission.h, in the order a learner writes them.
+DEFAULT_SUBMISSION = "cuda/contract/submission_ref.cu"
+# The five entry points of cuda/contract/submission.h, in the order a learner writes them.
 ENTRY_POINTS = ("mlp_forward", "mlp_loss", "mlp_backward", "mlp_step", "mlp_train_epoch")
 CHECK_DIR = ".submission-check"   # inside the build folder: the submission compiled alone
 EXIT_BUILD_FAILED, EXIT_BAD_INPUT = 1, 2
@@ -46,7 +46,7 @@ def validate_arch(arch: str) -> str:
     return arch
 
 
-ACCUMULATORS = ("double", "float")  # the stepwise GEMMs' accumulator (cuda/kernels.cuh), default first
+ACCUMULATORS = ("double", "float")  # the stepwise GEMMs' accumulator (cuda/kernels/stepwise.cuh), default first
 
 
 def make_command(arch: str, submission: str | None, build_dir: Path, target: str = "all",
@@ -71,7 +71,7 @@ def check_submission(arch: str, submission: str, build_dir: Path, accumulate: st
     the five entry points, before anything of the real build is touched: a submission that does
     not compile or lacks one exits here, and build_dir keeps its last good build."""
     check_dir = Path(build_dir) / CHECK_DIR
-    obj = check_dir / "submission.o"
+    obj = check_dir / "obj" / "submission.o"
     cmd = make_command(arch, submission, check_dir, os.path.relpath(obj.resolve(), ROOT), accumulate)
     print("build: " + shlex.join(cmd) + "   (the submission alone, for its entry points)", flush=True)
     try:
@@ -82,9 +82,9 @@ def check_submission(arch: str, submission: str, build_dir: Path, accumulate: st
     finally:
         shutil.rmtree(check_dir, ignore_errors=True)
     if missing:
-        _fail(f"error: --submission {submission} lacks {', '.join(missing)} (cuda/submission.h's "
+        _fail(f"error: --submission {submission} lacks {', '.join(missing)} (cuda/contract/submission.h's "
               f"entry points, extern \"C\"; a stub returns MLP_ERR_NOT_IMPLEMENTED, as in "
-              f"cuda/submission_starter.cu); {build_dir} keeps its last good build")
+              f"cuda/contract/submission_starter.cu); {build_dir} keeps its last good build")
 
 
 def build(arch: str | None = None, submission: str | None = None, build_dir: Path = BUILD_DIR,

@@ -25,7 +25,7 @@ from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
 CAPTURE_RANGE = "profile-epoch"
-# The binary's paths (cuda/paths.cu path_names), used when results/run.json does not list them.
+# The binary's paths (cuda/paths/stepwise_path.cu path_names), used when results/run.json does not list them.
 DEFAULT_PATHS = ("unfused", "fused", "graph", "persistent", "stationary")
 # Extra `nsys profile` options profile_all passes: trace the kernels inside CUDA graphs one by one
 # (the default, "graph", traces a graph as one item, so the graph path's kernels would not appear
@@ -198,7 +198,7 @@ def profile_all(paths: Sequence[str] | None = None, pytorch: bool = True,
         done[name] = profile_path(name, binary=rel(binary), data_dir=rel(data_dir),
                                   out_dir=out_dir, nsys_args=PROFILE_ALL_NSYS_ARGS, cwd=ROOT)
     if pytorch:
-        from harness.pytorch_baseline import trace_eager_epoch
+        from harness.baseline.pytorch_baseline import trace_eager_epoch
         trace = Path(out_dir) / "pytorch_eager_trace.json"
         print(f"torch.profiler trace of one eager epoch -> {trace}", flush=True)
         trace_eager_epoch(trace, results_dir=results_dir)

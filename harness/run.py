@@ -36,7 +36,7 @@ def driver_version() -> str:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
-# mlp_train's exit statuses (cuda/exit_status.h, docs/formats.md), one meaning each.
+# mlp_train's exit statuses (cuda/common/exit_status.h, docs/formats.md), one meaning each.
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_BAD_INPUT, EXIT_CUDA_ERROR, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_MEANINGS = {EXIT_PASS: "every gate case passed", EXIT_GATE_FAILED: "the gate failed",
                  EXIT_BAD_INPUT: "bad input", EXIT_CUDA_ERROR: "CUDA error",
@@ -55,7 +55,7 @@ class RunFailed(Exception):
 def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,
              extra_args: list[str] | tuple[str, ...] = (), binary: Path | None = None, strict: bool = False,
              limit: float | None = None, staged: bool = True) -> int:
-    """Run build/mlp_train under the supervisor (harness/supervisor.py) with a fresh --run-id: in
+    """Run build/mlp_train under the supervisor (harness/gate/supervisor.py) with a fresh --run-id: in
     stages (each `--stage NAME` a fresh process under its own time limit; a hang or a fault
     fails its stage and the later ones still run) or, `staged` False, in one child; run.json is
     always written. Complete results/run.json with the build, the command, the commit and the
@@ -68,8 +68,8 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     error) or any other status, or exits 0 or 1 without this run's run.json (its run_id differs).
 
     `strict`: then cases 11-12 (compute-sanitizer memcheck and racecheck on a short run of the
-    gated path, harness/sanitizer_cases.py) join run.json and the verdict."""
-    from harness.supervisor import supervise_run
+    gated path, harness/gate/sanitizer_cases.py) join run.json and the verdict."""
+    from harness.gate.supervisor import supervise_run
     info = load_build_info(build_dir)
     binary = Path(binary) if binary else Path(build_dir) / "mlp_train"
     if not binary.exists():
@@ -103,6 +103,6 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     write_json(run_json, data)
     rc = outcome.rc
     if strict:
-        from harness import sanitizer_cases
+        from harness.gate import sanitizer_cases
         rc = sanitizer_cases.apply(binary, Path(results_dir), data.get("gated_path") or "fused", rc, data_dir, logs)
     return rc

@@ -1,5 +1,5 @@
-"""The flat parameter layout of the MLP, the Python side's one owner (C++: cuda/model.h and
-cuda/submission.h's mlp_offsets / mlp_workspace_floats).
+"""The flat parameter layout of the MLP, the Python side's one owner (C++: cuda/contract/model.h and
+cuda/contract/submission.h's mlp_offsets / mlp_workspace_floats).
 
 Parameters, gradients and the momentum velocity are ONE flat float32 buffer, in this order:
 
@@ -35,7 +35,7 @@ class Offsets(NamedTuple):
     total: int
 
 
-# MlpStatus of cuda/submission.h, index = value.
+# MlpStatus of cuda/contract/submission.h, index = value.
 STATUS_NAMES = ("ok", "not implemented", "invalid argument", "unsupported shape", "CUDA error")
 
 
@@ -100,7 +100,7 @@ def join(W1, b1, W2, b2, dtype=np.float32) -> np.ndarray:
 
 
 def workspace_floats(shape, batch: int) -> int:
-    """Floats of scratch mlp_train_epoch may use (cuda/submission.h mlp_workspace_floats): the
+    """Floats of scratch mlp_train_epoch may use (cuda/contract/submission.h mlp_workspace_floats): the
     gathered X [batch × in], its labels [batch], H and dH [batch × hidden], Z and dZ
     [batch × out], the gradients [total]."""
     s, b = as_shape(shape), int(batch)

@@ -1,5 +1,5 @@
 """The training recipe (recipe.toml) as the harness reads it: every key checked against the same
-bounds as the binary's (cuda/bounds.cpp; `build/mlp_host limits` prints them as JSON and
+bounds as the binary's (cuda/io/bounds.cpp; `build/mlp_host limits` prints them as JSON and
 tests/test_recipe.py checks that the two agree).
 
 A recipe holds exactly the keys of BOUNDS, each once (TOML rejects a duplicate): an integer key
@@ -23,7 +23,7 @@ class Bound(NamedTuple):
     hi: float
 
 
-# key -> bound, in recipe order (cuda/bounds.cpp's kBounds; the reasons are written there).
+# key -> bound, in recipe order (cuda/io/bounds.cpp's kBounds; the reasons are written there).
 BOUNDS = {
     "input_dim": Bound(True, 1, 4096),
     "hidden_dim": Bound(True, 1, 16384),

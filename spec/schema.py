@@ -176,7 +176,7 @@ _TIMING = {"error": OSTR, "epoch_ms": Arr(NUM), "warmup_epoch_ms": ONUM, "mean_m
 
 _CASES = Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit": ONUM, "detail": STR},
                  required=("id", "name", "passed", "value", "limit")))
-# harness/supervisor.py's account of a supervised run (stages: one per child process).
+# harness/gate/supervisor.py's account of a supervised run (stages: one per child process).
 _SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail": STR, "staged": BOOL,
                    "stages": Arr(Obj({"name": STR, "cases": Arr(INT), "limit_s": ONUM, "limit_why": STR,
                                       "seconds": ONUM, "ended": STR, "exit_status": OINT},
@@ -318,7 +318,7 @@ TORCH_LINEAR = Obj(_STUDY | {
         required=("layer", "forward", "backward")))}, required=("batch", "layers"))),
 }, required=("schema", "batches"))
 
-# harness/ours_studies.py: our binary's side of the batch and Linear studies (nsys).
+# harness/studies/ours_studies.py: our binary's side of the batch and Linear studies (nsys).
 _OURS = {"schema": Const(1), "commit": OSTR, "gpu": OSTR, "shape": Arr(INT)}
 OURS_BATCH_STEPS = Obj(_OURS | {
     "epochs_timed": INT, "tried": Arr(STR),

@@ -1,5 +1,5 @@
 """Every kernel's registers and static shared memory against each architecture's limits
-(harness/arch_resources.py), built for every architecture of the table this nvcc supports; and
+(harness/studies/arch_resources.py), built for every architecture of the table this nvcc supports; and
 the checker itself on synthetic reports that break each limit."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import defaultdict
 
 import pytest
 
-from harness import arch_resources as ar
-from harness.launch_sites import launch_block_sizes
+from harness.studies import arch_resources as ar
+from harness.studies.launch_sites import launch_block_sizes
 
 KB = 1024
 

@@ -2,7 +2,7 @@
 (through `mlp_host parse-args`, the same C++ code), the C++ recipe reader (`mlp_host recipe`), the
 bounds table (`mlp_host limits`) and build/mlp_train itself, fed generated flag values and recipe
 files (hypothesis) and each repro of issue 17. Every example either succeeds with the right values
-or fails with exactly one line on stderr and exit status 2 (cuda/exit_status.h), and no output
+or fails with exactly one line on stderr and exit status 2 (cuda/common/exit_status.h), and no output
 file changes on failure. The oracles below are written from the grammar and the bounds table's
 numbers, not from the C++ code."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""data/ and harness/dataset.py: hashes, shapes, the subset rule, and failure messages. CPU only."""
+"""data/ and harness/data/dataset.py: hashes, shapes, the subset rule, and failure messages. CPU only."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spec import files as config
-from harness import dataset as ds
-from harness.dataset import DataError
+from harness.data import dataset as ds
+from harness.data.dataset import DataError
 
 DATA = config.DATA_DIR
 FULL = DATA / ds.FULL_DIR

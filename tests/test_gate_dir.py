@@ -1,4 +1,4 @@
-"""CPU: the course-scale gate's leaderboard (harness/gate_dir.py) aggregated from fixture folders
+"""CPU: the course-scale gate's leaderboard (harness/gate/course.py) aggregated from fixture folders
 (tests/fixtures/gate/: a passing submission, an epoch mutant, a racy one that fails only case 12
 (racecheck), a hanging one, one that does not build), as `invoke gate --aggregate` and the Slurm array's last step build it."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from harness import gate_dir
+from harness.gate import course as gate_dir
 from spec.files import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gate"

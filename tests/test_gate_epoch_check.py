@@ -1,4 +1,4 @@
-"""CPU: gate case 9's tolerance (cuda/epoch_check.cpp) on a float32 epoch computed on the CPU like
+"""CPU: gate case 9's tolerance (cuda/gate/epoch_check.cpp) on a float32 epoch computed on the CPU like
 tests/submissions/naive_base.cuh: correct float32 code (two summation orders) passes with margin;
 an epoch that never updates b2, or that averages the tail batch over the full batch, fails by
 orders of magnitude (tests/gate_sim/epoch_check_sim.cpp)."""
@@ -11,8 +11,8 @@ import pytest
 
 from spec.files import ROOT
 
-SRC = ["tests/gate_sim/epoch_check_sim.cpp", "cuda/epoch_check.cpp", "cuda/cpu_reference.cpp", "cuda/dataset.cpp",
-       "cuda/common.cpp", "cuda/sha256.cpp", "cuda/npy.cpp"]
+SRC = ["tests/gate_sim/epoch_check_sim.cpp", "cuda/gate/epoch_check.cpp", "cuda/gate/cpu_reference.cpp", "cuda/io/dataset.cpp",
+       "cuda/common/common.cpp", "cuda/io/sha256.cpp", "cuda/io/npy.cpp"]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Each stepwise GEMM kernel in cuda/kernels.cuh takes GemmArgs<Op> of the Op whose kName is the
+"""Each stepwise GEMM kernel in cuda/kernels/stepwise.cuh takes GemmArgs<Op> of the Op whose kName is the
 kernel's own name (the launch reports errors under kName, and profiles list the kernel's name),
 and every Op has exactly one kernel."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "cuda" / "kernels.cuh"
+KERNELS = ROOT / "cuda" / "kernels" / "stepwise.cuh"
 
 
 def test_each_gemm_kernel_is_named_as_its_op():
@@ -21,8 +21,8 @@ def test_each_gemm_kernel_is_named_as_its_op():
 
 
 def test_launches_name_no_tile():
-    """The launches in cuda/paths.cu pass only the kernel: the tile and (M, N, K) come from its Op."""
-    text = (ROOT / "cuda" / "paths.cu").read_text()
+    """The launches in cuda/paths/stepwise_path.cu pass only the kernel: the tile and (M, N, K) come from its Op."""
+    text = (ROOT / "cuda" / "paths" / "stepwise_path.cu").read_text()
     launches = re.findall(r"\bgemm\((k_\w+), s, \w+, st,", text)
     assert len(launches) == 11
     assert not re.search(r"gemm<Tile", text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import np_reference as npref
+from harness.data import np_reference as npref
 
 pytestmark = pytest.mark.gpu
 
@@ -69,7 +69,7 @@ def test_step_elementwise(sub):
 @pytest.mark.parametrize("batch", [128, 129, 300])
 def test_train_epoch_matches_numpy(sub, batch):
     shape = (784, 256, 10)
-    from harness.dataset import load_dataset
+    from harness.data.dataset import load_dataset
     d = load_dataset()
     rng = np.random.default_rng(batch)
     order = rng.permutation(600).astype(np.int32)

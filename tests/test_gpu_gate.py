@@ -61,14 +61,14 @@ def test_forward_overrun_names_the_buffer_and_the_call():
 @pytest.mark.parametrize("mutant, words", [("mutant_spin_epoch", "timed out after"),
                                            ("mutant_fault_epoch", "cudaErrorIllegalAddress")])
 def test_hanging_and_faulting_epochs_end_in_bounded_time(mutant, words, tmp_path):
-    """The supervisor (harness/supervisor.py) ends the run at its limit or on the fault and writes
+    """The supervisor (harness/gate/supervisor.py) ends the run at its limit or on the fault and writes
     run.json with the finished cases and a FAIL row naming what happened."""
     import json
     import sys
     build = ROOT / "build" / "sub" / mutant
     subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
                     f"SUBMISSION=tests/submissions/{mutant}.cu", f"{build}/mlp_train"], check=True, capture_output=True)
-    res = subprocess.run([sys.executable, "-m", "harness.supervisor", "--binary", str(build / "mlp_train"),
+    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(build / "mlp_train"),
                           "--out", str(tmp_path), "--limit", "20", "--", "--paths", "submission", "--reference",
                           "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -105,7 +105,7 @@ def test_staged_gate_gives_the_unstaged_cases(tmp_path):
     docs = {}
     for mode in ("staged", "one-process"):
         out = tmp_path / mode
-        res = subprocess.run([sys.executable, "-m", "harness.supervisor", "--out", str(out),
+        res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--out", str(out),
                               *(["--one-process"] if mode == "one-process" else []), "--", "--paths", "fused",
                               "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=600)
         assert res.returncode == 0, res.stdout + res.stderr
@@ -128,7 +128,7 @@ def test_racy_tile_fails_case_12_of_the_supervised_gate(tmp_path):
     subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
                     "SUBMISSION=tests/submissions/mutant_racy_tile.cu", f"{build}/mlp_train"], check=True,
                    capture_output=True)
-    res = subprocess.run([sys.executable, "-m", "harness.supervisor", "--binary", str(build / "mlp_train"),
+    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(build / "mlp_train"),
                           "--out", str(tmp_path), "--sanitize", "submission", "--", "--paths", "submission",
                           "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -154,7 +154,7 @@ def test_flipped_update_also_fails_overfit():
 
 
 def test_starter_fails_every_case_gracefully():
-    res, rows = build_and_gate("cuda/submission_starter.cu", "--paths", "submission")
+    res, rows = build_and_gate("cuda/contract/submission_starter.cu", "--paths", "submission")
     assert res.returncode == 1, res.stderr
     assert len(rows) == 8
     for name, (verdict, detail) in rows.items():
@@ -198,7 +198,7 @@ def test_binary_for_a_newer_architecture_names_arch():
         pytest.skip("this nvcc cannot build sm_100: " + made.stderr.strip().splitlines()[-1])
     res = subprocess.run([str(build / "mlp_train"), "--data", "data", "--quick"], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)
-    assert res.returncode == 3  # a CUDA error (cuda/exit_status.h)
+    assert res.returncode == 3  # a CUDA error (cuda/common/exit_status.h)
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("mlp_train:")]
     assert len(errors) == 1 and "--arch sm_90" in errors[0], res.stderr
 

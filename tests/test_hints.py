@@ -1,5 +1,5 @@
-"""CPU: harness/hints.py's hints_for (the supervisor's hints for a merged, staged run.json) is
-cuda/hints.cpp's, case set by case set, through `build/mlp_host hints`."""
+"""CPU: harness/gate/hints.py's hints_for (the supervisor's hints for a merged, staged run.json) is
+cuda/gate/hints.cpp's, case set by case set, through `build/mlp_host hints`."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from harness import hints
+from harness.gate import hints
 from spec.files import BUILD_DIR
 
 IDS = (1, 2, 3, 4, 5, 9, 6, 7, 8, 10)

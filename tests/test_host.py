@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import np_reference as npref
+from harness.data import np_reference as npref
 from spec.files import DATA_DIR, ROOT
 from spec.recipe import load_recipe
-from harness.dataset import load_dataset
+from harness.data.dataset import load_dataset
 
 HOST = ROOT / "build" / "mlp_host"
 TRAIN = ROOT / "build" / "mlp_train"
@@ -215,6 +215,6 @@ def test_mlp_train_without_a_gpu_says_so_in_one_line():
     if have_gpu():
         pytest.skip("a GPU is present: this checks the GPU-less message")
     res = subprocess.run([str(TRAIN), "--out", "/nonexistent-results"], capture_output=True, text=True, cwd=ROOT)
-    assert res.returncode == 3  # a CUDA error (cuda/exit_status.h), after every input was checked
+    assert res.returncode == 3  # a CUDA error (cuda/common/exit_status.h), after every input was checked
     assert "no CUDA device found" in _error_line(res)
     assert not Path("/nonexistent-results").exists()  # nothing written before the failure

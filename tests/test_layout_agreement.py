@@ -1,4 +1,4 @@
-"""The C++ owner of the parameter layout (cuda/model.h, with submission.h's status names) and the
+"""The C++ owner of the parameter layout (cuda/contract/model.h, with submission.h's status names) and the
 Python owner (spec/layout.py) agree: a tiny host program compiled with g++ prints the offsets and
 workspace sizes for several shapes and the status names, and each is compared with spec.layout.
 The recipe shape of both (and recipe.toml's) must be the same too."""
@@ -66,7 +66,7 @@ def probe(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("layout")
     src, exe = tmp / "probe.cpp", tmp / "probe"
     src.write_text(PROBE)
-    subprocess.run([cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "cuda"),
+    subprocess.run([cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "cuda" / "contract"),
                     "-isystem", str(inc), str(src), "-o", str(exe)], check=True)
     args = [str(x) for shape in SHAPES for batch in BATCHES for x in (*shape, batch)]
     out = subprocess.run([str(exe), *args], capture_output=True, text=True, check=True).stdout
@@ -112,6 +112,6 @@ def test_model_h_is_plain_c(tmp_path):
     src = tmp_path / "c.c"
     src.write_text('#include "model.h"\nint main(void) { MlpShape s = {784, 256, 10};\n'
                    '  return mlp_workspace_floats(s, 128) == 372106 && mlp_offsets(s).total == 203530 ? 0 : 1; }\n')
-    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "cuda"), str(src),
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "cuda" / "contract"), str(src),
                     "-o", str(tmp_path / "c")], check=True)
     assert subprocess.run([str(tmp_path / "c")]).returncode == 0

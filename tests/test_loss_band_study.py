@@ -1,4 +1,4 @@
-"""The loss-band study's trainer (harness/loss_band_study.py) is the float64 reference when run in
+"""The loss-band study's trainer (harness/studies/loss_band_study.py) is the float64 reference when run in
 float64, and its float32 run differs from it only by rounding on the recipe's seed."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from spec.files import BUILD_DIR, DATA_DIR
 from spec.recipe import load_recipe
-from harness.dataset import load_dataset
-from harness.loss_band_study import MODE_TITLES, effect, render_md, seed_inputs, study, train_losses
-from harness.reference import REFERENCE_DIR
+from harness.data.dataset import load_dataset
+from harness.studies.loss_band_study import MODE_TITLES, effect, render_md, seed_inputs, study, train_losses
+from harness.data.reference import REFERENCE_DIR
 
 HOST = BUILD_DIR / "mlp_host"
 pytestmark = pytest.mark.skipif(not HOST.exists(), reason="build/mlp_host missing: run `invoke build`")

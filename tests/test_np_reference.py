@@ -1,10 +1,10 @@
-"""harness.np_reference: its backward against central finite differences, and its step formula."""
+"""harness.data.np_reference: its backward against central finite differences, and its step formula."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness import np_reference as ref
+from harness.data import np_reference as ref
 
 SHAPE = (12, 9, 5)   # small in, hidden, out
 

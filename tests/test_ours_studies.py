@@ -1,5 +1,5 @@
-"""harness/ours_studies.py without a GPU: the kernel-role table against the fused path's kernel
-list in cuda/paths.cu and a real nsys kernel summary (tests/fixtures/ours/, copied from the H200
+"""harness/studies/ours_studies.py without a GPU: the kernel-role table against the fused path's kernel
+list in cuda/paths/stepwise_path.cu and a real nsys kernel summary (tests/fixtures/ours/, copied from the H200
 profile of the fused path at batch 128), the GPU-busy union, the choice of the fastest path that
 ran, and both studies end to end with a stand-in binary run and nsys capture: the JSON fits its
 schema, the numbers are the CSVs' per step, and a failed capture writes nothing."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ours_studies as ours
+from harness.studies import ours_studies as ours
 from spec.files import ROOT
 from spec.schema import validate
 
@@ -66,7 +66,7 @@ def kern_frame():
 # ----------------------------------------------------------------------------- kernel roles
 
 def test_every_fused_kernel_of_paths_cu_has_a_layer_or_a_named_role():
-    text = (ROOT / "cuda" / "paths.cu").read_text()
+    text = (ROOT / "cuda" / "paths" / "stepwise_path.cu").read_text()
     block = text.split("// ---- fused:", 1)[1].split("void fused_epoch", 1)[0]
     names = re.findall(r"^//\s+\d+\s+(k_\w+(?:<\w+>)?)", block, flags=re.M)
     assert len(names) == 10
@@ -80,8 +80,8 @@ def test_every_fused_kernel_of_paths_cu_has_a_layer_or_a_named_role():
 
 
 def test_nsys_names_map_as_the_source_names_do():
-    """nsys writes k_colsum<(mlp::Col)0> for Col::db1 (cuda/kernels.cuh: enum class Col { db1, db2 })."""
-    enum = re.search(r"enum class Col \{([^}]*)\}", (ROOT / "cuda" / "kernels.cuh").read_text())
+    """nsys writes k_colsum<(mlp::Col)0> for Col::db1 (cuda/kernels/stepwise.cuh: enum class Col { db1, db2 })."""
+    enum = re.search(r"enum class Col \{([^}]*)\}", (ROOT / "cuda" / "kernels" / "stepwise.cuh").read_text())
     assert [x.strip() for x in enum.group(1).split(",")] == ["db1", "db2"]
     layers, other = ours.linear_layers(kern_frame(), 47, {"fc1": [784, 256], "fc2": [256, 10]})
     got = {(L["layer"], p): sorted(k["name"].split("(")[0].removeprefix("void ")
@@ -129,7 +129,7 @@ def test_epoch_stats_are_the_summaries_per_step():
 
 def test_batches_agree_with_the_torch_study():
     pytest.importorskip("torch")
-    from harness import torch_profiles
+    from harness.baseline import profiles as torch_profiles
     assert ours.STEP_BATCHES == torch_profiles.STEP_BATCHES
     assert ours.LINEAR_BATCHES == torch_profiles.LINEAR_BATCHES
 

@@ -1,6 +1,6 @@
 """Every GPU runs the main job (issue 16): each path's fit to a device's limits (build/mlp_fit,
-the binary's own fit logic, cuda/path_fit.h), the MLP_CAP_* testing caps and their checking,
-README's path table, harness/portability.py; and, on a GPU, the main job under the T4 and L4
+the binary's own fit logic, cuda/paths/path_fit.h), the MLP_CAP_* testing caps and their checking,
+README's path table, harness/studies/portability.py; and, on a GPU, the main job under the T4 and L4
 caps."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from harness import arch_resources as ar
-from harness import portability as pt
+from harness.studies import arch_resources as ar
+from harness.studies import portability as pt
 from spec.files import BUILD_DIR, ROOT
 
 FIT = BUILD_DIR / "mlp_fit"
@@ -141,11 +141,11 @@ def test_readme_path_table_is_the_fit_tools_output():
     text = (ROOT / "README.md").read_text()
     m = re.search(r"<!-- paths-table:start -->\n(.*?)<!-- paths-table:end -->", text, re.S)
     assert m, "README.md lost its paths-table markers"
-    assert m.group(1) == ar.path_table(FIT), "README's path table is stale: python -m harness.arch_resources --paths-table"
+    assert m.group(1) == ar.path_table(FIT), "README's path table is stale: python -m harness.studies.arch_resources --paths-table"
     assert ar.EXAMPLE_GPUS.keys() == ar.ARCHS.keys()
 
 
-# ---- harness/portability.py -------------------------------------------------------------------------
+# ---- harness/studies/portability.py -------------------------------------------------------------------------
 def test_portability_classes_are_the_issues_limits():
     assert pt.CLASSES["t4"] == {"MLP_CAP_SMS": 40, "MLP_CAP_SMEM_PER_BLOCK": 65536, "MLP_CAP_THREADS_PER_SM": 1024}
     assert pt.CLASSES["l4"] == {"MLP_CAP_SMS": 58, "MLP_CAP_SMEM_PER_BLOCK": 99 * KB, "MLP_CAP_THREADS_PER_SM": 1536}

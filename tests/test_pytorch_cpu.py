@@ -1,7 +1,7 @@
 """The PyTorch baseline and the manual autograd ops.
 
 CPU tests (CI): gradcheck of each manual op in float64; a one-epoch run of the CPU-capable
-variants on a 512-image slice whose per-step losses must match harness.np_reference (float64)
+variants on a 512-image slice whose per-step losses must match harness.data.np_reference (float64)
 from the same init and order; the profiler trace. GPU tests (@pytest.mark.gpu): every variant
 for the full recipe, final test accuracy within 1 pp of the float64 reference.
 """
@@ -14,10 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import np_reference  # noqa: E402
+from harness.data import np_reference  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
-from harness import manual_ops  # noqa: E402
-from harness import pytorch_baseline as pb  # noqa: E402
+from harness.baseline import manual_ops  # noqa: E402
+from harness.baseline import pytorch_baseline as pb  # noqa: E402
 from spec import layout  # noqa: E402
 
 RECIPE = load_recipe()
@@ -108,7 +108,7 @@ def small():
     """A 512-image slice (the real data when data/ loads, else synthetic), init and order."""
     rng = np.random.default_rng(20260829)
     try:
-        from harness.dataset import load_dataset
+        from harness.data.dataset import load_dataset
         full = load_dataset()
         data = {"train_images": full["train_images"][:N_TRAIN],
                 "train_labels": full["train_labels"][:N_TRAIN],
@@ -232,7 +232,7 @@ LAST_K, LATE_TOL = 5, 0.01
 
 
 def _reference_curve(init, order, data):
-    """The float64 reference's per-epoch test accuracy: run.json's, or harness.np_reference's."""
+    """The float64 reference's per-epoch test accuracy: run.json's, or harness.data.np_reference's."""
     run_json = config.RESULTS_DIR / "run.json"
     if run_json.exists():
         ref = json.loads(run_json.read_text()).get("reference_fp64") or {}
@@ -267,10 +267,10 @@ def test_gpu_variant_accuracy(full_inputs, variant):
 
 
 def test_pytorch_epoch_hold_matches_our_binary():
-    # Both sides time an epoch behind the same GPU spin; cuda/paths.h's kHoldCycles owns the number.
+    # Both sides time an epoch behind the same GPU spin; cuda/paths/kernel_path.h's kHoldCycles owns the number.
     import re
     from pathlib import Path
-    header = (Path(__file__).resolve().parents[1] / "cuda" / "paths.h").read_text()
+    header = (Path(__file__).resolve().parents[1] / "cuda" / "paths" / "kernel_path.h").read_text()
     m = re.search(r"constexpr long long kHoldCycles = (\d+);", header)
-    assert m, "cuda/paths.h lost kHoldCycles"
+    assert m, "cuda/paths/kernel_path.h lost kHoldCycles"
     assert pb.HOLD_CYCLES == int(m.group(1))

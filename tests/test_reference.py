@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import reference
+from harness.data import reference
 from spec.recipe import load_recipe
 
 

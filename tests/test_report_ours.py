@@ -1,4 +1,4 @@
-"""RESULTS.md's sections on our binary's side of the PyTorch studies (harness/ours_studies.py):
+"""RESULTS.md's sections on our binary's side of the PyTorch studies (harness/studies/ours_studies.py):
 our step time against batch beside PyTorch eager's, with the computed comparison, and the fused
 path's kernels by layer and phase beside PyTorch's; 'Not measured' without the files; a bad field
 is one line and exit 2. Fixtures: tests/fixtures/studies/ours_*.json (SYNTHETIC: ours 10, 10,

@@ -61,9 +61,9 @@ def test_a_broken_supervised_doc_is_one_line_and_status_2(tmp_path, capsys):
 
 
 def test_gate_dir_renders_each_submissions_report(tmp_path):
-    """harness/gate_dir.py: every folder gets its RESULTS.md, the finished run's and the
+    """harness/gate/course.py: every folder gets its RESULTS.md, the finished run's and the
     faulted one's."""
-    from harness import gate_dir
+    from harness.gate import course as gate_dir
     for name, src in (("naive", FIX / "naive" / "run.json"), ("fault", FIX / "run.json")):
         (tmp_path / name).mkdir()
         shutil.copy(src, tmp_path / name / "run.json")

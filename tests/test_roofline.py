@@ -1,5 +1,5 @@
 """analysis/roofline.py (the per-kernel FLOP and minimum-byte model, the verdicts), the report's
-roofline section, and harness/ceilings.py's arithmetic and its no-GPU exit.
+roofline section, and harness/studies/ceilings.py's arithmetic and its no-GPU exit.
 
 tests/fixtures/nsys holds real H200 kernel summaries (fused, unfused); tests/fixtures/results/
 ceilings.json is SYNTHETIC (round invented ceilings: copy 4,000 GB/s, FP32 50 TFLOP/s, TF32
@@ -19,7 +19,7 @@ from analysis.loaders import InputError, load_json
 from analysis.sections.roofline import section
 from analysis.nsys_csv import read_kern_sum
 from spec.kernels import ENUMS
-from harness import ceilings as ceilings_mod
+from harness.studies import ceilings as ceilings_mod
 from spec.files import ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -120,7 +120,7 @@ def test_epoch_model_sums_the_true_batches():
 
 def test_enum_order_matches_the_cuda_sources():
     """spec.kernels.ENUMS, the one Python copy of the enumerators' order, against the C++."""
-    src = "\n".join(p.read_text() for p in sorted((ROOT / "cuda").iterdir())
+    src = "\n".join(p.read_text() for p in sorted((ROOT / "cuda").rglob("*"))
                     if p.suffix in (".cuh", ".h", ".cu"))
     for func, (enum, values) in ENUMS.items():
         found = re.findall(rf"enum class {enum}\s*\{{([^}}]*)\}}", src)

@@ -35,7 +35,7 @@ def setup(tmp_path, monkeypatch):
     build = tmp_path / "build"
     build.mkdir()
     (build / "build_info.json").write_text(json.dumps(
-        {"arch": "sm_90", "submission": "cuda/submission_ref.cu", "accumulate": "double",
+        {"arch": "sm_90", "submission": "cuda/contract/submission_ref.cu", "accumulate": "double",
          "make_command": "make ARCH=sm_90", "nvcc_command": "nvcc -O3"}))
     fake = build / "mlp_train"
     fake.write_text(FAKE.format(python=sys.executable))

@@ -1,7 +1,7 @@
 """The host-only half of the binary under AddressSanitizer + UBSan (build/asan/mlp_host, `make asan`):
 the data loader on the real data, the float64 reference (init, order, grad, a short train), the
 argument and input checks, and a seeded fuzz of the IDX loaders (C++ through the ASan build, and
-harness.dataset.parse_idx) with malformed headers, sizes and truncations. CPU only; reproducible
+harness.data.dataset.parse_idx) with malformed headers, sizes and truncations. CPU only; reproducible
 (fixed seeds); the whole file runs in well under a minute."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import np_reference as npref
+from harness.data import np_reference as npref
 from spec.files import DATA_DIR, ROOT
-from harness.dataset import (SUMS_NAME, TEST_IMAGES, TEST_LABELS, DataError, encode_idx, format_sha256sums,
+from harness.data.dataset import (SUMS_NAME, TEST_IMAGES, TEST_LABELS, DataError, encode_idx, format_sha256sums,
                              load_dataset, parse_idx, sha256_hex)
 
 ASAN_HOST = ROOT / "build" / "asan" / "mlp_host"

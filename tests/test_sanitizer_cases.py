@@ -1,4 +1,4 @@
-"""CPU: gate cases 11 (memcheck) and 12 (racecheck) of harness/sanitizer_cases.py with stand-in
+"""CPU: gate cases 11 (memcheck) and 12 (racecheck) of harness/gate/sanitizer_cases.py with stand-in
 compute-sanitizer programs on PATH: the real tool's summary lines parsed, errors, a hang, a crash
 and a missing tool each FAIL naming what happened, the short run has a tail batch, and the
 cases join run.json, its hints and the exit status (issue 15)."""
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from harness import sanitizer_cases as sc
-from harness import supervisor
+from harness.gate import sanitizer_cases as sc
+from harness.gate import supervisor
 
 CLEAN = {"memcheck": "========= ERROR SUMMARY: 0 errors",
          "racecheck": "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"}

@@ -54,7 +54,7 @@ def test_workspace_floats_is_submission_h_formula():
 
 
 def test_status_names_follow_the_enum_of_submission_h():
-    text = (files.ROOT / "cuda" / "submission.h").read_text()
+    text = (files.ROOT / "cuda" / "contract" / "submission.h").read_text()
     enum = re.search(r"enum MlpStatus \{(.*?)\};", text, re.S).group(1)
     values = [int(v) for v in re.findall(r"MLP_\w+\s*=\s*(\d+)", enum)]
     assert values == list(range(len(layout.STATUS_NAMES)))

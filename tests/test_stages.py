@@ -1,4 +1,4 @@
-"""CPU: the staged supervisor (harness/stages.py) on a stand-in `mlp_train --stage NAME`
+"""CPU: the staged supervisor (harness/gate/stages.py) on a stand-in `mlp_train --stage NAME`
 (tests/fakes/staged_mlp_train.py) that passes, fails, hangs, dies on SIGSEGV or exits 3 with a
 CUDA fault per stage: each stage runs in its own process under its own limit, a bad stage fails
 its own cases only, the later stages still run, and the merged run.json has the unstaged shape
@@ -11,7 +11,11 @@ import time
 
 import pytest
 
-from harness import hints, stages, supervisor
+from harness.gate import hints
+
+from harness.gate import stages
+
+from harness.gate import supervisor
 from spec.files import ROOT
 from spec.schema import validate
 

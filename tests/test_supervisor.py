@@ -1,4 +1,4 @@
-"""CPU: harness/supervisor.py in one child (`--one-process`; the stages: tests/test_stages.py) on stand-in binaries that print the gate's first rows and then hang,
+"""CPU: harness/gate/supervisor.py in one child (`--one-process`; the stages: tests/test_stages.py) on stand-in binaries that print the gate's first rows and then hang,
 die on a signal or exit with a CUDA error: run.json is written each time, keeps the finished
 cases and fails the case that was running with what happened."""
 from __future__ import annotations
@@ -9,7 +9,9 @@ import stat
 
 import pytest
 
-from harness import child, supervisor
+from harness.gate import child
+
+from harness.gate import supervisor
 
 ROWS = ("#  case value limit verdict\n"
         "1  onebatch-forward 1e-07 6.2e-05  PASS   fine\n"

@@ -1,4 +1,4 @@
-"""The width and batch sweep (harness/sweep.py) and its report (analysis/sweep_report.py), on the CPU.
+"""The width and batch sweep (harness/studies/sweep.py) and its report (analysis/sweep_report.py), on the CPU.
 
 The per-point results are SYNTHETIC: tests/fixtures/sweep/fake.py writes them (the committed
 fixture points under tests/fixtures/sweep/results/, and, standing in for build/mlp_train and the
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from analysis import sweep_report
-from harness import sweep
+from harness.studies import sweep
 from spec import layout
 
 HERE = Path(__file__).resolve().parent
@@ -331,10 +331,10 @@ def test_sweep_time_limit_is_recorded(tmp_path):
 
 def test_real_baseline_through_the_driver_on_cpu(tmp_path):
     """The sweep's baseline command (--results, --variants, --batch, --data, --device) against
-    harness.pytorch_baseline itself, on the CPU, with the fake binary's weights and order."""
+    harness.baseline.pytorch_baseline itself, on the CPU, with the fake binary's weights and order."""
     pytest.importorskip("torch")
     from spec.files import DATA_DIR
-    from harness.dataset import load_dataset
+    from harness.data.dataset import load_dataset
     try:
         load_dataset(DATA_DIR)
     except Exception as exc:  # noqa: BLE001
@@ -355,8 +355,8 @@ def test_real_baseline_through_the_driver_on_cpu(tmp_path):
 def test_baseline_batch_override_and_full_layout_data(tmp_path):
     """run_all(batch=...) trains at that batch; load_data reads a data/full-style folder."""
     pytest.importorskip("torch")
-    from harness import dataset as ds
-    from harness import pytorch_baseline as pb
+    from harness.data import dataset as ds
+    from harness.baseline import pytorch_baseline as pb
     rng = np.random.default_rng(0)
     full = tmp_path / "full"
     full.mkdir()

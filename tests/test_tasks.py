@@ -10,7 +10,11 @@ import tarfile
 
 import pytest
 
-from harness import accumulate_ab, gpu_session, ncu_counters
+from harness.studies import accumulate_ab
+
+from harness import gpu_session
+
+from harness.studies import ncu_counters
 from spec.files import ROOT
 
 import tasks

@@ -1,5 +1,5 @@
-"""The profiling studies (harness/torch_profiles.py) and their trace arithmetic
-(harness/trace_stats.py).
+"""The profiling studies (harness/baseline/profiles.py) and their trace arithmetic
+(harness/baseline/trace_stats.py).
 
 Synthetic Chrome-trace events check the step window, GPU busy union, launch-to-kernel matching
 and the forward/backward attribution by autograd sequence number; a hand-made memory timeline
@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import trace_stats as ts
+from harness.baseline import trace_stats as ts
 
 
 def _x(cat, name, ts_, dur, tid=1, **args):
@@ -139,7 +139,7 @@ def test_memory_timeline_parse_and_peaks():
 # --------------------------------------------------------------------------------------------
 
 torch = pytest.importorskip("torch")
-from harness import torch_profiles as tp  # noqa: E402
+from harness.baseline import profiles as tp  # noqa: E402
 from spec import layout  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""compiled-step (harness/torch_step.py) and the baseline's variant selection.
+"""compiled-step (harness/baseline/compiled_step.py) and the baseline's variant selection.
 
 CPU: the whole step's equations uncompiled against the float64 reference (a 600-image slice:
 four batches of 128 and a tail of 88, two epochs); one update by hand against submission.h's
@@ -15,11 +15,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import np_reference  # noqa: E402
+from harness.data import np_reference  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
-from harness import pytorch_baseline as pb  # noqa: E402
-from harness import torch_variants as tv  # noqa: E402
-from harness.torch_step import CompiledStepVariant, make_step  # noqa: E402
+from harness.baseline import pytorch_baseline as pb  # noqa: E402
+from harness.baseline import variants as tv  # noqa: E402
+from harness.baseline.compiled_step import CompiledStepVariant, make_step  # noqa: E402
 from spec import layout  # noqa: E402
 
 RECIPE = load_recipe()

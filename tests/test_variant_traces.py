@@ -1,8 +1,8 @@
-"""harness.variant_traces: the README's sentences follow the trace numbers."""
+"""harness.baseline.variant_traces: the README's sentences follow the trace numbers."""
 import pytest
 
 pytest.importorskip("torch")
-from harness.variant_traces import readme  # noqa: E402
+from harness.baseline.variant_traces import readme  # noqa: E402
 
 
 def _v(wall, kern, launches, graphs):

@@ -24,7 +24,7 @@ from analysis.fmt import is_number
 from analysis.sections import common as c
 
 STATIONARY = "stationary"
-PERSISTENT_BARRIERS = 3       # grid barriers a step of the persistent kernels (cuda/persistent.cu)
+PERSISTENT_BARRIERS = 3       # grid barriers a step of the persistent kernels (cuda/paths/persistent_path.cu)
 STATIONARY_SYNCS = 1          # one grid-wide dependency a step: the logits' counter
 LABEL_BYTES = 4               # an int32 label
 

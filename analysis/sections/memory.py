@@ -10,8 +10,8 @@ from spec.layout import Shape, memory_ledger
 # The ledger's optimizer-state keys: plain SGD, SGD with momentum (the recipe's), Adam.
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam")
 # The commands that write the two sweeps, named where one is absent.
-SWEEP_COMMAND = "python -m harness.sweep"
-FULL_SPLIT_COMMAND = ("python -m harness.sweep --full --widths 256 --batches none --epochs 5 "
+SWEEP_COMMAND = "python -m harness.studies.sweep"
+FULL_SPLIT_COMMAND = ("python -m harness.studies.sweep --full --widths 256 --batches none --epochs 5 "
                       "--results results/full60k")
 RECIPE_OPTIMIZER = "sgd_momentum"
 

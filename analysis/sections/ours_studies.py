@@ -1,4 +1,4 @@
-"""Our binary's side of the two PyTorch studies (harness/ours_studies.py, from nsys): step time
+"""Our binary's side of the two PyTorch studies (harness/studies/ours_studies.py, from nsys): step time
 against batch size for our fastest path at each batch, beside PyTorch eager's rows and with the
 numbers of a computed comparison; the fused path's kernels by Linear layer and phase at batch 32
 and 1024, beside PyTorch's kernels for the same layer, phase and batch."""

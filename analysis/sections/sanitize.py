@@ -6,13 +6,13 @@ import re
 
 _SAN_START = re.compile(r"^sanitize:\s+(\S+)\s+(.*\S)\s*$")
 _SAN_RESULT = re.compile(r"^\s*->\s*(\S+)\s+errors?,\s*exit\s+(-?\d+)")
-# harness/sanitize.py prints each result on its own line when runs interleave:
+# harness/studies/sanitize.py prints each result on its own line when runs interleave:
 # 'sanitize: TOOL TARGET -> N errors, exit E (S s)' (or '-> no result within S s').
 _SAN_ONE_LINE = re.compile(r"^sanitize:\s+(\S+)\s+(.*?)\s+->\s*(?:(\S+)\s+errors?,\s*exit\s+(-?\d+)|(no result))")
 
 
 def log_runs(text: str) -> tuple[list[dict], dict | None]:
-    """(finished runs, a run the log ends inside or None) from harness/sanitize.py's lines:
+    """(finished runs, a run the log ends inside or None) from harness/studies/sanitize.py's lines:
     'sanitize: TOOL TARGET' when a run starts, then 'sanitize: TOOL TARGET -> N errors, exit E'
     (runs interleave) or an indented '-> N errors, exit E' (the serial form of earlier logs)."""
     done, started, last = [], {}, None

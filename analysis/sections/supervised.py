@@ -1,4 +1,4 @@
-"""A run under the supervisor (harness/supervisor.py): how it ended, its stages, and whether the
+"""A run under the supervisor (harness/gate/supervisor.py): how it ended, its stages, and whether the
 whole report can be rendered from it or only a short one (a supervised failure doc written
 without the binary's run.json: no recipe, no GPU, no timed path)."""
 from __future__ import annotations

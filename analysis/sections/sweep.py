@@ -9,7 +9,7 @@ EAGER, GRAPH = c.EAGER_VARIANT, c.TORCH_GRAPH_VARIANT
 
 
 def point_label(hidden, batch) -> str:
-    """A point's name as harness/sweep.py gives it: h256_b128."""
+    """A point's name as harness/studies/sweep.py gives it: h256_b128."""
     return f"h{int(hidden)}_b{int(batch)}"
 
 

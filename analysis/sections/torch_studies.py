@@ -1,5 +1,5 @@
 """The PyTorch sections: which variants a run included, each variant's compile and capture
-seconds apart from its epoch times, and the three profiling studies of harness/torch_profiles.py
+seconds apart from its epoch times, and the three profiling studies of harness/baseline/profiles.py
 (memory peaks by category per optimizer against spec.layout's ledger and our binary's peak; step
 time against batch size; the kernels of each Linear layer)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-// dev/stationary/probe.cuh — dev-only phase timers and variant launches for cuda/stationary.cuh.
-// Include BEFORE cuda/stationary_host.cuh: it defines WSTAT_MARK, which the kernel expands at each
+// dev/stationary/probe.cuh — dev-only phase timers and variant launches for cuda/kernels/stationary.cuh.
+// Include BEFORE cuda/paths/stationary_path.cuh: it defines WSTAT_MARK, which the kernel expands at each
 // phase mark; only instantiations whose variant V has kVProbe record (thread 0 of each block,
 // clock64 and %globaltimer per (step, block, mark) into g_marks). Every other V compiles as if
 // the hook were absent.

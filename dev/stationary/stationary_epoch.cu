@@ -1,6 +1,6 @@
-// dev/stationary/stationary_epoch.cu — standalone check and benchmark of cuda/stationary.cuh.
+// dev/stationary/stationary_epoch.cu — standalone check and benchmark of cuda/kernels/stationary.cuh.
 //
-//   1. data: data/train6000-* IDX files (float32(p)/255 as cuda/dataset.cpp loads them), else
+//   1. data: data/train6000-* IDX files (float32(p)/255 as cuda/io/dataset.cpp loads them), else
 //      seeded random bytes over 255; initial parameters as torch.nn.Linear (uniform ±1/√fan_in,
 //      SplitMix64), each epoch's order a seeded Fisher–Yates shuffle
 //   2. the byte conversion: pixel(p) == float32(p)/255 bitwise for all 256 bytes, host and device
@@ -9,7 +9,7 @@
 //   4. one full epoch (47 steps) against float64 (the gate's one-epoch parity limit) and a
 //      bitwise rerun; the pad units (shapes with G·U > 256) bitwise 0 after each of those epochs
 //   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
-//   6. the dev variants (cuda/stationary.cuh's kV* bits; dev/stationary/variants.cuh): each checked
+//   6. the dev variants (cuda/kernels/stationary.cuh's kV* bits; dev/stationary/variants.cuh): each checked
 //      as 3.-4. (and bitwise against the first epoch of its summation-order family: tiled or not),
 //      then timed the same way; the probe variants (phase marks, dev/stationary/probe.cuh) print a
 //      phase table of one epoch; `probe shipped`'s goes to results/stationary_phases.json
@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "../../cuda/rng.h"
+#include "../../cuda/common/rng.h"
 #include "probe.cuh"  // defines WSTAT_MARK before the kernel header
-#include "../../cuda/stationary_host.cuh"
+#include "../../cuda/paths/stationary_path.cuh"
 #include "variants.cuh"
 
 namespace {
@@ -61,7 +61,7 @@ void verdict(const char* what, double value, double limit) {
   std::printf("  %-44s %.3e  (limit %.3e)  %s\n", what, value, limit, ok ? "PASS" : "FAIL");
 }
 
-// IDX files as cuda/dataset.cpp reads them; false when absent.
+// IDX files as cuda/io/dataset.cpp reads them; false when absent.
 bool load_idx(const std::string& path, int want_dims, std::vector<uint8_t>& data, int& count) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
@@ -153,7 +153,7 @@ __global__ void k_pixel_selftest(float* out) {
   out[256 + p] = mlp::wstat::pixel_of_byte(w, (int)i);
 }
 
-// kVMma's fragment layout (cuda/stationary_ops.cuh mma_tf32): one warp, C = A·B for A [16][8],
+// kVMma's fragment layout (cuda/kernels/stationary_ops.cuh mma_tf32): one warp, C = A·B for A [16][8],
 // B [8][8] of small integers (exact in TF32 and in the float32 sums), loaded by the documented
 // fragment positions; c[lane * 4 + i] as mma_tf32 leaves it.
 __global__ void k_mma_selftest(const float* A, const float* B, float* c) {
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
     for (auto& l : lab) l = (uint8_t)(r.next() % kOut);
   }
   std::vector<float> X((size_t)n_total * kIn);
-  for (size_t i = 0; i < X.size(); ++i) X[i] = (float)pix[i] / 255.0f;  // cuda/dataset.cpp's formula
+  for (size_t i = 0; i < X.size(); ++i) X[i] = (float)pix[i] / 255.0f;  // cuda/io/dataset.cpp's formula
   std::vector<int> y(lab.begin(), lab.begin() + n_total);
   for (int l : y)
     if (l < 0 || l >= kOut) { std::fprintf(stderr, "stationary_epoch: label %d out of range 0..9\n", l); return 2; }
@@ -533,7 +533,7 @@ int main(int argc, char** argv) {
     std::printf("  launch: %s\n", plan.cooperative ? "cooperative attribute + clusters" : "clusters (cooperative attribute refused)");
   }
 
-  // ---- 6. variants (cuda/stationary.cuh's kV* bits): checks, then timing, one after another ----
+  // ---- 6. variants (cuda/kernels/stationary.cuh's kV* bits): checks, then timing, one after another ----
   const bool have_variants = (plan.cluster == 8 && plan.units == 20) || (plan.cluster == 4 && plan.units == 12);
   if (!have_variants) std::printf("variants: not instantiated for <%d,%d>\n", plan.cluster, plan.units);
   std::vector<double> v_med((size_t)variants::list().size(), -1), v_cv(v_med.size(), 0);

@@ -1,7 +1,7 @@
 // dev/stationary/variants.cuh — launches of k_stationary_epoch<CL, U, V> for the dev variants
-// (cuda/stationary.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare, and the
+// (cuda/kernels/stationary.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare, and the
 // phase report of a recorded epoch. Included by dev/stationary/stationary_epoch.cu after
-// probe.cuh and cuda/stationary_host.cuh.
+// probe.cuh and cuda/paths/stationary_path.cuh.
 #pragma once
 #include <algorithm>
 #include <cstdio>

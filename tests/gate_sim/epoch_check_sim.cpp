@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cpu_reference.h"
-#include "dataset.h"
-#include "epoch_check.h"
-#include "rng.h"
+#include "gate/cpu_reference.h"
+#include "io/dataset.h"
+#include "gate/epoch_check.h"
+#include "common/rng.h"
 
 namespace {
 

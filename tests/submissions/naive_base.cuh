@@ -1,6 +1,6 @@
 // tests/submissions/naive_base.cuh — a second, deliberately plain implementation of
-// cuda/submission.h (one thread per output element, no tiling), written independently of
-// cuda/kernels.cuh. Built as is (naive.cu) it must pass the gate; each mutant_*.cu defines ONE
+// cuda/contract/submission.h (one thread per output element, no tiling), written independently of
+// cuda/kernels/stepwise.cuh. Built as is (naive.cu) it must pass the gate; each mutant_*.cu defines ONE
 // of the MUTANT_* macros below, and the gate must catch it in the case named beside it.
 //   MUTANT_NO_RELU_MASK     dH = dZ·W2ᵀ without ⊙(H > 0)             -> case 4 (grad-check)
 //   MUTANT_FLIPPED_UPDATE   p = p − v instead of p + v               -> case 5 (step), case 6

@@ -1,0 +1,76 @@
+// cuda/cli/mlp_train.cu — mlp_train: gates the linked submission (cases 1–7), times every kernel
+// path (case 8) and writes results/run.json. Parse (cuda/io/options.h) → load and check every input
+// before the GPU is touched (cuda/io/inputs.h) → bring up the GPU (cuda/paths/device.h) → one mode
+// (cuda/cli/modes.h). Exit statuses: cuda/common/exit_status.h.
+#include <cstdio>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "common/common.h"
+#include "common/cuda_check.h"
+#include "paths/device.h"
+#include "common/exit_status.h"
+#include "io/inputs.h"
+#include "cli/modes.h"
+#include "io/options.h"
+#include "paths/kernel_path.h"
+#include "cli/run_json.h"
+#include "paths/train_loop.h"
+
+#ifndef MLP_SUBMISSION_SOURCE
+#define MLP_SUBMISSION_SOURCE "cuda/contract/submission_ref.cu"
+#endif
+#ifndef MLP_EXTERNAL_SUBMISSION
+#define MLP_EXTERNAL_SUBMISSION 0
+#endif
+
+namespace {
+
+int run_main(int argc, char** argv) {
+  const Options opt = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+  if (opt.help) {
+    std::fputs(usage().c_str(), stdout);
+    return kExitPass;
+  }
+  // persistent2 is experimental: it runs only when named in --paths or --profile.
+  const PathCatalog catalog{mlp::path_names(MLP_EXTERNAL_SUBMISSION), {"persistent2"}};
+  const RunInputs in = load_inputs(opt, catalog);
+
+  const cudaDeviceProp prop = select_device();
+  std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+  CUDA_CHECK(cudaFree(nullptr));  // the context exists before the memory baseline is read
+  memory_watch().start();
+  const DeviceData dd(in.data);
+  // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
+  const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? "submission" : "fused",
+                       command_line(argc, argv)};
+
+  if (!opt.profile.empty()) return run_profile(ctx);
+  if (!opt.stages.empty()) return run_stages(ctx);
+  if (opt.quick) return run_quick(ctx);
+  return opt.perf_only ? run_perf_only(ctx) : run_gate(ctx);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const UserError& e) {
+    print_error("mlp_train", "error", e.what());
+    return kExitBadInput;
+  } catch (const CudaError& e) {
+    print_error("mlp_train", "CUDA error", e.what());
+    return kExitCudaError;
+  } catch (const std::bad_alloc& e) {
+    print_error("mlp_train", "internal error", std::string("out of host memory (") + e.what() + ")");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    print_error("mlp_train", "internal error", e.what());
+    return kExitInternal;
+  } catch (...) {
+    print_error("mlp_train", "internal error", "unknown exception");
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,109 @@
+#include <cmath>
+#include <cstdio>
+
+#include "common/common.h"
+#include "common/exit_status.h"
+#include "gate/hints.h"
+#include "cli/modes.h"
+#include "io/npy.h"
+#include "cli/path_checks.h"
+#include "cli/run_json.h"
+#include "common/run_stats.h"
+
+void write_init_and_order(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  make_out_dir(in.opt.out);
+  write_npy_f32(in.opt.out + "/init_params.npy", in.init, {mlp_offsets(in.s).total});
+  std::vector<int32_t> flat;
+  for (int e = 0; e < in.R.epochs; ++e) flat.insert(flat.end(), in.orders[(size_t)e].begin(), in.orders[(size_t)e].end());
+  write_npy_i32(in.opt.out + "/order.npy", flat, {(size_t)in.R.epochs, (size_t)in.R.train_size});
+}
+
+Json gate_header(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  Json root = Json::object();
+  root.set("schema", Json::num(1)).set("date_utc", Json::str(utc_now())).set("run_id", run_id_json(in.opt.run_id))
+      .set("gpu", gpu_json(ctx.prop)).set("device_limits", device_limits_json())
+      .set("submission", Json::str(ctx.submission))
+      .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
+      .set("recipe", recipe_json(in.R, in.data.n_test, mlp_offsets(in.s).total))
+      .set("reference_source", Json::str(in.opt.reference));
+  return root;
+}
+
+std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& runs, const RefTrainResult& ref) {
+  Json pj = Json::object();
+  for (const auto& r : runs) {
+    if (!r.skipped.empty()) {  // did not run on this device: the reason, no timings or verdicts
+      Json o = Json::object();
+      pj.set(r.name, add_path_run(o, r).done());
+      continue;
+    }
+    CaseResult acc = case_train(&r, ctx.gated, ref);
+    Json o = Json::object();
+    add_path_run(o, r)
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= kParityLimit))
+        .set("parity_vs_fused", Json::num(r.parity_vs_fused))
+        .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
+        .set("parity_limit", Json::num(kParityLimit))
+        .set("deterministic", Json::boolean(r.deterministic))
+        .set("overfit_loss", Json::num(r.overfit.value))
+        .set("accuracy_gap_pp", Json::num(acc.value))
+        .set("test_accuracy_last5_mean", Json::num(last5_mean(r.test_accuracy_per_epoch)));
+    pj.set(r.name, o.done());
+  }
+  return pj.done();
+}
+
+std::string reference_fp64_json(const RefTrainResult& ref) {
+  Json refj = Json::object();
+  refj.set("test_accuracy", Json::num(ref.test_accuracy_per_epoch.back()))
+      .set("test_accuracy_last5_mean", Json::num(last5_mean(ref.test_accuracy_per_epoch)))
+      .set("test_accuracy_per_epoch", Json::nums(ref.test_accuracy_per_epoch))
+      .set("loss_per_epoch", Json::nums(ref.loss_per_epoch)).set("train_seconds", Json::num(ref.seconds));
+  return refj.done();
+}
+
+std::vector<std::string> path_failures(const std::vector<PathRun>& runs) {
+  std::vector<std::string> fails;
+  for (const auto& r : runs) {
+    const std::string f = path_failure(r, true, kParityLimit);
+    if (!f.empty()) fails.push_back(f);
+  }
+  return fails;
+}
+
+int run_gate(const RunContext& ctx) {
+  const RunInputs& in = ctx.in;
+  const Recipe& R = in.R;
+  GateRun gr = run_cases_1_to_6(ctx, R.epochs, false);
+  std::vector<CaseResult>& cases = gr.cases;
+  const PathRun* gated_run = gr.gated();
+
+  const RefTrainResult ref = case7_reference(in);
+  cases.push_back(case_train(gated_run, ctx.gated, ref));
+  print_case(cases.back());
+  cases.push_back(case_perf(gr.runs, gated_run, R.epochs));
+  print_case(cases.back());
+  cases.push_back(case_guard_bands());
+  print_case(cases.back());
+  // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
+  const std::vector<std::string> path_fails = path_failures(gr.runs);
+
+  // run.json (docs/formats.md)
+  Json cj = Json::array();
+  for (const auto& c : cases) cj.add(case_json(c));
+  Json root = gate_header(ctx);
+  root.set("memory", memory_watch().json())
+      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", gate_paths_json(ctx, gr.runs, ref))
+      .set("reference_fp64", reference_fp64_json(ref));
+  write_init_and_order(ctx);
+  write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
+  std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
+
+  const bool ok = gate_passed(cases) && path_fails.empty();
+  print_hints(hints_for(cases));
+  for (const auto& f : path_fails) std::printf("FAIL %s\n", f.c_str());
+  std::printf("gate: %s\n", ok ? "PASS (cases 1-7, 9, 10; every path's parity and rerun)" : "FAIL");
+  return ok ? kExitPass : kExitGateFailed;
+}

@@ -1,0 +1,33 @@
+// cuda/cli/path_checks.h — the per-path part of a gate run (full or --quick/--smoke): each path's
+// one-epoch parameters against the fused path's and float64's (with a per-tensor diagnosis when
+// it drifts), a bitwise rerun, case 6 (overfit-32), then `epochs` timed training epochs.
+#pragma once
+#include <vector>
+
+#include "gate/cases.h"
+#include "cli/run_context.h"
+#include "paths/train_loop.h"
+
+// One epoch of any path from the initial state must land within this distance of the fused
+// path's parameters, relative to the size of the epoch's update. Float32 summation order alone
+// moves it by ~3e-7, but a ReLU whose pre-activation sits within rounding of zero can flip in one
+// implementation and not the other, and the trajectories then part: measured on the H200 at seed
+// 20260829, the unfused path (and the fused path built with float32 accumulation) flips unit 96
+// of sample 120 at step 28 (pre-activation -3.6e-7 on a term scale of 4.4, i.e. 8e-8 relative)
+// and ends the epoch 3.4e-3 from float64 while the persistent path ends 3.8e-7 from it. Real
+// defects land far above the limit: dropping one row per step gives 9e-2, dropping one step's
+// gradient 1.5e-2 (numpy experiments, PERFLOG.md).
+constexpr double kParityLimit = 1e-2;
+
+// Every path of ctx.in.names, in order. `smoke`: no rerun and no case 6 (reported as not run).
+std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInputs& g, int epochs, bool smoke);
+
+// The first part of a gate run, full or quick: cases 1–5 (printed), every path checked and
+// trained for `epochs` epochs, then case 6's row (printed).
+struct GateRun {
+  std::vector<CaseResult> cases;  // cases 1–6
+  std::vector<PathRun> runs;      // one per path, in order
+  const PathRun* gated() const { return find_gated(runs, gated_name); }
+  std::string gated_name;
+};
+GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke);

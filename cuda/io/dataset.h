@@ -1,0 +1,31 @@
+// cuda/io/dataset.h — IDX loading with SHA-256 verification against data/SHA256SUMS.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// One IDX array: unsigned bytes with its dimensions (e.g. {6000, 28, 28} or {6000}).
+struct IdxArray {
+  std::vector<int> dims;
+  std::vector<uint8_t> data;
+};
+
+// Parses IDX bytes (magic 0x00000801 labels or 0x00000803 images). Any malformed header,
+// wrong magic, zero/oversized dimension or length mismatch throws a UserError naming `name`.
+IdxArray parse_idx(const std::string& bytes, const std::string& name);
+
+// Checks every file listed in DIR/SHA256SUMS; a missing file or a mismatch is a UserError
+// naming the file and both hashes.
+void verify_sha256sums(const std::string& dir);
+
+// The shipped data as the trainer uses it: pixels scaled to [0, 1], labels as int32.
+struct Dataset {
+  int dim = 0;                  // 784
+  int n_train = 0, n_test = 0;  // 6000, 10000
+  std::vector<float> train_x, test_x;  // [n × dim] row-major
+  std::vector<int> train_y, test_y;    // [n], each in 0..9
+};
+
+// Loads DIR/train6000-*-ubyte (or, where absent, the full split's DIR/train-*-ubyte) and
+// DIR/t10k-*-ubyte (verify: check SHA256SUMS first).
+Dataset load_dataset(const std::string& dir, bool verify = true);

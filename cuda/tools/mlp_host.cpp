@@ -1,0 +1,201 @@
+// cuda/tools/mlp_host.cpp — mlp_host: the host-only parts of the binary (data loader, seeded draws,
+// float64 reference) behind a small CLI, so the CPU test suite checks them against numpy with
+// no GPU.
+//   mlp_host init     --recipe F --out P.npy                 initial parameters (float32)
+//   mlp_host order    --recipe F --out O.npy [--epochs N]    per-epoch orders (int32)
+//   mlp_host dump     --data DIR --out DIR                   loaded arrays as .npy
+//   mlp_host grad     --recipe F --params P.npy --x X.npy --y Y.npy --out DIR   fp64 forward/loss/backward
+//   mlp_host train    --recipe F --data DIR --epochs N --train-size N --out DIR   fp64 training
+//   mlp_host reference --recipe F --data DIR --out DIR     the shipped reference (data/reference)
+//   mlp_host limits                                       the bounds table (cuda/io/bounds.h) as JSON
+//   mlp_host parse-args ARGS...                           mlp_train's own parser: the options as JSON
+//   mlp_host recipe [--recipe F]                          the validated recipe as JSON
+//   mlp_host stats MS...                                  run.json's epoch-time summary of MS (epoch 0 dropped)
+//   mlp_host hints < CASES       the gate's hints (cuda/gate/hints.h) of case sets on stdin, "id passed detail" a
+//                                line, sets separated by an empty line: a JSON array of hints per set
+// Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
+#include <cstdio>
+#include <map>
+#include <new>
+#include <string>
+
+#include "gate/case_result.h"
+#include "common/common.h"
+#include "gate/cpu_reference.h"
+#include "gate/hints.h"
+#include "io/dataset.h"
+#include "common/exit_status.h"
+#include "common/json.h"
+#include "io/bounds.h"
+#include "io/npy.h"
+#include "io/options.h"
+#include "io/recipe.h"
+#include "common/run_stats.h"
+#include "gate/shipped_reference.h"
+
+namespace {
+std::map<std::string, std::string> flags(int argc, char** argv) {
+  std::map<std::string, std::string> f;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw UserError("bad argument '" + a + "'");
+    if (!f.emplace(a.substr(2), argv[++i]).second) throw UserError(a + " given twice");
+  }
+  return f;
+}
+std::string need(std::map<std::string, std::string>& f, const char* k) {
+  auto it = f.find(k);
+  if (it == f.end()) throw UserError(std::string("missing --") + k);
+  return it->second;
+}
+int run(int argc, char** argv) {
+  if (argc < 2)
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats [--flag value ...]");
+  std::string cmd = argv[1];
+  if (cmd == "limits") {
+    std::printf("%s\n", limits_json().c_str());
+    return 0;
+  }
+  if (cmd == "parse-args") {  // the same parser as mlp_train's; checks of names and --out need its paths
+    std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
+    return 0;
+  }
+  if (cmd == "hints") {  // harness/gate/hints.py's port of hints_for is held to this (tests/test_hints.py)
+    std::vector<CaseResult> cases;
+    char buf[4096];
+    auto flush_set = [&]() {
+      if (cases.empty()) return;
+      Json a = Json::array();
+      for (const auto& h : hints_for(cases)) a.add(Json::str(h));
+      std::printf("%s\n", a.done().c_str());
+      cases.clear();
+    };
+    while (std::fgets(buf, sizeof buf, stdin)) {
+      std::string line(buf);
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      if (line.empty()) { flush_set(); continue; }
+      CaseResult c;
+      int passed = 0, used = 0;
+      if (std::sscanf(line.c_str(), "%d %d %n", &c.id, &passed, &used) < 2) throw UserError("hints: bad line '" + line + "'");
+      c.passed = passed != 0;
+      c.detail = line.substr((size_t)used);
+      cases.push_back(c);
+    }
+    flush_set();
+    return 0;
+  }
+  if (cmd == "stats") {
+    std::vector<double> ms;
+    for (int i = 2; i < argc; ++i) ms.push_back(parse_real(Bound{"ms", "", false, 0, 1e12, "milliseconds"}, argv[i], "stats"));
+    const EpochStats st = summarise_epochs(ms);
+    std::printf("%s\n", Json::object().set("median", Json::num(st.median)).set("mean", Json::num(st.mean))
+                             .set("min", Json::num(st.min)).set("max", Json::num(st.max))
+                             .set("cv_pct", Json::num(st.cv)).set("last5_mean", Json::num(last5_mean(ms))).done().c_str());
+    return 0;
+  }
+  auto f = flags(argc, argv);
+  if (cmd == "dump") {
+    Dataset d = load_dataset(need(f, "data"));
+    std::string out = need(f, "out");
+    write_npy_f32(out + "/train_x.npy", d.train_x, {(size_t)d.n_train, (size_t)d.dim});
+    write_npy_i32(out + "/train_y.npy", std::vector<int32_t>(d.train_y.begin(), d.train_y.end()), {(size_t)d.n_train});
+    write_npy_f32(out + "/test_x.npy", d.test_x, {(size_t)d.n_test, (size_t)d.dim});
+    write_npy_i32(out + "/test_y.npy", std::vector<int32_t>(d.test_y.begin(), d.test_y.end()), {(size_t)d.n_test});
+    return 0;
+  }
+  Recipe R = read_recipe(f.count("recipe") ? f["recipe"] : "recipe.toml");
+  // The same strict parse and bounds as mlp_train's --epochs and --train-size.
+  if (f.count("epochs")) set_recipe_value(R, "epochs", f["epochs"], "--epochs");
+  if (f.count("train-size")) set_recipe_value(R, "train_size", f["train-size"], "--train-size");
+  validate_recipe(R, f.count("recipe") ? f["recipe"] : "recipe.toml");
+  if (cmd == "recipe") {
+    std::printf("%s\n", recipe_values_json(R).c_str());
+    return 0;
+  }
+  MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
+  size_t total = mlp_offsets(s).total;
+  if (cmd == "init") {
+    write_npy_f32(need(f, "out"), init_params(s, R.seed), {total});
+  } else if (cmd == "order") {
+    std::vector<int32_t> flat;
+    for (int e = 0; e < R.epochs; ++e) {
+      auto o = epoch_order(R.train_size, R.seed, e);
+      flat.insert(flat.end(), o.begin(), o.end());
+    }
+    write_npy_i32(need(f, "out"), flat, {(size_t)R.epochs, (size_t)R.train_size});
+  } else if (cmd == "grad") {
+    int B = (int)parse_integer(bound("batch"), need(f, "batch"), "--batch");
+    std::vector<float> pf = read_npy_f32(need(f, "params"), {total});
+    std::vector<float> xf = read_npy_f32(need(f, "x"), {(size_t)B, (size_t)s.in});
+    std::vector<int32_t> y = read_npy_i32(need(f, "y"), {(size_t)B});
+    // A label outside 0..out-1 made ref_loss read past the row of logits (heap overflow).
+    for (size_t i = 0; i < y.size(); ++i)
+      if (y[i] < 0 || y[i] >= s.out)
+        throw UserError(need(f, "y") + ": label " + std::to_string(y[i]) + " at index " + std::to_string(i) +
+                        ": expected 0.." + std::to_string(s.out - 1));
+    std::vector<double> P(pf.begin(), pf.end()), X(xf.begin(), xf.end());
+    std::vector<double> H((size_t)B * s.hidden), Z((size_t)B * s.out), dZ(Z.size()), G(total), dX((size_t)B * s.in);
+    std::vector<int> yi(y.begin(), y.end());
+    ref_forward(s, P.data(), X.data(), B, H.data(), Z.data());
+    double loss = ref_loss(s, Z.data(), yi.data(), B, dZ.data());
+    ref_backward(s, P.data(), X.data(), H.data(), dZ.data(), B, G.data(), dX.data());
+    std::string out = need(f, "out");
+    write_npy_f64(out + "/Z.npy", Z, {(size_t)B, (size_t)s.out});
+    write_npy_f64(out + "/grads.npy", G, {total});
+    write_npy_f64(out + "/dX.npy", dX, {(size_t)B, (size_t)s.in});
+    write_npy_f64(out + "/loss.npy", {loss}, {1});
+  } else if (cmd == "reference") {
+    Dataset d = load_dataset(need(f, "data"));
+    write_reference(need(f, "out"), R, d, [&](int e, double loss, double acc, double secs) {
+      std::fprintf(stderr, "fp64 reference: epoch %2d/%d  loss %.4f  test acc %.2f%%  (%.1f s)\n", e + 1, R.epochs,
+                   loss, 100 * acc, secs);
+    });
+  } else if (cmd == "train") {
+    Dataset d = load_dataset(need(f, "data"));
+    // The checks mlp_train makes (cuda/io/inputs.cpp) before slicing the data; without them a train size
+    // above the data, or a recipe whose input_dim/output_dim does not fit the data, read past the
+    // arrays (heap overflows in the slicing below, ref_forward and ref_loss).
+    const std::string& dir = f["data"];
+    if (d.dim != s.in)
+      throw UserError(dir + ": images have " + std::to_string(d.dim) + " pixels, recipe input_dim is " + std::to_string(s.in));
+    if (d.n_train < R.train_size)
+      throw UserError(dir + ": " + std::to_string(d.n_train) + " training images, train size is " + std::to_string(R.train_size));
+    for (const std::vector<int>* ys : {&d.train_y, &d.test_y})
+      for (int label : *ys)
+        if (label >= s.out)
+          throw UserError(dir + ": label " + std::to_string(label) + " does not fit recipe output_dim " + std::to_string(s.out));
+    std::vector<float> init = init_params(s, R.seed);
+    std::vector<double> P(init.begin(), init.end());
+    std::vector<double> Xtr(d.train_x.begin(), d.train_x.begin() + (long)R.train_size * s.in);
+    std::vector<double> Xte(d.test_x.begin(), d.test_x.end());
+    std::vector<std::vector<int32_t>> orders;
+    for (int e = 0; e < R.epochs; ++e) orders.push_back(epoch_order(R.train_size, R.seed, e));
+    RefTrainResult r = ref_train(s, P, Xtr, d.train_y, R.train_size, Xte, d.test_y, d.n_test, orders, R.batch, R.lr,
+                                 R.momentum, [](int e, double loss, double acc, double secs) {
+                                   std::fprintf(stderr, "fp64 epoch %d loss %.6f acc %.4f (%.1f s)\n", e + 1, loss, acc, secs);
+                                 });
+    std::string out = need(f, "out");
+    write_npy_f64(out + "/loss_per_epoch.npy", r.loss_per_epoch, {r.loss_per_epoch.size()});
+    write_npy_f64(out + "/test_accuracy_per_epoch.npy", r.test_accuracy_per_epoch, {r.test_accuracy_per_epoch.size()});
+    write_npy_f64(out + "/final_params.npy", P, {total});
+  } else {
+    throw UserError("unknown command '" + cmd + "'");
+  }
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UserError& e) {
+    print_error("mlp_host", "error", e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc& e) {
+    print_error("mlp_host", "internal error", std::string("out of host memory (") + e.what() + ")");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    print_error("mlp_host", "internal error", e.what());
+    return kExitInternal;
+  }
+}

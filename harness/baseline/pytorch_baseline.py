@@ -1,0 +1,486 @@
+"""The PyTorch baseline: the identical training workload, timed the same way as the CUDA paths.
+
+Workload (recipe.toml): 784-256-10 MLP, H = ReLU(X·W1 + b1), Z = H·W2 + b2, batch-mean softmax
+cross-entropy, SGD with momentum (lr 0.1, mu 0.9), batch 128, 20 epochs over 6000 images (47 steps
+an epoch, the last of 112 images), evaluated on the 10000 test images after every epoch.
+
+The initial parameters (results/init_params.npy) and every epoch's data order (results/order.npy)
+are the ones the CUDA binary wrote: they are loaded, never re-drawn, so every variant starts from
+the same point and sees the same batches as the CUDA paths and the float64 reference.
+
+The variants (harness/baseline/variants.py; compiled-step in harness/baseline/compiled_step.py) are each
+reported separately in results/pytorch.json (docs/formats.md). A default run leaves out the
+variants of torch_variants.FULL_ONLY (a compile of minutes); --full runs them too.
+
+Timing: a pair of CUDA events brackets each epoch's training steps only (not the evaluation);
+epoch 0 is a warm-up and is excluded from the statistics. Per-step losses stay on the device
+and are read once after each epoch. Set-up (compilation, capture) is timed apart.
+
+CLI:
+  python -m harness.baseline.pytorch_baseline [--results DIR] [--variants a,b | --full] [--epochs N]
+                                     [--device cuda] [--batch N] [--data DIR]
+  python -m harness.baseline.pytorch_baseline --trace profile/pytorch_eager_trace.json
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from spec.recipe import load_recipe
+from harness.baseline.variants import (COMPILE_MODES, COMPILED, CUDA_ONLY,  # noqa: F401
+                                    DEFAULT_VARIANTS, FULL_ONLY, VARIANTS, CompiledVariant,
+                                    CudaGraphVariant, EagerVariant, Workload, variant_available)
+from harness.baseline.variants import sync as _sync
+from harness.baseline.compiled_step import CompiledStepVariant
+from spec import layout, stats
+from spec.files import RESULTS_DIR, write_bytes, write_json
+
+
+def make_variant(name: str, w: Workload, init_flat, shape, step_losses):
+    """The variant object for `name` (here, not in torch_variants, since torch_step imports that)."""
+    if name == "eager":
+        return EagerVariant(w, init_flat, shape, step_losses)
+    if name == "eager-fused-sgd":
+        return EagerVariant(w, init_flat, shape, step_losses, fused=True)
+    if name == "manual-ops":
+        return EagerVariant(w, init_flat, shape, step_losses, manual=True)
+    if name == "cuda-graph":
+        return CudaGraphVariant(w, init_flat, shape, step_losses)
+    if name == "compiled-step":
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="graphs")
+    if name == "compiled-step-reduce-overhead":
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="reduce-overhead")
+    if name in COMPILE_MODES:
+        return CompiledVariant(w, init_flat, shape, step_losses, COMPILE_MODES[name])
+    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+def load_inputs(results_dir: Path = RESULTS_DIR):
+    """(init_params float32 (n_params,), order int32 (epochs, train_size)) written by the binary."""
+    results_dir = Path(results_dir)
+    out = []
+    for name, dtype in (("init_params.npy", np.float32), ("order.npy", np.int32)):
+        path = results_dir / name
+        if not path.exists():
+            raise SystemExit(f"error: {path}: file not found (run build/mlp_train first)")
+        arr = np.load(path)
+        if arr.dtype != dtype:
+            raise SystemExit(f"error: {path}: dtype {arr.dtype}, expected {np.dtype(dtype)}")
+        out.append(arr)
+    init_params, order = out
+    if init_params.ndim != 1 or order.ndim != 2:
+        raise SystemExit(f"error: {results_dir}: init_params must be 1-D and order 2-D, got "
+                         f"{init_params.shape} and {order.shape}")
+    return init_params, order
+
+
+def load_data(data_dir=None):
+    """The dataset dict of harness.data.dataset.load_dataset() (imported lazily).
+
+    data_dir: the folder the binary read with --data; by default data/ (the shipped subset). A
+    folder holding the official 60,000-image split instead (data/full/, `invoke data --full`) is
+    read the same way the binary reads it: its own SHA256SUMS checked, then its four IDX files.
+    """
+    from harness.data import dataset as ds
+    if data_dir is None:
+        return ds.load_dataset()
+    data_dir = Path(data_dir)
+    if (data_dir / ds.TRAIN_IMAGES).exists() or not (data_dir / ds.FULL_TRAIN_IMAGES).exists():
+        return ds.load_dataset(data_dir)
+    ds.verify_sha256(data_dir)
+    out = {}
+    for split, img, lab in (("train", ds.FULL_TRAIN_IMAGES, ds.FULL_TRAIN_LABELS),
+                            ("test", ds.TEST_IMAGES, ds.TEST_LABELS)):
+        images = ds.read_idx(data_dir / img, ndim=3)
+        labels = ds.read_idx(data_dir / lab, ndim=1)
+        if images.shape[0] != labels.shape[0]:
+            raise ds.DataError(f"{data_dir / lab}: {labels.shape[0]} labels for"
+                               f" {images.shape[0]} images")
+        out[f"{split}_images"] = ds.to_float(images)
+        out[f"{split}_labels"] = labels.astype(np.int32)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Timing and statistics
+# --------------------------------------------------------------------------------------------
+
+# Clock cycles of the GPU-side spin queued before each timed epoch's start event (about 100 us),
+# the same as our binary's kHoldCycles (cuda/paths/kernel_path.h): the host has queued the epoch's first
+# launches by the time the GPU reaches the start event, so its submission latency of the first
+# launch is outside the timed range for every variant and every kernel path alike.
+HOLD_CYCLES = 200_000
+
+
+class EpochTimer:
+    """CUDA events on a CUDA device (each start behind a HOLD_CYCLES spin); perf_counter (after a
+    sync-free CPU run) otherwise."""
+
+    def __init__(self, device):
+        self.cuda = torch.device(device).type == "cuda"
+        if self.cuda:
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+
+    def record_start(self):
+        if self.cuda:
+            torch.cuda._sleep(HOLD_CYCLES)
+            self.start.record()
+        else:
+            self.t0 = time.perf_counter()
+
+    def record_end(self):
+        if self.cuda:
+            self.end.record()
+        else:
+            self.t1 = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        if self.cuda:
+            self.end.synchronize()
+            return float(self.start.elapsed_time(self.end))
+        return (self.t1 - self.t0) * 1e3
+
+
+def timing_stats(epoch_ms) -> dict:
+    """spec.stats.summary of the timed epochs as mean_ms/median_ms/min_ms/max_ms/cv_pct (CV: sample
+    standard deviation / mean, in %); every value None when no epoch was timed."""
+    if not epoch_ms:
+        return {"mean_ms": None, "median_ms": None, "min_ms": None, "max_ms": None,
+                "cv_pct": None}
+    s = stats.summary(epoch_ms)
+    return {"mean_ms": s["mean"], "median_ms": s["median"], "min_ms": s["min"],
+            "max_ms": s["max"], "cv_pct": s["cv_pct"]}
+
+
+@torch.no_grad()
+def accuracy(predict, X, y, chunk: int = 10000) -> float:
+    correct = torch.zeros((), dtype=torch.int64, device=X.device)
+    for s in range(0, X.shape[0], chunk):
+        correct += (predict(X[s:s + chunk]).argmax(dim=1) == y[s:s + chunk]).sum()
+    return int(correct.item()) / int(X.shape[0])
+
+
+def fastest_variant(variants: dict) -> str | None:
+    """The variant with the smallest median epoch among those that ran without error; None if
+    none did. Ties go to the earlier variant in `variants`' order."""
+    best = None
+    for name, v in variants.items():
+        med = v.get("median_ms")
+        if v.get("error") or not isinstance(med, (int, float)) or not math.isfinite(med):
+            continue
+        if best is None or med < variants[best]["median_ms"]:
+            best = name
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# One variant, end to end
+# --------------------------------------------------------------------------------------------
+
+def workload_for(init_params: np.ndarray, order: np.ndarray, data: dict, recipe: dict, device: str):
+    """What every variant trains on: (the Workload over `order`'s epochs, the float32 initial
+    parameters, the shape they imply, a device buffer of one loss per step)."""
+    init_flat = np.ascontiguousarray(init_params, dtype=np.float32)
+    w = Workload(data, order, recipe["batch"], recipe["lr"], recipe["momentum"], device,
+                 n_out=recipe.get("output_dim", 10))
+    shape = layout.infer_shape(init_flat.shape[0], w.n_in, w.n_out)
+    step_losses = torch.zeros(w.steps, dtype=torch.float32, device=w.device)
+    return w, init_flat, shape, step_losses
+
+
+def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dict,
+                recipe: dict | None = None, epochs: int | None = None, device: str = "cuda",
+                return_step_losses: bool = False, variant_factory=None) -> dict:
+    """Train variant `name` from `init_params` over order[:epochs]; the pytorch.json entry.
+
+    `recipe` gives batch, lr, momentum and output_dim (recipe.toml by default). With
+    return_step_losses the entry also holds "step_losses": one list of per-step losses per epoch.
+    variant_factory(w, init_flat, shape, step_losses) builds the variant instead of
+    make_variant (the tests' uncompiled compiled-step).
+    """
+    recipe = load_recipe() if recipe is None else recipe
+    epochs = order.shape[0] if epochs is None else int(epochs)
+    if not 1 <= epochs <= order.shape[0]:
+        raise ValueError(f"epochs must be in 1..{order.shape[0]}, got {epochs}")
+    w, init_flat, shape, step_losses = workload_for(init_params, order[:epochs], data, recipe, device)
+    skips0 = cudagraph_skips()
+    _sync(w.device)
+    t0 = time.perf_counter()
+    if variant_factory is not None:
+        variant = variant_factory(w, init_flat, shape, step_losses)
+    else:
+        variant = make_variant(name, w, init_flat, shape, step_losses)
+    _sync(w.device)
+    setup_seconds = time.perf_counter() - t0
+
+    timer = EpochTimer(w.device)
+    epoch_ms, acc_per_epoch, loss_per_epoch, all_steps = [], [], [], []
+    for e in range(epochs):
+        _sync(w.device)
+        timer.record_start()
+        variant.run_epoch(e)
+        timer.record_end()
+        # After the timed region: the epoch loss (on the device, then read) and the test accuracy.
+        epoch_loss = (step_losses * w.sizes_t).sum() / w.n
+        loss_per_epoch.append(float(epoch_loss.item()))
+        if return_step_losses:
+            all_steps.append(step_losses.tolist())
+        acc_per_epoch.append(accuracy(variant.predict, w.Xt, w.yt))
+        ms = timer.elapsed_ms()
+        if e > 0:
+            epoch_ms.append(ms)
+    entry = {"epoch_ms": epoch_ms, **timing_stats(epoch_ms),
+             "test_accuracy": acc_per_epoch[-1], "test_accuracy_per_epoch": acc_per_epoch,
+             "loss_per_epoch": loss_per_epoch, "setup_seconds": setup_seconds}
+    for key in ("compile_seconds", "capture_seconds"):
+        value = getattr(variant, key, None)
+        if value is not None:
+            entry[key] = value
+    if name in COMPILED:
+        entry["cudagraph_skips"] = cudagraph_skips() - skips0
+    if return_step_losses:
+        entry["step_losses"] = all_steps
+    if not all(math.isfinite(x) for x in loss_per_epoch):
+        entry["error"] = "non-finite training loss"
+    return entry
+
+
+def cudagraph_skips() -> int:
+    """How many times Inductor has declined CUDA graphs in this process ("skipping cudagraphs
+    due to ...": torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])."""
+    from torch._dynamo.utils import counters
+    return int(counters["inductor"]["cudagraph_skips"])
+
+
+def inductor_cache() -> dict:
+    """Where Inductor keeps its compiled artefacts between runs, and whether its FX graph cache
+    is on (a warm cache shortens a later run's compile_seconds)."""
+    try:
+        from torch._inductor import config as ic
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+        return {"dir": cache_dir(), "fx_graph_cache": bool(ic.fx_graph_cache)}
+    except Exception as exc:  # noqa: BLE001 - informational only
+        return {"dir": None, "fx_graph_cache": None, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def select_variants(variants=None, full: bool = False) -> tuple[list, dict]:
+    """(the variants to run, {left-out variant: why}). Named variants run as named; otherwise
+    DEFAULT_VARIANTS, plus FULL_ONLY's with full."""
+    if variants is None:
+        chosen = list(VARIANTS) if full else list(DEFAULT_VARIANTS)
+    else:
+        chosen = list(variants)
+        unknown = [v for v in chosen if v not in VARIANTS]
+        if unknown:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    left_out = {}
+    for v in VARIANTS:
+        if v not in chosen:
+            left_out[v] = (FULL_ONLY[v] if variants is None and v in FULL_ONLY
+                           else "not in --variants")
+    return chosen, left_out
+
+
+def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None = None,
+            device: str = "cuda", data: dict | None = None, batch: int | None = None,
+            data_dir: Path | None = None, full: bool = False) -> dict:
+    """Run `variants` and write results_dir/pytorch.json; returns the written object.
+
+    variants None: DEFAULT_VARIANTS (with full: every variant). batch overrides the recipe's
+    (the sweeps); data_dir is the folder the binary read (see load_data). The hidden width and
+    train size come from init_params.npy and order.npy.
+    On CUDA each variant's entry also holds max_memory_allocated_bytes: the peak of
+    torch.cuda.max_memory_allocated over the variant (set-up, capture or compilation, training,
+    evaluation), its peak statistics reset before it.
+    """
+    results_dir = Path(results_dir)
+    chosen, left_out = select_variants(variants, full)
+    recipe = load_recipe()
+    if batch is not None:
+        if int(batch) < 1:
+            raise SystemExit(f"error: --batch must be a positive integer, got {batch}")
+        recipe["batch"] = int(batch)
+    init_params, order = load_inputs(results_dir)
+    data = load_data(data_dir) if data is None else data
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("error: --device cuda but torch sees no CUDA device")
+    from harness.run import git_commit
+    out = {"schema": 1, "commit": git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+           "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+           "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
+           "inductor_cache": inductor_cache(), "variants": {}}
+    t_all = time.perf_counter()
+    for name in chosen:
+        reason = variant_available(name, dev)
+        if reason is not None:
+            log(f"[pytorch] {name}: skipped: {reason}")
+            out["variants"][name] = {"error": f"skipped: {reason}"}
+            continue
+        log(f"[pytorch] {name}: running {epochs or order.shape[0]} epochs on {dev} ...")
+        t0 = time.perf_counter()
+        if dev.type == "cuda":
+            gc.collect()                     # the previous variant's tensors are gone ...
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(dev)   # ... and do not count in this one's peak
+        try:
+            entry = run_variant(name, init_params, order, data, recipe, epochs, device)
+            if dev.type == "cuda":
+                entry["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
+        except Exception as exc:  # a failed compile (or capture) is recorded, and we go on
+            msg = f"{type(exc).__name__}: {exc}"
+            if len(msg) > 2000:
+                msg = msg[:2000] + " ..."
+            log(f"[pytorch] {name}: FAILED: {msg.splitlines()[0] if msg else ''}")
+            out["variants"][name] = {"error": msg, "wall_seconds": time.perf_counter() - t0}
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            continue
+        entry["wall_seconds"] = time.perf_counter() - t0
+        out["variants"][name] = entry
+        extra = "".join(f", {k.split('_')[0]} {entry[k]:.1f} s"
+                        for k in ("compile_seconds", "capture_seconds") if k in entry)
+        mean = entry["mean_ms"]
+        log(f"[pytorch] {name}: mean {mean:.3f} ms/epoch" if mean is not None else
+            f"[pytorch] {name}: (no timed epoch)")
+        log(f"[pytorch] {name}: test accuracy {entry['test_accuracy']:.4f}, "
+            f"final loss {entry['loss_per_epoch'][-1]:.4f}{extra}, "
+            f"{entry['wall_seconds']:.1f} s wall")
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    out["wall_seconds"] = time.perf_counter() - t_all
+    best = fastest_variant(out["variants"])
+    out["fastest_variant"] = best
+    out["fastest_median_ms"] = out["variants"][best]["median_ms"] if best else None
+    for name, why in left_out.items():
+        log(f"[pytorch] {name}: left out: {why}")
+    if best:
+        log(f"[pytorch] fastest: {best} ({out['fastest_median_ms']:.3f} ms median epoch)")
+    write_json(results_dir / "pytorch.json", out)
+    log(f"[pytorch] wrote {results_dir / 'pytorch.json'}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Profiler trace of one eager epoch
+# --------------------------------------------------------------------------------------------
+
+def chrome_trace_bytes(prof) -> bytes:
+    """The profiler's Chrome trace as bytes (exported to a private temporary folder)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="mlp-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return path.read_bytes()
+
+
+def trace_eager_epoch(out_path, results_dir: Path = RESULTS_DIR, device: str = "cuda",
+                      data: dict | None = None, init_params=None, order=None,
+                      recipe: dict | None = None) -> Path:
+    """Profile one eager epoch (after a warm-up epoch) and write a Chrome trace to out_path.
+
+    The phases of every step are labelled with record_function: "forward", "loss", "backward"
+    and "optimizer". The trace is written to a temporary file and renamed into place.
+    """
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    out_path = Path(out_path)
+    recipe = load_recipe() if recipe is None else recipe
+    if init_params is None or order is None:
+        init_params, order = load_inputs(results_dir)
+    data = load_data() if data is None else data
+    order = order[:2] if order.shape[0] >= 2 else np.concatenate([order[:1], order[:1]])
+    w, init_flat, shape, step_losses = workload_for(init_params, order, data, recipe, device)
+    variant = EagerVariant(w, init_flat, shape, step_losses)
+    model, opt = variant.model, variant.opt
+
+    variant.run_epoch(0)                      # warm-up epoch (not traced)
+    _sync(w.device)
+    activities = [ProfilerActivity.CPU]
+    if w.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        with record_function("epoch"):
+            for t in range(w.steps):
+                idx = w.batch_rows(1, t)
+                xb, yb = w.X[idx], w.y[idx]
+                opt.zero_grad(set_to_none=True)
+                with record_function("forward"):
+                    Z = model(xb)
+                with record_function("loss"):
+                    loss = F.cross_entropy(Z, yb)
+                with record_function("backward"):
+                    loss.backward()
+                with record_function("optimizer"):
+                    opt.step()
+                step_losses[t] = loss.detach()
+        _sync(w.device)
+    write_bytes(out_path, chrome_trace_bytes(prof))
+    log(f"[pytorch] wrote {out_path}")
+    return out_path
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.baseline.pytorch_baseline",
+                                 description="PyTorch baseline of the MLP training workload")
+    ap.add_argument("--results", type=Path, default=RESULTS_DIR,
+                    help="folder holding init_params.npy and order.npy; pytorch.json goes there")
+    ap.add_argument("--variants", default=None,
+                    help=f"comma-separated subset of: {', '.join(VARIANTS)} (default: all but "
+                         f"{', '.join(FULL_ONLY)})")
+    ap.add_argument("--full", action="store_true",
+                    help=f"also run {', '.join(FULL_ONLY)} (slow to compile); ignored with --variants")
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="epochs to run (default: all rows of order.npy, i.e. the recipe's)")
+    ap.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="batch size (default: the recipe's); must match the binary's --batch")
+    ap.add_argument("--data", type=Path, default=None, metavar="DIR",
+                    help="the data folder the binary read (default data/; data/full for the full split)")
+    ap.add_argument("--trace", type=Path, default=None, metavar="PATH",
+                    help="instead of the variants, write a profiler trace of one eager epoch")
+    args = ap.parse_args(argv)
+
+    if args.trace is not None:
+        trace_eager_epoch(args.trace, results_dir=args.results, device=args.device)
+        return 0
+    variants = None
+    if args.variants is not None:
+        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+        unknown = [v for v in variants if v not in VARIANTS]
+        if unknown or not variants:
+            ap.error(f"unknown variant(s) {', '.join(unknown) or '(none named)'}; "
+                     f"known: {', '.join(VARIANTS)}")
+    from harness.data.dataset import DataError
+    try:
+        run_all(args.results, variants, args.epochs, args.device, batch=args.batch,
+                data_dir=args.data, full=args.full)
+    except DataError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

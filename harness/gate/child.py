@@ -1,0 +1,198 @@
+"""What the supervisor (harness/gate/supervisor.py) and its stages (harness/gate/stages.py) share: a child
+process run under a time limit with its output logged and echoed as it comes, the table rows it
+printed, what happened to it, and the time limits derived from our own last run."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.gate import hints
+from spec.files import RESULTS_DIR, ROOT
+
+# The table's rows as the binary prints them (cuda/gate/cases.cu print_case), and the order it runs them.
+ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL|SKIP)\s*(.*)$")
+# Cases 11 (memcheck) and 12 (racecheck) follow when sanitizers run (harness/gate/sanitizer_cases.py).
+CASE_ORDER = [(1, "onebatch-forward"), (2, "batch-forward"), (3, "loss-extreme"), (4, "grad-check"), (5, "step"),
+              (9, "epoch-check"), (6, "overfit-32"), (7, "train"), (8, "perf"), (10, "guard-bands")]
+CUDA_ERR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
+FLOOR_S, FACTOR, REF_FACTOR = 60.0, 50.0, 10.0
+HINT_TIMEOUT, HINT_FAULT = hints.TIMEOUT, hints.FAULT
+
+
+def arg(args, flag: str, default=None):
+    args = list(args)
+    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else default
+
+
+def fastest_ms(results: Path = RESULTS_DIR) -> float | None:
+    """Our fastest path's median epoch in results/run.json (not a submission's); None without one."""
+    try:
+        paths = json.loads((Path(results) / "run.json").read_text())["paths"]
+        return min(p["median_ms"] for n, p in paths.items()
+                   if n != "submission" and isinstance(p.get("median_ms"), (int, float)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def time_limit(recipe_epochs: int = 20, results: Path = RESULTS_DIR, n_paths: int = 1,
+               same_run_reference: bool = False, floor: float | None = None) -> tuple[float, str]:
+    """max(floor (60 s), 30 s of setup + 50 x our fastest path's median epoch x (epochs + 10
+    parity/overfit epochs) x the paths trained [+ 10 x our float64 reference's seconds when it is
+    retrained in the run]), our times from results/run.json; the floor alone when there are none."""
+    floor = FLOOR_S if floor is None else floor
+    ms = fastest_ms(results)
+    if ms is None:
+        return floor, f"{floor:.0f} s (the floor: no timed path of ours in results/run.json)"
+    try:
+        ref_s = (json.loads((Path(results) / "run.json").read_text()).get("reference_fp64") or {}).get("train_seconds")
+    except (OSError, ValueError, AttributeError):
+        ref_s = None
+    cpu = REF_FACTOR * ref_s if same_run_reference and isinstance(ref_s, (int, float)) else 0.0
+    derived = FACTOR * ms * (recipe_epochs + 10) * n_paths / 1000.0 + 30.0 + cpu
+    limit = max(floor, derived)
+    paths = f" x {n_paths} paths" if n_paths != 1 else ""
+    ref = f" + {REF_FACTOR:.0f} x {ref_s:.1f} s float64 reference" if cpu else ""
+    return limit, (f"{limit:.0f} s = max({floor:.0f} s, {FACTOR:.0f} x {ms:.3f} ms x {recipe_epochs + 10} epochs"
+                   f"{paths} + 30 s{ref})")
+
+
+def limit_for(args, results: Path = RESULTS_DIR, floor: float | None = None) -> tuple[float, str]:
+    """time_limit for mlp_train's flags `args`: its --epochs, the paths of --paths (else ours in
+    results/run.json, at least 5) and whether case 7 retrains float64 (no --reference shipped)."""
+    try:
+        epochs = int(arg(args, "--epochs") or _recipe_epochs())
+    except ValueError:
+        epochs = 20
+    n = n_paths_of(args, results)
+    return time_limit(epochs, results, n, arg(args, "--reference") != "shipped", floor)
+
+
+def n_paths_of(args, results: Path = RESULTS_DIR) -> int:
+    """The paths a run of `args` trains: those of --paths, else ours in results/run.json (at
+    least 5; 6 without one)."""
+    named = arg(args, "--paths")
+    if named:
+        return len(named.split(","))
+    try:
+        return max(5, len(json.loads((Path(results) / "run.json").read_text())["paths"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 6
+
+
+def _recipe_epochs() -> int:
+    import tomllib
+    with open(ROOT / "recipe.toml", "rb") as fh:
+        return int(tomllib.load(fh)["epochs"])
+
+
+def parse_rows(stdout: str) -> list[dict]:
+    rows = []
+    for line in stdout.splitlines():
+        m = ROW.match(line)
+        if m:
+            def num(x):
+                try:
+                    return float(x)
+                except ValueError:
+                    return None
+            rows.append({"id": int(m.group(1)), "name": m.group(2), "value": num(m.group(3)),
+                         "limit": num(m.group(4)), "passed": m.group(5) != "FAIL", "detail": m.group(6)})
+    return rows
+
+
+def how_ended(rc: int | None, timed_out: bool, limit: float) -> str:
+    """How a child ended: "timed out after N s", "died: SIGSEGV" or "exited N"."""
+    if timed_out:
+        return f"timed out after {limit:.0f} s"
+    if rc is not None and rc < 0:
+        try:
+            return f"died: {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"died: signal {-rc}"
+    return f"exited {rc}"
+
+
+def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) -> str:
+    """how_ended, with the CUDA error (exit 3) or the child's last stderr line for an exit."""
+    how = how_ended(rc, timed_out, limit)
+    if not how.startswith("exited"):
+        return how
+    m = CUDA_ERR.search(stderr)
+    if rc == 3 and m:
+        return f"CUDA error: {m.group(1)}"
+    last = [ln for ln in stderr.splitlines() if ln.strip()]
+    return f"exited {rc}: {last[-1] if last else 'no message'}"
+
+
+@dataclass
+class Child:
+    """How one child ended, and what it printed."""
+    rc: int | None
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+
+
+def _pump(pipe, log, echo) -> None:
+    for raw in iter(pipe.readline, b""):
+        line = raw.decode(errors="replace")
+        log.write(line)
+        log.flush()
+        if echo is not None:
+            echo.write(line)
+            echo.flush()
+    pipe.close()
+
+
+def run_child(cmd: list[str], limit: float, stdout_log: Path, stderr_log: Path, echo: bool = True) -> Child:
+    """`cmd` in its own process group (killed whole at `limit` seconds), its stdout and stderr
+    written to the logs as they come and, with `echo`, to ours."""
+    t0 = time.time()
+    timed_out = False
+    with open(stdout_log, "w") as so, open(stderr_log, "w") as se:
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                 start_new_session=True)
+        pumps = [threading.Thread(target=_pump, args=(child.stdout, so, sys.stdout if echo else None), daemon=True),
+                 threading.Thread(target=_pump, args=(child.stderr, se, sys.stderr if echo else None), daemon=True)]
+        for t in pumps:
+            t.start()
+        try:
+            rc = child.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            rc = None
+        try:
+            os.killpg(child.pid, signal.SIGKILL)   # the child's group: what it left running goes too
+        except (ProcessLookupError, PermissionError):
+            pass
+        if timed_out:
+            rc = child.wait()
+        for t in pumps:
+            t.join(timeout=10)
+    return Child(rc, timed_out, round(time.time() - t0, 1), Path(stdout_log).read_text(errors="replace"),
+                 Path(stderr_log).read_text(errors="replace"))
+
+
+@dataclass
+class Outcome:
+    """A supervised run: its exit status (0 pass, 1 fail, 2 bad input), whether any case ran
+    (`started`: a case row or this run's run.json), and what happened ("exited 0", ...)."""
+    rc: int
+    started: bool
+    ended: str
+    child_rc: int | None = None
+
+
+def rel(p: Path) -> str:
+    return os.path.relpath(Path(p).resolve(), ROOT)
+
+

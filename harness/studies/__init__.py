@@ -1,0 +1,1 @@
+"""Our own studies: sweep, phases, Nsight Compute, ceilings, portability, architecture resources, sanitizers."""

@@ -1,0 +1,58 @@
+"""float64 against float32 accumulation in the stepwise GEMMs (`invoke gpu.accumulate-ab`).
+
+The accumulator is a compile-time choice (cuda/kernels/stepwise.cuh, MLP_ACCUM), so the two are two
+binaries: build/mlp_train (the default, double) and build/f32acc/mlp_train (ACCUM=float, made
+here for the last build's architecture). They run back to back on one GPU, alternating (double,
+float, double, float), so a drift of the machine shows as a difference between the two rounds of
+one build. Each run: the stepwise paths (unfused, fused, graph) for the recipe's epochs, case 7
+against the shipped float64 reference, into OUT_DIR/<accumulator>_<round>/ (run.json, run.log;
+the .npy files removed). `python -m analysis.accumulate_ab OUT_DIR` summarises them."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from harness.build import load_build_info, make_command
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+
+DEFAULT_OUT = RESULTS_DIR / "experiments" / "accumulate"
+PATHS = "unfused,fused,graph"
+ROUNDS = 2
+
+
+def _rel(p) -> str:
+    return os.path.relpath(Path(p).resolve(), ROOT)
+
+
+def binaries(build_dir: Path = BUILD_DIR) -> dict[str, Path]:
+    return {"double": Path(build_dir) / "mlp_train", "float": Path(build_dir) / "f32acc" / "mlp_train"}
+
+
+def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR,
+         rounds: int = ROUNDS) -> int:
+    """Make the float build, run the alternating rounds; 2 when the float build fails, else 0
+    (each run's status is printed and its run.log kept)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = load_build_info(build_dir)
+    bins = binaries(build_dir)
+    make = make_command(info["arch"], None, bins["float"].parent, _rel(bins["float"]), "float")
+    with open(out_dir / "build_float.log", "w") as fh:
+        fh.write(" ".join(make) + "\n")
+        fh.flush()
+        if subprocess.run(make, stdout=fh, stderr=subprocess.STDOUT).returncode != 0:
+            print(f"error: ACCUM=float build failed (see {_rel(out_dir / 'build_float.log')})", flush=True)
+            return 2
+    for rnd in range(1, rounds + 1):
+        for acc, binary in bins.items():
+            run_dir = out_dir / f"{acc}_{rnd}"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(run_dir), "--paths", PATHS,
+                   "--reference", "shipped"]
+            with open(run_dir / "run.log", "w") as fh:
+                rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
+            print(f"{acc} round {rnd}: exit {rc}", flush=True)
+            for f in run_dir.glob("*.npy"):
+                f.unlink()
+    return 0
