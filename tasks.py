@@ -94,11 +94,11 @@ def report(c):
     _exit_on(render_main([]) or 0, "report: rendering failed (its message is above)")
 
 
-def pytest_command(gpu: bool = False, k: str | None = None, files=()) -> str:
+def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False) -> str:
     """The pytest command line `invoke test` runs, quoted for the shell (shlex.join)."""
     args = [sys.executable, "-m", "pytest", "-q", "-ra"]
-    if gpu:
-        args += ["-m", "gpu"]
+    if gpu or fast:
+        args += ["-m", " and ".join((["gpu"] if gpu else []) + (["not slow"] if fast else []))]
     if k:
         args += ["-k", k]
     return shlex.join([*args, *files])
@@ -106,10 +106,11 @@ def pytest_command(gpu: bool = False, k: str | None = None, files=()) -> str:
 
 @task(iterable=["file"],
       help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression",
-            "file": "a test file or node id (repeatable; default: all of tests/)"})
-def test(c, gpu=False, k=None, file=None):
+            "file": "a test file or node id (repeatable; default: all of tests/)",
+            "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything"})
+def test(c, gpu=False, k=None, file=None, fast=False):
     """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
-    c.run(pytest_command(gpu, k, file or ()), pty=False, echo=True)
+    c.run(pytest_command(gpu, k, file or (), fast), pty=False, echo=True)
 
 
 @task(pre=[build, run, profile, report])

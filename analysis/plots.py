@@ -14,6 +14,7 @@ give the same bytes on a machine with the same matplotlib and FreeType.
 """
 from __future__ import annotations
 
+import functools
 import io
 
 import matplotlib
@@ -37,6 +38,24 @@ _STYLE = {
 }
 
 
+_MEMO: dict[str, bytes] = {}
+_MEMO_MAX = 256
+
+
+def _memo(plot):
+    """The plot's PNG bytes, drawn once per process for the same arguments (the plots are pure
+    functions of their inputs; the test suite renders the same fixtures many times)."""
+    @functools.wraps(plot)
+    def cached(*args, **kwargs):
+        key = f"{plot.__name__}:{args!r}:{sorted(kwargs.items())!r}"
+        if key not in _MEMO:
+            if len(_MEMO) >= _MEMO_MAX:
+                _MEMO.clear()
+            _MEMO[key] = plot(*args, **kwargs)
+        return _MEMO[key]
+    return cached
+
+
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
@@ -48,6 +67,7 @@ def _figure(width_in: float, height_in: float) -> Figure:
     return Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
 
 
+@_memo
 def loss_plot(series: list[tuple[str, list[float]]]) -> bytes:
     """series: (label, loss per epoch) pairs; epochs are numbered from 1."""
     with matplotlib.rc_context(_STYLE):
@@ -68,6 +88,7 @@ def loss_plot(series: list[tuple[str, list[float]]]) -> bytes:
         return _png(fig)
 
 
+@_memo
 def epoch_time_plot(rows: list[dict]) -> bytes:
     """rows: {"label", "median_ms", "min_ms", "max_ms", "failed"}; one horizontal row each."""
     with matplotlib.rc_context(_STYLE):
@@ -93,6 +114,7 @@ def epoch_time_plot(rows: list[dict]) -> bytes:
         return _png(fig)
 
 
+@_memo
 def loss_deviation_plot(series: list[dict]) -> bytes:
     """series: {"label", "epochs", "dev"}: |loss / float64 loss − 1| per epoch on a log axis;
     an exact zero cannot be drawn on it and is left out (the table shows it)."""
@@ -124,6 +146,7 @@ PHASE_COLOURS = {"grid barriers": "tab:grey", "phase A": "tab:blue", "phase B": 
                  "phase C": "tab:green"}
 
 
+@_memo
 def phase_plot(breakdowns: list[dict], full_rows: list[dict]) -> bytes:
     """One stacked bar per kernel breakdown (barriers, then each phase's cost above them, µs a
     step), and one plain bar per measured full-epoch row beside them."""
@@ -156,6 +179,7 @@ def phase_plot(breakdowns: list[dict], full_rows: list[dict]) -> bytes:
         return _png(fig)
 
 
+@_memo
 def stationary_phase_plot(kernel: str, rows: list[dict], step_us: float) -> bytes:
     """One stacked bar of the stationary kernel's phases (slowest block, µs a step) beside one
     bar of the measured median step."""
@@ -177,6 +201,7 @@ def stationary_phase_plot(kernel: str, rows: list[dict], step_us: float) -> byte
         return _png(fig)
 
 
+@_memo
 def kernel_breakdown_plot(rows: list[tuple[str, float]], title: str) -> bytes:
     """rows: (kernel label, total µs) in the CSV's order; one horizontal bar per kernel row."""
     with matplotlib.rc_context(_STYLE):
@@ -209,6 +234,7 @@ def _empty(ax) -> None:
     ax.text(0.5, 0.5, "no measured point", ha="center", va="center", transform=ax.transAxes)
 
 
+@_memo
 def speedup_plot(width_points: list[dict]) -> bytes:
     """The best CUDA path's speed-up (PyTorch median / best median) against the hidden width."""
     with matplotlib.rc_context(_STYLE):
@@ -253,6 +279,7 @@ def _finish(fig, ax, drawn: list, y_unit: str, xlabel: str, ylabel: str, title: 
     return _png(fig)
 
 
+@_memo
 def step_time_plot(batch_points: list[dict], cuda_names: list[str],
                    torch_names: list[str]) -> bytes:
     """µs per step against the batch size: every CUDA path and PyTorch variant."""

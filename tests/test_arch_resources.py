@@ -192,6 +192,7 @@ def test_an_architecture_that_fails_to_compile_is_named(tmp_path):
 
 
 # ---- the real build ----------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_every_kernel_fits_on_every_architecture_nvcc_supports():
     report = ar.run()

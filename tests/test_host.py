@@ -137,6 +137,7 @@ def test_mlp_train_rejects_bad_arguments_in_one_line(args, message):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 def test_build_for_architecture(arch, tmp_path):
     """invoke build --arch ARCH produces the binary (compiles with warnings as errors)."""

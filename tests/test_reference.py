@@ -14,6 +14,7 @@ from harness.data import reference
 from spec.recipe import load_recipe
 
 
+@pytest.mark.slow
 def test_shipped_reference_regenerates_bit_identically(tmp_path):
     reference.generate(tmp_path)
     names = sorted(p.name for p in reference.REFERENCE_DIR.iterdir())

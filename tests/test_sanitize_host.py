@@ -18,6 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Every test here needs the AddressSanitizer build of mlp_host (about 15 s to build), and the fuzzing
+# takes as long again: the whole module is slow.
+pytestmark = pytest.mark.slow
+
 from harness.data import np_reference as npref
 from spec.files import DATA_DIR, ROOT
 from harness.data.dataset import (SUMS_NAME, TEST_IMAGES, TEST_LABELS, DataError, encode_idx, format_sha256sums,
