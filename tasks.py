@@ -132,8 +132,10 @@ def sanitize(c, paths=None, tools=None):
             "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
             "jobs": "submissions gated at once on the GPU (default 1: timings undisturbed)",
             "limit": "each run's time limit in seconds (default: derived from our fastest path)",
-            "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))"})
-def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  # noqa: A002 - the CLI's name
+            "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))",
+            "strict-determinism": "a submission's one-epoch rerun must be bitwise identical (default: within the "
+                                  "parity limit, with a note)"})
+def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None, strict_determinism=False):  # noqa: A002
     """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
@@ -143,6 +145,8 @@ def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None):  
         args += ["--limit", str(limit)]
     if sanitize_jobs and not aggregate:
         args += ["--sanitize-jobs", str(sanitize_jobs)]
+    if strict_determinism and not aggregate:
+        args += ["--strict-determinism"]
     _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")
 
 

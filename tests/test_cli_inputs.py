@@ -221,7 +221,7 @@ def test_parser_values(host_tool, args, value):
     (["--momentum", "1"], "--momentum: 1 is out of range"),
     (["--seed", "-1"], "--seed: -1 is out of range"),
     (["--epochs", "1\n2"], "--epochs"),
-    (["--stage", "nope"], "--stage: no stage named 'nope' (have: entry, epoch-check, overfit, train, guard-bands)"),
+    (["--stage", "nope"], "--stage: no stage named 'nope' (have: entry, epoch-check, contract, overfit, train, guard-bands)"),
     (["--stage", "entry,entry"], "--stage: stage 'entry' named twice"),
     (["--stage", "entry,"], "--stage: empty stage name"),
     (["--stage", "entry", "--smoke"], "--stage and --smoke cannot be combined"),

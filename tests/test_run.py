@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from harness import run
+from spec import catalog
 
 FAKE = """#!{python}
 import json, os, sys
@@ -147,7 +148,7 @@ def test_a_staged_run_is_merged_and_completed(staged):
     go, results = staged
     assert go({}) == 0
     doc = json.loads((results / "run.json").read_text())
-    assert doc["supervisor"]["staged"] and len(doc["supervisor"]["stages"]) == 5
+    assert doc["supervisor"]["staged"] and len(doc["supervisor"]["stages"]) == len(catalog.stages("mlp_train"))
     assert doc["commit"] == "test-commit" and doc["gpu"]["driver"] == "test-driver"
     assert "--stage" not in doc["run_command"]
     assert (results / "logs" / "run_supervised" / "stage-train.json").exists()
@@ -167,5 +168,5 @@ def test_a_staged_run_on_a_machine_without_a_gpu_keeps_run_json(staged):
     go, results = staged
     before = (results / "run.json").read_bytes()
     with pytest.raises(run.RunFailed, match=r"status 3 \(CUDA error;") as exc:
-        go({n: "nodevice" for n in ("entry", "epoch-check", "overfit", "train", "guard-bands")})
+        go({s["name"]: "nodevice" for s in catalog.stages("mlp_train")})
     assert exc.value.code == 3 and (results / "run.json").read_bytes() == before

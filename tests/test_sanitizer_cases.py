@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from harness.gate import hints
+from spec import catalog
 from harness.gate import sanitizer_cases as sc
 from harness.gate import supervisor
 
@@ -73,15 +75,27 @@ def test_errors_fail_the_case_with_their_count_and_first_line(tmp_path, monkeypa
     rows = cases(tmp_path)
     assert rows["memcheck"]["passed"] is False and rows["memcheck"]["value"] == 1
     assert "Invalid __global__ write of size 4 bytes" in rows["memcheck"]["detail"]
-    assert rows["racecheck"]["passed"] is False and rows["racecheck"]["value"] == 2   # errors, not hazards
+    # racecheck counts every hazard, its warnings included (2 errors + 1 warning)
+    assert rows["racecheck"]["passed"] is False and rows["racecheck"]["value"] == 3
     assert rows["racecheck"]["warnings"] == 1 and "Race reported between Write access" in rows["racecheck"]["detail"]
-    hints = sc.hints_for(list(rows.values()))
-    assert any("missing __syncthreads() between the writes of a tile and its reads" in h for h in hints)
-    assert any("an index past a buffer" in h for h in hints)
+    assert "3 hazard(s) (2 errors, 1 warnings)" in rows["racecheck"]["detail"]
+    found = hints.hints_for(list(rows.values()))
+    assert any("missing __syncthreads() between the writes of a tile and its reads" in h and "__syncwarp()" in h
+               for h in found)
+    assert any("an index past a buffer" in h for h in found)
+
+
+def test_racecheck_warnings_alone_fail_the_case(tmp_path, monkeypatch):
+    """A warp-synchronous reduction without __syncwarp() shows as racecheck warnings only: they count."""
+    warn = ("========= Warning: Race reported between Write access at k+0x10 and Read access at k+0x20\n"
+            "========= RACECHECK SUMMARY: 25 hazards displayed (0 errors, 25 warnings)")
+    fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool] if tool == 'memcheck' else {warn!r}); sys.exit(0)")
+    rows = cases(tmp_path)
+    assert rows["memcheck"]["passed"] and not rows["racecheck"]["passed"] and rows["racecheck"]["value"] == 25
 
 
 def test_a_hang_and_a_crash_fail_naming_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(sc, "FLOOR_S", {"memcheck": 1.0, "racecheck": 1.0})
+    monkeypatch.setattr(sc, "floor_s", lambda tool: 1.0)
     fake_sanitizer(tmp_path, monkeypatch,
                    "time.sleep(30) if tool == 'memcheck' else os.kill(os.getpid(), signal.SIGSEGV)")
     rows = cases(tmp_path)
@@ -105,7 +119,8 @@ def test_a_missing_tool_is_a_fail_with_its_own_hint(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     rows = cases(tmp_path)
     assert all(not r["passed"] and r["detail"].startswith("compute-sanitizer not found") for r in rows.values())
-    assert sc.hints_for(list(rows.values())) == [sc.HINT_NOT_FOUND]
+    found = hints.hints_for(list(rows.values()))
+    assert len(found) == 1 and found[0].startswith("cases 11-12 need compute-sanitizer")
 
 
 def test_a_hang_in_the_repeated_cases_skips_the_runs(tmp_path, monkeypatch):
@@ -117,7 +132,7 @@ def test_a_hang_in_the_repeated_cases_skips_the_runs(tmp_path, monkeypatch):
 
 
 def test_the_time_limit_has_a_floor_and_scales_with_the_unsanitized_time():
-    assert sc.time_limit("racecheck")[0] == sc.FLOOR_S["racecheck"]
+    assert sc.time_limit("racecheck")[0] == sc.floor_s("racecheck") == 300.0
     assert sc.time_limit("racecheck", 100.0)[0] == pytest.approx(100.0 * sc.FACTOR["racecheck"])
     assert "60 x 100.0 s unsanitized" in sc.time_limit("racecheck", 100.0)[1]
 
@@ -150,7 +165,7 @@ def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
     assert rc == 1
     doc = json.loads((out / "run.json").read_text())
     by = {c["id"]: c for c in doc["cases"]}
-    assert by[11]["passed"] and not by[12]["passed"] and by[12]["value"] == 2
+    assert by[11]["passed"] and not by[12]["passed"] and by[12]["value"] == 3
     assert any("missing __syncthreads()" in h for h in doc["hints"])
     assert (out / "racecheck.log").read_text().startswith("========= Error: Race reported")
     assert not sc.verdict(doc)
@@ -170,7 +185,7 @@ def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(t
     doc = json.loads((out / "run.json").read_text())
     assert [c["id"] for c in doc["cases"]][-2:] == [11, 12] and sc.verdict(doc)
     names = [s["name"] for s in doc["supervisor"]["stages"]]
-    assert names == ["entry", "epoch-check", "overfit", "train", "guard-bands", "memcheck", "racecheck"]
+    assert names == [s["name"] for s in catalog.stages()]
     t = sc.unsanitized_seconds(doc)
     stage_s = {s["name"]: s["seconds"] for s in doc["supervisor"]["stages"]}
     assert t == pytest.approx(stage_s["entry"] + stage_s["epoch-check"])

@@ -11,17 +11,22 @@ import time
 
 import pytest
 
-from harness.gate import hints
-
 from harness.gate import stages
-
 from harness.gate import supervisor
+from spec import catalog
 from spec.files import ROOT
 from spec.schema import validate
 
 FAKE = ROOT / "tests" / "fakes" / "staged_mlp_train.py"
 UNSTAGED_KEYS = ["schema", "date_utc", "run_id", "gpu", "device_limits", "submission", "gated_path", "run_command",
-                 "recipe", "reference_source", "memory", "cases", "hints", "paths", "reference_fp64"]
+                 "recipe", "reference_source", "memory", "cases", "hints", "notes", "paths", "reference_fp64"]
+STAGE_NAMES = [s["name"] for s in catalog.stages("mlp_train")]
+TIMEOUT = "timeout: a kernel spinning"
+FAULT = "an illegal address or a fault"
+
+
+def stage(name):
+    return next(s for s in stages.binary_stages() if s.name == name)
 
 
 @pytest.fixture
@@ -48,17 +53,17 @@ def test_every_stage_passing_merges_into_the_unstaged_shape(gate, capsys):
     outcome, doc, out = gate()
     assert outcome.rc == 0 and outcome.started
     assert list(doc)[:len(UNSTAGED_KEYS)] == UNSTAGED_KEYS and list(doc)[-1] == "supervisor"
-    assert [c["id"] for c in doc["cases"]] == [1, 2, 3, 4, 5, 9, 6, 7, 8, 10]
+    assert [c["id"] for c in doc["cases"]] == [i for s in catalog.stages("mlp_train") for i in s["cases"]]
     assert all(c["passed"] for c in doc["cases"]) and doc["hints"] == []
     assert doc["paths"]["submission"]["median_ms"] == 6.3 and doc["memory"] == {"from_train": 1.0}
     sup = doc["supervisor"]
     assert sup["staged"] and sup["ended"] == "exited 0" and sup["path_failures"] == sup["stage_failures"] == []
-    assert [s["name"] for s in sup["stages"]] == ["entry", "epoch-check", "overfit", "train", "guard-bands"]
+    assert [s["name"] for s in sup["stages"]] == STAGE_NAMES
     assert all(s["ended"] == "exited 0" and s["limit_s"] == 2.0 for s in sup["stages"])
     assert "--stage" not in doc["run_command"] and "--run-id" not in doc["run_command"]
     validate(doc, "run", "run.json")
     shown = capsys.readouterr().out
-    assert shown.count("time limit 2 s (--limit)") == 5 and "gate: PASS" in shown
+    assert shown.count("time limit 2 s (--limit)") == len(STAGE_NAMES) and "gate: PASS" in shown
     assert (out / "stage-train.json").exists() and (out / "stage-entry.stdout.log").exists()
     assert "== stage guard-bands (exited 0)" in (out / "stdout.log").read_text()
 
@@ -75,10 +80,11 @@ def test_a_hang_a_signal_and_a_fault_fail_their_stages_and_the_rest_still_run(ga
     assert c[7]["detail"] == "train cuda" and c[7]["passed"]
     assert not c[8]["passed"] and c[8]["detail"] == "CUDA error: cudaErrorIllegalAddress"
     ended = {s["name"]: s["ended"] for s in doc["supervisor"]["stages"]}
-    assert ended == {"entry": "exited 0", "epoch-check": "timed out after 2 s", "overfit": "died: SIGSEGV",
-                     "train": "CUDA error: cudaErrorIllegalAddress", "guard-bands": "exited 0"}
+    assert ended == {"entry": "exited 0", "epoch-check": "timed out after 2 s", "contract": "exited 0",
+                     "overfit": "died: SIGSEGV", "train": "CUDA error: cudaErrorIllegalAddress",
+                     "guard-bands": "exited 0"}
     assert doc["supervisor"]["ended"] == "stage epoch-check: timed out after 2 s"
-    assert doc["hints"][:2] == [hints.TIMEOUT, hints.FAULT]
+    assert doc["hints"][0].startswith(TIMEOUT) and doc["hints"][1].startswith(FAULT)
     assert doc["supervisor"]["stage_failures"] == ["epoch-check: timed out after 2 s", "overfit: died: SIGSEGV",
                                                    "train: CUDA error: cudaErrorIllegalAddress"]
     assert doc["paths"] == {}                        # the train stage wrote no part
@@ -90,13 +96,13 @@ def test_the_running_case_fails_and_the_later_ones_are_not_run(gate):
     assert c[1]["passed"] and c[2]["detail"] == "died: SIGSEGV" and not c[2]["passed"]
     assert c[5]["detail"] == "not run: stage entry ended at case 2 (died: SIGSEGV)"
     assert c[9]["passed"] and c[10]["passed"]        # later stages, fresh processes
-    assert outcome.rc == 1 and doc["hints"] == [hints.FAULT]   # no content hint from the supervisor's rows
+    assert outcome.rc == 1 and len(doc["hints"]) == 1 and doc["hints"][0].startswith(FAULT)  # no content hint
 
 
 def test_a_case_that_fails_gets_its_hint_and_status_1(gate):
     outcome, doc, _ = gate({"entry": "fail"})
     assert outcome.rc == 1 and doc["supervisor"]["ended"] == "exited 1"
-    assert hints.GRAD in doc["hints"] and hints.FORWARD in doc["hints"]
+    assert any(h.startswith("grad-check:") for h in doc["hints"]) and any(h.startswith("forward:") for h in doc["hints"])
 
 
 def test_a_path_that_fails_its_parity_fails_the_gate(gate, capsys):
@@ -120,7 +126,7 @@ def test_bad_input_stops_at_once_with_status_2(gate):
 
 
 def test_no_stage_that_started_writes_a_short_doc_or_nothing(gate):
-    plan = {s.name: "nodevice" for s in stages.STAGES}
+    plan = {s: "nodevice" for s in STAGE_NAMES}
     outcome, doc, _ = gate(plan, write_unstarted=False)
     assert not outcome.started and outcome.child_rc == 3 and doc is None
     outcome, doc, _ = gate(plan)
@@ -131,12 +137,12 @@ def test_no_stage_that_started_writes_a_short_doc_or_nothing(gate):
 
 
 def test_stage_limits_have_floors_and_scale_with_our_time(tmp_path):
-    entry, train = stages.STAGES[0], stages.STAGES[3]
+    entry, train = stage("entry"), stage("train")
     assert stages.stage_limit(entry, [], tmp_path)[0] == 30.0
     assert stages.stage_limit(train, [], tmp_path)[0] == 120.0
     (tmp_path / "run.json").write_text(json.dumps({"paths": {"fused": {"median_ms": 100.0}},
                                                    "reference_fp64": {"train_seconds": 4.0}}))
-    limit, why = stages.stage_limit(stages.STAGES[2], [], tmp_path)       # overfit: 5 epochs' work
+    limit, why = stages.stage_limit(stage("overfit"), [], tmp_path)       # overfit: 5 epochs' work
     assert limit == pytest.approx(30 + 50 * 0.1 * 5) and "50 x 100.000 ms x 5 epochs" in why
     limit, why = stages.stage_limit(train, ["--paths", "a,b"], tmp_path)  # same-run float64 reference
     assert limit == pytest.approx(50 * 0.1 * 30 * 2 + 30 + 10 * 4.0) and "x 2 paths" in why

@@ -15,6 +15,7 @@
 #include "cli/modes.h"
 #include "io/options.h"
 #include "paths/kernel_path.h"
+#include "paths/registry.h"
 #include "cli/run_json.h"
 #include "paths/train_loop.h"
 
@@ -33,8 +34,8 @@ int run_main(int argc, char** argv) {
     std::fputs(usage().c_str(), stdout);
     return kExitPass;
   }
-  // persistent2 is experimental: it runs only when named in --paths or --profile.
-  const PathCatalog catalog{mlp::path_names(MLP_EXTERNAL_SUBMISSION), {"persistent2"}};
+  // The opt-in paths run only when named in --paths or --profile (paths/registry.h).
+  const PathCatalog catalog{default_path_names(MLP_EXTERNAL_SUBMISSION), opt_in_path_names()};
   const RunInputs in = load_inputs(opt, catalog);
 
   const cudaDeviceProp prop = select_device();
@@ -43,7 +44,7 @@ int run_main(int argc, char** argv) {
   memory_watch().start();
   const DeviceData dd(in.data);
   // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
-  const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? "submission" : "fused",
+  const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? kSubmissionPath : "fused",
                        command_line(argc, argv)};
 
   if (!opt.profile.empty()) return run_profile(ctx);

@@ -47,9 +47,13 @@ std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& r
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(kParityLimit))
         .set("deterministic", Json::boolean(r.deterministic))
+        .set("rerun_distance", Json::num(r.rerun_distance))
+        .set("bitwise_rerun_required", Json::boolean(bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism)))
         .set("overfit_loss", Json::num(r.overfit.value))
         .set("accuracy_gap_pp", Json::num(acc.value))
         .set("test_accuracy_last5_mean", Json::num(last5_mean(r.test_accuracy_per_epoch)));
+    const std::string note = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), kParityLimit);
+    if (!note.empty()) o.set("note", Json::str(note));
     pj.set(r.name, o.done());
   }
   return pj.done();
@@ -64,13 +68,31 @@ std::string reference_fp64_json(const RefTrainResult& ref) {
   return refj.done();
 }
 
-std::vector<std::string> path_failures(const std::vector<PathRun>& runs) {
+std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs) {
   std::vector<std::string> fails;
   for (const auto& r : runs) {
-    const std::string f = path_failure(r, true, kParityLimit);
+    const std::string f = path_failure(r, true, kParityLimit, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
     if (!f.empty()) fails.push_back(f);
   }
   return fails;
+}
+
+std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs) {
+  std::vector<std::string> notes;
+  for (const auto& r : runs) {
+    const std::string n = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), kParityLimit);
+    if (!n.empty()) notes.push_back("path " + r.name + ": " + n);
+  }
+  return notes;
+}
+
+// The notes of a run: each case's (a declined odd shape) and each path's, in order.
+std::string notes_json(const std::vector<CaseResult>& cases, const std::vector<std::string>& path_notes) {
+  Json a = Json::array();
+  for (const auto& c : cases)
+    if (!c.note.empty()) a.add(Json::str("case " + std::to_string(c.id) + " " + c.name + ": " + c.note));
+  for (const auto& n : path_notes) a.add(Json::str(n));
+  return a.done();
 }
 
 int run_gate(const RunContext& ctx) {
@@ -88,21 +110,22 @@ int run_gate(const RunContext& ctx) {
   cases.push_back(case_guard_bands());
   print_case(cases.back());
   // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
-  const std::vector<std::string> path_fails = path_failures(gr.runs);
+  const std::vector<std::string> path_fails = path_failures(ctx, gr.runs);
 
   // run.json (docs/formats.md)
   Json cj = Json::array();
   for (const auto& c : cases) cj.add(case_json(c));
   Json root = gate_header(ctx);
   root.set("memory", memory_watch().json())
-      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases))).set("paths", gate_paths_json(ctx, gr.runs, ref))
+      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases, path_fails)))
+      .set("notes", notes_json(cases, path_notes(ctx, gr.runs))).set("paths", gate_paths_json(ctx, gr.runs, ref))
       .set("reference_fp64", reference_fp64_json(ref));
   write_init_and_order(ctx);
   write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
   std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
 
   const bool ok = gate_passed(cases) && path_fails.empty();
-  print_hints(hints_for(cases));
+  print_hints(hints_for(cases, path_fails));
   for (const auto& f : path_fails) std::printf("FAIL %s\n", f.c_str());
   std::printf("gate: %s\n", ok ? "PASS (cases 1-7, 9, 10; every path's parity and rerun)" : "FAIL");
   return ok ? kExitPass : kExitGateFailed;

@@ -12,6 +12,7 @@
 #include "common/common.h"
 #include "common/exit_status.h"
 #include "gate/cases.h"
+#include "gate/contract.h"
 #include "cli/modes.h"
 #include "cli/path_checks.h"
 #include "cli/run_json.h"
@@ -84,6 +85,8 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
       run(fn(g));
   } else if (stage == "epoch-check") {
     run(case_epoch_check(g));
+  } else if (stage == "contract") {
+    run(case_stream_contract(g));
   } else if (stage == "overfit") {
     run(overfit_of(ctx, g, overfit_path(ctx)));
   } else if (stage == "train") {
@@ -93,7 +96,7 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     const RefTrainResult ref = case7_reference(ctx.in);
     run(case_train(gated_run, ctx.gated, ref));
     run(case_perf(runs, gated_run, R.epochs));
-    const std::vector<std::string> fails = path_failures(runs);
+    const std::vector<std::string> fails = path_failures(ctx, runs);
     Json fj = Json::array();
     for (const auto& f : fails) {
       fj.add(Json::str(f));
@@ -103,14 +106,16 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     root.set("memory", memory_watch().json())
         .set("paths", gate_paths_json(ctx, runs, ref))
         .set("reference_fp64", reference_fp64_json(ref))
-        .set("path_failures", fj.done());
+        .set("path_failures", fj.done())
+        .set("path_notes", notes_json({}, path_notes(ctx, runs)));
     write_init_and_order(ctx);
   } else if (stage == "guard-bands") {
-    // The guarded calls of cases 1-6 and 9 again, in this process (every path's overfit, as
+    // The guarded calls of cases 1-6, 9 and 13 again, in this process (every path's overfit, as
     // check_and_train_paths runs them), then case 10 over their hits; their own rows are not
-    // this stage's (the stages entry, epoch-check and overfit report them).
+    // this stage's (the stages entry, epoch-check, contract and overfit report them).
     entry_cases(g);
     case_epoch_check(g);
+    case_stream_contract(g);
     for (const auto& name : ctx.in.names) overfit_of(ctx, g, name);
     run(case_guard_bands());
   } else {

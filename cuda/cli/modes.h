@@ -25,7 +25,11 @@ int run_stages(const RunContext& ctx);
 Json gate_header(const RunContext& ctx);
 std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& runs, const RefTrainResult& ref);
 std::string reference_fp64_json(const RefTrainResult& ref);
-std::vector<std::string> path_failures(const std::vector<PathRun>& runs);
+std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs);
+// The notes of the trained paths (path_note: a submission's rerun that differed within the limit).
+std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs);
+// run.json's "notes": each case's note, then `path_notes`.
+std::string notes_json(const std::vector<CaseResult>& cases, const std::vector<std::string>& path_notes);
 
 // cuda/cli/mode_quick.cpp: --quick (cases 1–6 and one training epoch per path, for the sanitizers)
 // and --smoke (--quick without case 6 and the bitwise rerun, for racecheck). Writes nothing.

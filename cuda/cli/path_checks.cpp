@@ -68,10 +68,13 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     std::vector<float> p2 = smoke ? std::vector<float>{} : one_epoch_params(*path, R, s, init, orders[0], dd);
     const double parity = dist(p1, fused_one);
     const bool deterministic = !p1.empty() && p1 == p2;
+    const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
-    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s\n",
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s",
                  name.c_str(), parity, kParityLimit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");
+    if (!smoke && !deterministic) std::fprintf(stderr, " (by %.3g of the update)", rerun);
+    std::fprintf(stderr, "\n");
     if (!(parity <= kParityLimit) && !p1.empty()) {
       // Which tensor differs: the first thing to know when a path drifts from the fused one.
       const MlpOffsets o = mlp_offsets(s);
@@ -106,6 +109,7 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     run.parity_vs_fused = parity;
     run.parity_vs_fp64 = vs64;
     run.deterministic = deterministic;
+    run.rerun_distance = rerun;
     if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
     runs.push_back(run);
   }
@@ -117,7 +121,7 @@ GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke) {
   GateInputs g{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed};
   GateRun gr;
   gr.gated_name = ctx.gated;
-  gr.cases = run_cases_1_to_5(g);
+  gr.cases = run_entry_cases(g);
   gr.runs = check_and_train_paths(ctx, g, epochs, smoke);
   gr.cases.push_back(case6_row(gr.gated(), ctx.gated));
   print_case(gr.cases.back());

@@ -14,10 +14,11 @@ std::string utc_now() {
 }
 
 std::string case_json(const CaseResult& c) {
-  return Json::object()
-      .set("id", Json::num(c.id)).set("name", Json::str(c.name)).set("passed", Json::boolean(c.passed))
-      .set("value", Json::num(c.value)).set("limit", Json::num(c.limit)).set("detail", Json::str(c.detail))
-      .done();
+  Json o = Json::object();
+  o.set("id", Json::num(c.id)).set("name", Json::str(c.name)).set("passed", Json::boolean(c.passed))
+      .set("value", Json::num(c.value)).set("limit", Json::num(c.limit)).set("detail", Json::str(c.detail));
+  if (!c.note.empty()) o.set("note", Json::str(c.note));
+  return o.done();
 }
 
 std::string gpu_json(const cudaDeviceProp& prop) {

@@ -16,6 +16,7 @@
 #include "io/dataset.h"
 #include "io/inputs.h"
 #include "paths/kernel_path.h"
+#include "paths/registry.h"
 #include "io/recipe.h"
 #include "paths/train_loop.h"
 
@@ -45,11 +46,14 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
 CaseResult case_epoch_check(const GateInputs& g);
 // Case 10: the guard-band hits of this process so far (0 passes).
 CaseResult case_guard_bands();
+// A guard-band hit found outside cases.cu ("case 13: H [..]: ..."), counted by case 10.
+void record_guard_hit(const std::string& hit);
 
 // The table's header line on stdout.
 void print_table_header();
-// Prints the table's header, then runs and prints cases 1–5 and 9.
-std::vector<CaseResult> run_cases_1_to_5(const GateInputs& g);
+// Prints the table's header, then runs and prints the cases of the submission's entry points:
+// 1–5, 9 and 13 (the stages entry, epoch-check and contract in one process).
+std::vector<CaseResult> run_entry_cases(const GateInputs& g);
 // One row of the table on stdout (SKIP for a case that was not run).
 void print_case(const CaseResult& c);
 
@@ -77,4 +81,11 @@ CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run,
 bool gate_passed(const std::vector<CaseResult>& cases);
 // Why a trained path fails the gate ("" when it does not, or was skipped on this device): it did not train, its one-epoch
 // parity with the fused path exceeds `parity_limit`, or (when checked) its rerun differed.
-std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit);
+// `bitwise`: the rerun must be bitwise identical (bitwise_rerun_required); else a rerun within
+// `parity_limit` of the first run passes with path_note's note.
+std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit, bool bitwise);
+// "nondeterministic: reruns differ by 3.1e-07 (limit 1e-02)" for a path whose rerun differed but
+// passed; "" otherwise.
+std::string path_note(const PathRun& r, bool bitwise, double parity_limit);
+// Our paths keep the bitwise rerun; a linked submission only with --strict-determinism.
+bool bitwise_rerun_required(const std::string& path, bool strict_determinism);

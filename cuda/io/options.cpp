@@ -11,6 +11,7 @@
 #include "common/exit_status.h"
 #include "common/json.h"
 #include "io/bounds.h"
+#include "gate/catalog.h"  // the stage names --stage takes (plain data, no dependency)
 
 namespace {
 
@@ -18,7 +19,8 @@ const char* kSynopsis =
     "usage: mlp_train [--data DIR] [--recipe FILE] [--out DIR] [--paths a,b,...] [--epochs N]\n"
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
     "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--smoke] [--perf-only]\n"
-    "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]] [--help]\n"
+    "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]]\n"
+    "                 [--strict-determinism] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --out DIR       an existing directory, or a new one whose parent exists (default results)\n"
     "  --paths a,b     the kernel paths to run (default every path but the opt-in persistent2)\n"
@@ -31,10 +33,11 @@ const char* kSynopsis =
     "                  recipe) instead of retraining float64 on the CPU (same-run, the default)\n"
     "  --perf-only     time the paths (case 8) without the gate or the float64 reference (sweeps)\n"
     "  --run-id STR    written into run.json as \"run_id\" (1-128 of A-Z a-z 0-9 . _ : + -)\n"
-    "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json):\n"
-    "                  entry (cases 1-5), epoch-check (9), overfit (6), train (7, 8: every path trained\n"
-    "                  and timed; init_params.npy, order.npy), guard-bands (10); harness/gate/supervisor.py\n"
-    "                  runs each in a fresh process and merges them into run.json\n"
+    "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json);\n"
+    "                  harness/gate/supervisor.py runs each in a fresh process and merges them into\n"
+    "                  run.json (the stages and their cases: `mlp_host catalog`)\n"
+    "  --strict-determinism  a linked submission's one-epoch rerun must be bitwise identical, as our\n"
+    "                  paths' must (default: within the parity limit, with a note)\n"
     "  Every input is checked before the GPU is touched. Recipe values and their overrides:\n";
 
 // Flags that take a value, and the recipe key a numeric one overrides ("" for none).
@@ -80,8 +83,6 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-const std::vector<std::string> kStageNames = {"entry", "epoch-check", "overfit", "train", "guard-bands"};
-
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   std::set<std::string> given;
@@ -89,7 +90,7 @@ Options parse_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") { o.help = true; return o; }
     const bool valued = kValueFlags.count(a) > 0;
-    const bool boolean = a == "--quick" || a == "--smoke" || a == "--perf-only";
+    const bool boolean = a == "--quick" || a == "--smoke" || a == "--perf-only" || a == "--strict-determinism";
     if (!valued && !boolean) {
       if (a == "--persistent-phases")
         throw UserError("--persistent-phases: moved to build/persistent_phases (`invoke gpu.phases`)");
@@ -99,6 +100,7 @@ Options parse_args(const std::vector<std::string>& args) {
     if (boolean) {
       if (a == "--quick") o.quick = true;
       else if (a == "--smoke") o.quick = o.smoke = true;
+      else if (a == "--strict-determinism") o.strict_determinism = true;
       else o.perf_only = true;
       continue;
     }
@@ -121,9 +123,7 @@ Options parse_args(const std::vector<std::string>& args) {
     else if (a == "--paths") o.paths = split_names(a, v);
     else if (a == "--stage") {
       o.stages = split_names(a, v, "stage");
-      for (const auto& st : o.stages)
-        if (std::find(kStageNames.begin(), kStageNames.end(), st) == kStageNames.end())
-          throw UserError("--stage: no stage named '" + st + "' (have: " + join(kStageNames) + ")");
+      check_stage_names(o.stages, "--stage");
     }
     else if (a == "--reference") {
       if (v != "same-run" && v != "shipped") throw UserError("--reference: '" + v + "' is neither same-run nor shipped");
@@ -224,6 +224,6 @@ std::string options_json(const Options& o) {
       .set("out", Json::str(o.out)).set("init", Json::str(o.init)).set("profile", Json::str(o.profile))
       .set("reference", Json::str(o.reference)).set("run_id", Json::str(o.run_id)).set("paths", paths.done())
       .set("quick", Json::boolean(o.quick)).set("smoke", Json::boolean(o.smoke))
-      .set("perf_only", Json::boolean(o.perf_only)).set("overrides", ov.done()).set("stage", stages.done())
+      .set("perf_only", Json::boolean(o.perf_only)).set("strict_determinism", Json::boolean(o.strict_determinism)).set("overrides", ov.done()).set("stage", stages.done())
       .done();
 }

@@ -21,17 +21,15 @@ struct Options {
   // steps run, so a few steps of each kernel (a full batch and a tail batch) cover them.
   bool smoke = false;
   bool perf_only = false;  // --perf-only: case 8 alone (sweeps): no gate cases, no float64 reference
-  // --stage a,b: only these stages of the gate (kStageNames), each writing OUT/stage-<name>.json;
-  // harness/gate/supervisor.py runs each in a fresh process and merges the parts into run.json.
+  // --stage a,b: only these stages of the gate (binary_stage_names, cuda/gate/catalog.h), each
+  // writing OUT/stage-<name>.json; harness/gate/supervisor.py runs each in a fresh process and
+  // merges the parts into run.json.
   std::vector<std::string> stages;
+  // --strict-determinism: a linked submission's rerun must be bitwise identical (ours always must).
+  bool strict_determinism = false;
   // Recipe overrides: recipe key -> the flag's text, already checked against the key's bound.
   std::map<std::string, std::string> overrides;
 };
-
-// The gate's stages, in the order the supervisor runs them, and the cases each runs: entry (cases
-// 1-5), epoch-check (9), overfit (6), train (7 and 8: every path's checks, training and timing),
-// guard-bands (10: the guarded calls of cases 1-6 and 9 again, in its own process).
-extern const std::vector<std::string> kStageNames;
 
 // Parses argv[1..] (without the program name). A flag given twice, a flag without its value, an
 // unknown flag, a value outside its bound, an empty string, or modes that cannot be combined

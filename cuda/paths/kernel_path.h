@@ -89,16 +89,14 @@ struct SubmissionError : std::runtime_error {
 // "not implemented", "invalid argument", ... for a MlpStatus value: submission.h's mlp_status_name.
 const char* status_name(int status);
 
-// The paths this binary has, in report order. `external_submission`: a learner's file is
-// linked, so its epoch is a path of its own ("submission").
-std::vector<std::string> path_names(bool external_submission);
+// The path of a name of paths/registry.h (or "submission"); nullptr for any other name.
 std::unique_ptr<KernelPath> make_path(const std::string& name);
 // cuda/paths/persistent_path.cu: one cooperative launch an epoch, three grid barriers a step. Where its
 // time goes: dev/persistent_phases.cu (build/persistent_phases).
 std::unique_ptr<KernelPath> make_persistent_path();
 // persistent2: two grid barriers a step; measured faster than persistent on the H200 (0.909 vs
 // 1.126 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
-// in --paths, not among path_names(), so a default run does not depend on it.
+// in --paths, not in the default set of paths/registry.h, so a default run does not depend on it.
 std::unique_ptr<KernelPath> make_persistent2_path();
 // cuda/paths/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
 // chip, one cross-SM wait a step (recipe shape, sm_90+); the fastest path on the H200.

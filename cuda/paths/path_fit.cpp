@@ -1,4 +1,5 @@
 #include "paths/path_fit.h"
+#include "paths/registry.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -201,3 +202,11 @@ std::string device_limits_json(const DeviceLimits& lim) {
 }
 
 }  // namespace mlp
+
+std::string path_registry_json() {
+  Json a = Json::array();
+  for (const auto& p : path_registry())
+    a.add(Json::object().set("name", Json::str(p.name)).set("default", Json::boolean(p.in_default_set))
+              .set("what", Json::str(p.what)).done());
+  return a.done();
+}

@@ -1,6 +1,7 @@
 // cuda/paths/stepwise_path.cu — launch sequences of the kernel paths. Each path's kernel list sits beside
 // its code; the counts are what `invoke profile` checks against Nsight Systems.
 #include "paths/kernel_path.h"
+#include "paths/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -315,7 +316,7 @@ class GraphPath : public KernelPath {
 // A linked learner submission: its mlp_train_epoch is the whole path.
 class SubmissionPath : public KernelPath {
  public:
-  std::string name() const override { return "submission"; }
+  std::string name() const override { return kSubmissionPath; }
   PathFit fit(const DeviceLimits&, MlpShape, int) override { return PathFit{0, "the submission's own launches", ""}; }
   double launches_per_step(int) const override { return -1; }
   void epoch(const EpochArgs& a) override {
@@ -326,12 +327,6 @@ class SubmissionPath : public KernelPath {
 };
 }  // namespace
 
-std::vector<std::string> path_names(bool external_submission) {
-  std::vector<std::string> names = {"unfused", "fused", "graph", "persistent", "stationary"};
-  if (external_submission) names.insert(names.begin(), "submission");
-  return names;
-}
-
 std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "fused") return std::make_unique<FusedPath>();
   if (name == "unfused") return std::make_unique<UnfusedPath>();
@@ -339,8 +334,8 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "persistent") return make_persistent_path();
   if (name == "persistent2") return make_persistent2_path();
   if (name == "stationary") return make_stationary_path();
-  if (name == "submission") return std::make_unique<SubmissionPath>();
-  return nullptr;
+  if (name == kSubmissionPath) return std::make_unique<SubmissionPath>();
+  return nullptr;  // every name of paths/registry.h has a branch above (tests/test_catalog.py)
 }
 
 DeviceLimits query_device_limits() {

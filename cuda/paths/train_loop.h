@@ -33,6 +33,7 @@ struct PathRun {
   double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
   double parity_vs_fp64 = NAN;   // the same against the float64 reference's epoch
   bool deterministic = false;    // two one-epoch runs from the same state: bitwise equal
+  double rerun_distance = NAN;   // ||p_run1 - p_run2|| / ||p_fused - p_init|| of those two runs
   double launches_per_step = 0;
   bool ok = true;             // trained every epoch without error or non-finite loss
   std::string error;

@@ -11,8 +11,12 @@
 //   mlp_host parse-args ARGS...                           mlp_train's own parser: the options as JSON
 //   mlp_host recipe [--recipe F]                          the validated recipe as JSON
 //   mlp_host stats MS...                                  run.json's epoch-time summary of MS (epoch 0 dropped)
-//   mlp_host hints < CASES       the gate's hints (cuda/gate/hints.h) of case sets on stdin, "id passed detail" a
-//                                line, sets separated by an empty line: a JSON array of hints per set
+//   mlp_host catalog                                      the gate's cases and stages (cuda/gate/catalog.h) and the
+//                                                         kernel paths (cuda/paths/registry.h) as JSON
+//   mlp_host hints < SETS        the gate's hints (cuda/gate/hints.h) of sets on stdin, sets separated by an empty
+//                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
+//                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
+//                                a JSON array of hints per set
 // Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
 #include <cstdio>
 #include <map>
@@ -22,7 +26,9 @@
 #include "gate/case_result.h"
 #include "common/common.h"
 #include "gate/cpu_reference.h"
+#include "gate/catalog.h"
 #include "gate/hints.h"
+#include "paths/registry.h"
 #include "io/dataset.h"
 #include "common/exit_status.h"
 #include "common/json.h"
@@ -60,20 +66,32 @@ int run(int argc, char** argv) {
     std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
     return 0;
   }
-  if (cmd == "hints") {  // harness/gate/hints.py's port of hints_for is held to this (tests/test_hints.py)
+  if (cmd == "catalog") {
+    std::printf("%s\n", Json::object().set("gate", catalog_json()).set("paths", path_registry_json()).done().c_str());
+    return 0;
+  }
+  if (cmd == "hints") {  // the supervisor's merged runs (harness/gate/stages.py) take their hints from here
     std::vector<CaseResult> cases;
-    char buf[4096];
+    std::vector<std::string> path_failures, endings;
+    char buf[8192];
+    bool any = false;
     auto flush_set = [&]() {
-      if (cases.empty()) return;
+      if (!any) return;
       Json a = Json::array();
-      for (const auto& h : hints_for(cases)) a.add(Json::str(h));
+      for (const auto& h : hints_for(cases, path_failures, endings)) a.add(Json::str(h));
       std::printf("%s\n", a.done().c_str());
       cases.clear();
+      path_failures.clear();
+      endings.clear();
+      any = false;
     };
     while (std::fgets(buf, sizeof buf, stdin)) {
       std::string line(buf);
       while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
       if (line.empty()) { flush_set(); continue; }
+      any = true;
+      if (line.rfind("path ", 0) == 0) { path_failures.push_back(line.substr(5)); continue; }
+      if (line.rfind("ended ", 0) == 0) { endings.push_back(line.substr(6)); continue; }
       CaseResult c;
       int passed = 0, used = 0;
       if (std::sscanf(line.c_str(), "%d %d %n", &c.id, &passed, &used) < 2) throw UserError("hints: bad line '" + line + "'");

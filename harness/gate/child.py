@@ -14,17 +14,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.gate import hints
+from spec import catalog
 from spec.files import RESULTS_DIR, ROOT
 
-# The table's rows as the binary prints them (cuda/gate/cases.cu print_case), and the order it runs them.
+# The table's rows as the binary prints them (cuda/gate/cases.cu print_case).
 ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL|SKIP)\s*(.*)$")
-# Cases 11 (memcheck) and 12 (racecheck) follow when sanitizers run (harness/gate/sanitizer_cases.py).
-CASE_ORDER = [(1, "onebatch-forward"), (2, "batch-forward"), (3, "loss-extreme"), (4, "grad-check"), (5, "step"),
-              (9, "epoch-check"), (6, "overfit-32"), (7, "train"), (8, "perf"), (10, "guard-bands")]
 CUDA_ERR = re.compile(r"\b(cudaError[A-Za-z]+)\b")
 FLOOR_S, FACTOR, REF_FACTOR = 60.0, 50.0, 10.0
-HINT_TIMEOUT, HINT_FAULT = hints.TIMEOUT, hints.FAULT
+
+
+def binary_case_order() -> list[tuple[int, str]]:
+    """(id, name) of the cases mlp_train runs, in the order it runs them (spec/catalog.py)."""
+    binary = {s["name"] for s in catalog.stages("mlp_train")}
+    return [(c["id"], c["name"]) for c in catalog.cases() if c["stage"] in binary]
 
 
 def arg(args, flag: str, default=None):
@@ -88,9 +90,8 @@ def n_paths_of(args, results: Path = RESULTS_DIR) -> int:
 
 
 def _recipe_epochs() -> int:
-    import tomllib
-    with open(ROOT / "recipe.toml", "rb") as fh:
-        return int(tomllib.load(fh)["epochs"])
+    from spec.recipe import load_recipe
+    return int(load_recipe()["epochs"])
 
 
 def parse_rows(stdout: str) -> list[dict]:

@@ -31,10 +31,15 @@ from harness.gate import sanitizer_cases
 from harness.build import DEFAULT_ARCH, ENTRY_POINTS
 from harness.gate.child import fastest_ms
 from harness.gate.supervisor import supervise
+from spec import catalog
 from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, write_all, write_json
 
-CASE_IDS = (1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12)   # the cases that decide the verdict (8 is timing)
 GATE_ARGS = ("--paths", "submission", "--reference", "shipped")
+STRICT = "--strict-determinism"   # a submission's rerun must then be bitwise identical, as ours must
+
+
+def gate_args(strict_determinism: bool = False) -> list[str]:
+    return [*GATE_ARGS, *([STRICT] if strict_determinism else [])]
 GATED = "submission"   # the path cases 6-7 and the sanitizer cases 11-12 gate
 OUT_DIR = RESULTS_DIR / "gate"
 
@@ -87,7 +92,8 @@ def build_one(src: Path, arch: str, common: Path, jobs: int = 2) -> tuple[Path |
     return bdir / "mlp_train", ""
 
 
-def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None = None) -> int:
+def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None = None,
+             strict_determinism: bool = False) -> int:
     binary, error = build_one(src, arch, common)
     folder = Path(out) / Path(src).stem
     folder.mkdir(parents=True, exist_ok=True)
@@ -97,15 +103,21 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
         print(f"gate: {src}: does not build: {error}", flush=True)
         return 1
     (folder / "build.json").unlink(missing_ok=True)
-    rc = supervise(binary, folder, list(GATE_ARGS), limit, sanitize=GATED)
+    rc = supervise(binary, folder, gate_args(strict_determinism), limit, sanitize=GATED)
     render_report(folder)
     return rc
 
 
-def row_of(folder: Path, ours_ms: float | None) -> dict:
+STREAM_CASE = "stream-contract"   # a submission that fails it gets no time: its work may escape the timed stream
+
+
+def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None = None) -> dict:
+    """One leaderboard row: every verdict case, the submission path's median epoch and its ratio to
+    ours, the first hint (never empty for a FAIL) and the run's notes."""
     folder = Path(folder)
-    row = {"submission": folder.name, "passed": "0/%d" % len(CASE_IDS), "verdict": "FAIL",
-           **{f"case{i}": "" for i in CASE_IDS}, "median_ms": "", "ratio": "", "first_hint": ""}
+    case_ids = case_ids or catalog.verdict_case_ids()
+    row = {"submission": folder.name, "passed": "0/%d" % len(case_ids), "verdict": "FAIL",
+           **{f"case{i}": "" for i in case_ids}, "median_ms": "", "ratio": "", "first_hint": "", "notes": ""}
     build = folder / "build.json"
     if build.exists():
         row["first_hint"] = "does not build: " + json.loads(build.read_text())["build_error"]
@@ -117,25 +129,36 @@ def row_of(folder: Path, ours_ms: float | None) -> dict:
         return row
     cases = {c["id"]: c for c in doc.get("cases", [])}
     n = 0
-    for i in CASE_IDS:
+    for i in case_ids:
         c = cases.get(i)
         v = "-" if c is None else ("PASS" if c["passed"] else "FAIL")
         row[f"case{i}"] = v
         n += v == "PASS"
-    row["passed"] = f"{n}/{len(CASE_IDS)}"
+    row["passed"] = f"{n}/{len(case_ids)}"
     sup = doc.get("supervisor") or {}
     # A path whose parity or rerun fails, or a stage that did not end by itself, fails it too.
-    row["verdict"] = "PASS" if n == len(CASE_IDS) and not sup.get("path_failures") and \
+    row["verdict"] = "PASS" if n == len(case_ids) and not sup.get("path_failures") and \
         not sup.get("stage_failures") else "FAIL"
+    stream_failed = any(c.get("name") == STREAM_CASE and c.get("passed") is not True for c in cases.values())
     sub = doc.get("paths", {}).get("submission", {})
     ms = sub.get("median_ms") if isinstance(sub, dict) else None
-    if isinstance(ms, (int, float)):
+    if isinstance(ms, (int, float)) and not stream_failed:
         row["median_ms"] = f"{ms:.3f}"
         if ours_ms:
             row["ratio"] = f"{ms / ours_ms:.2f}"
-    hints = doc.get("hints") or []
-    ended = doc.get("supervisor", {}).get("ended", "")
-    row["first_hint"] = (f"{ended}: " if ended and not ended.startswith("exited") else "") + (hints[0] if hints else "")
+    hints = list(doc.get("hints") or [])
+    ended = sup.get("ended", "")
+    first = hints[0] if hints else ""
+    if row["verdict"] == "FAIL" and not first:  # never a FAIL without a reason
+        failed = [c for c in cases.values() if c.get("passed") is not True and c.get("id") in case_ids]
+        first = (sup.get("path_failures") or [""])[0] or (
+            f"case {failed[0]['id']} {failed[0].get('name', '')}: {failed[0].get('detail', '')}"[:200] if failed else
+            "a case is missing from run.json (the run did not finish)")
+    row["first_hint"] = (f"{ended}: " if ended and not ended.startswith("exited") else "") + first
+    notes = list(doc.get("notes") or [])
+    if stream_failed and isinstance(ms, (int, float)):
+        notes.append(f"no time: case 13 {STREAM_CASE} failed (work outside the timed stream)")
+    row["notes"] = "; ".join(notes)
     return row
 
 
@@ -170,19 +193,20 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
         for f in folders:
             render_report(f)
     ours = fastest_ms(results)
-    rows = sorted((row_of(f, ours) for f in folders),
+    case_ids = catalog.verdict_case_ids()
+    rows = sorted((row_of(f, ours, case_ids) for f in folders),
                   key=lambda r: (-int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"), r["submission"]))
     cols = list(rows[0]) if rows else ["submission"]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    head = ["submission", "passed", *[f"{i}" for i in CASE_IDS], "median ms", "x ours", "first hint"]
+    head = ["submission", "passed", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes"]
     md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch (results/run.json).\n" if ours else
           "# Gate leaderboard\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["submission"], r["passed"], *[r[f"case{i}"] for i in CASE_IDS], r["median_ms"], r["ratio"],
-                 r["first_hint"].replace("|", "\\|")]
+        cells = [r["submission"], r["passed"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
+                 r["first_hint"].replace("|", "\\|"), r["notes"].replace("|", "\\|")]
         md.append("| " + " | ".join(cells) + " |")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -192,7 +216,7 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
 
 
 def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFAULT_ARCH,
-             limit: float | None = None, sanitize_jobs: int | None = None) -> int:
+             limit: float | None = None, sanitize_jobs: int | None = None, strict_determinism: bool = False) -> int:
     """Build every *.cu of SRC_DIR, gate each (`jobs` at a time: timings undisturbed at 1), then
     run cases 11-12 (compute-sanitizer) on every one that built, `sanitize_jobs` at a time (they
     are correctness runs, bound by the tool's host work, not timings), then the leaderboard."""
@@ -215,7 +239,7 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
             (folder / "run.json").unlink(missing_ok=True)
             return
         (folder / "build.json").unlink(missing_ok=True)
-        return supervise(binary, folder, list(GATE_ARGS), limit)
+        return supervise(binary, folder, gate_args(strict_determinism), limit)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         rcs = list(pool.map(run, built))
@@ -240,6 +264,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="submissions gated at once on the GPU")
     ap.add_argument("--arch", default=DEFAULT_ARCH)
     ap.add_argument("--limit", type=float, default=None, help="each run's time limit, s (default: derived)")
+    ap.add_argument(STRICT, action="store_true",
+                    help="a submission's one-epoch rerun must be bitwise identical (default: within the parity limit, "
+                         "with a note)")
     ap.add_argument("--sanitize-jobs", type=int, default=None,
                     help="compute-sanitizer runs (cases 11-12) at once (default min(6, CPU cores))")
     a = ap.parse_args(argv)
@@ -253,10 +280,10 @@ def main(argv=None) -> int:
     if a.one:
         # An array task links the build/ that `invoke build` made (concurrent tasks must not remake it).
         common = BUILD_DIR if (BUILD_DIR / "mlp_train").exists() else build_common(a.arch)
-        return gate_one(Path(a.one), Path(a.out), a.arch, common, a.limit)
+        return gate_one(Path(a.one), Path(a.out), a.arch, common, a.limit, a.strict_determinism)
     if not a.dir:
         ap.error("give DIR, --one FILE or --aggregate FOLDER...")
-    return gate_dir(Path(a.dir), Path(a.out), a.jobs, a.arch, a.limit, a.sanitize_jobs)
+    return gate_dir(Path(a.dir), Path(a.out), a.jobs, a.arch, a.limit, a.sanitize_jobs, a.strict_determinism)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ at batch 128, a 44-row tail batch). Races that a normal run does not show then f
 
 A case PASSes iff the tool ran to completion (its summary line is in its output: memcheck's
 `========= ERROR SUMMARY: N errors`, racecheck's `========= RACECHECK SUMMARY: H hazards
-displayed (E errors, W warnings)`), it counted 0 errors and the run under it ended with status 0
-or 1 (a gate case of the short run may fail; the other cases judge that). A tool that is not
+displayed (E errors, W warnings)`), it counted 0 errors (racecheck: 0 hazards, its warnings
+included: a warp-synchronous reduction without __syncwarp() is reported as a warning, and it is a
+real race under independent thread scheduling) and the run under it ended with status 0 or 1 (a
+gate case of the short run may fail; the other cases judge that). A tool that is not
 found, times out, dies or stops without its summary is FAIL naming that. Each run has its own
 time limit (time_limit), printed; its output is kept in OUT/<tool>.log.
 
@@ -28,11 +30,23 @@ import sys
 import time
 from pathlib import Path
 
+from harness.gate import hints
 from harness.gate.child import how_ended
-from spec.files import DATA_DIR, RECIPE_PATH, ROOT, write_json
+from spec import catalog
+from spec.recipe import load_recipe
+from spec.files import DATA_DIR, ROOT, write_json
 
-CASES = (("memcheck", 11), ("racecheck", 12))
-CASE_IDS = tuple(i for _, i in CASES)
+def sanitizer_stages() -> list[dict]:
+    """The stages compute-sanitizer runs (the binary's catalog): memcheck (case 11), racecheck (12)."""
+    return catalog.stages("compute-sanitizer")
+
+
+def case_of(tool: str) -> int:
+    return next(s["cases"][0] for s in sanitizer_stages() if s["name"] == tool)
+
+
+def case_ids() -> tuple[int, ...]:
+    return tuple(s["cases"][0] for s in sanitizer_stages())
 SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 # The first line of a reported error: memcheck's "Invalid __global__ write of size 4 bytes",
@@ -45,16 +59,8 @@ FIRST_ERROR = re.compile(r"^=+\s+((?:Invalid|Error|Program hit|Warp|Stack overfl
 # shared-memory access instrumented) tens of times: on the H200 racecheck of our stationary
 # path's --smoke run took 63.6 s and memcheck of its --quick run 12.3 s
 # (results/sanitize_stationary.json), against seconds unsanitized.
-FLOOR_S = {"memcheck": 180.0, "racecheck": 300.0}
+# (The floors are the catalog's.)
 FACTOR = {"memcheck": 20.0, "racecheck": 60.0}
-HINTS = {
-    "memcheck": "memcheck: an index past a buffer (a grid or a bound check off by one): the log names the kernel, "
-                "the access and the address",
-    "racecheck": "racecheck: a shared-memory race: a missing __syncthreads() between the writes of a tile and its "
-                 "reads (or before the next tile overwrites it)",
-}
-HINT_NOT_FOUND = ("cases 11-12 need compute-sanitizer (it ships with the CUDA toolkit, cuda/bin): put it on PATH "
-                  "or set COMPUTE_SANITIZER")
 
 
 def find_sanitizer() -> str | None:
@@ -74,9 +80,7 @@ def recipe_batch(args=()) -> int:
     args = list(args)
     if "--batch" in args and args.index("--batch") + 1 < len(args):
         return int(args[args.index("--batch") + 1])
-    import tomllib
-    with open(RECIPE_PATH, "rb") as fh:
-        return int(tomllib.load(fh)["batch"])
+    return int(load_recipe()["batch"])
 
 
 def short_train_size(batch: int) -> int:
@@ -85,13 +89,21 @@ def short_train_size(batch: int) -> int:
     return 2 * batch + max(1, batch * 11 // 32)
 
 
+SHORT_RUN_STAGES = ("entry", "epoch-check")   # every entry point, and case 9's short epochs
+
+
 def short_run_args(gated: str, batch: int) -> list[str]:
     """The stages entry and epoch-check of `gated`'s binary (`batch` only names the tail)."""
-    return ["--stage", "entry,epoch-check", "--paths", gated]
+    return ["--stage", ",".join(SHORT_RUN_STAGES), "--paths", gated]
+
+
+def floor_s(tool: str) -> float:
+    """The tool's time-limit floor (the catalog's)."""
+    return float(next(s["floor_s"] for s in sanitizer_stages() if s["name"] == tool))
 
 
 def time_limit(tool: str, unsanitized_s: float | None = None) -> tuple[float, str]:
-    floor = FLOOR_S[tool]
+    floor = floor_s(tool)
     if not unsanitized_s:
         return floor, f"{floor:.0f} s (the floor; no unsanitized time of the short run)"
     derived = FACTOR[tool] * unsanitized_s
@@ -128,7 +140,7 @@ def _ended(rc: int | None, timed_out: bool, limit: float, text: str) -> str:
 def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: float, why: str,
              sanitizer: str | None, data: Path = DATA_DIR) -> dict:
     """One tool on the short run: its case row (plus "seconds", "limit_s", "log", "command")."""
-    cid = dict(CASES)[tool]
+    cid = case_of(tool)
     if sanitizer is None:
         return _case(tool, cid, False, None, "compute-sanitizer not found (PATH, $COMPUTE_SANITIZER, "
                                              "/usr/local/cuda/bin)")
@@ -162,6 +174,10 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     if timed_out or errors is None or (rc is not None and rc < 0):
         row = _case(tool, cid, False, None, f"{_ended(rc, timed_out, limit, text)} ({what}; no summary: "
                                             f"the tool did not finish; {log.name})", **extra)
+    elif tool == "racecheck" and errors + (warnings or 0) > 0:
+        hazards = errors + (warnings or 0)
+        row = _case(tool, cid, False, hazards, f"{hazards} hazard(s) ({errors} errors, {warnings or 0} warnings); "
+                                               f"first: {first or 'see the log'} ({what}; {log.name})", **extra)
     elif errors > 0:
         row = _case(tool, cid, False, errors, f"{errors} error(s); first: {first or 'see the log'} ({what}; "
                                               f"{log.name})", **extra)
@@ -169,7 +185,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
         row = _case(tool, cid, False, errors, f"0 errors, but the run under it {_ended(rc, False, limit, text)} "
                                               f"before its end ({what}; {log.name})", **extra)
     else:
-        row = _case(tool, cid, True, 0, f"0 errors{'' if warnings is None else f', {warnings} warnings'} in "
+        row = _case(tool, cid, True, 0, f"0 {'hazards' if tool == 'racecheck' else 'errors'} in "
                                         f"{seconds:.0f} s ({what}: every entry point, and case 9's "
                                         f"{short_train_size(batch)}-row epoch with a "
                                         f"{short_train_size(batch) % batch}-row tail batch)", **extra)
@@ -187,8 +203,9 @@ def format_row(c: dict) -> str:
 
 def skip_reason(doc: dict) -> str | None:
     """Why the sanitizer runs would only repeat a hang: a case they repeat (1-5, 9) timed out."""
+    repeated = {i for s in catalog.stages("mlp_train") if s["name"] in SHORT_RUN_STAGES for i in s["cases"]}
     for c in doc.get("cases", []):
-        if c.get("id") in (1, 2, 3, 4, 5, 9) and str(c.get("detail", "")).startswith("timed out"):
+        if c.get("id") in repeated and str(c.get("detail", "")).startswith("timed out"):
             return (f"not run: case {c['id']} {c.get('name', '')} {c['detail']} without a sanitizer "
                     f"(the short run would repeat the hang)")
     return None
@@ -204,7 +221,7 @@ def unsanitized_seconds(doc: dict) -> float | None:
 
 
 def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None, batch: int | None = None,
-                    tools=tuple(t for t, _ in CASES), data: Path = DATA_DIR) -> list[dict]:
+                    tools=None, data: Path = DATA_DIR) -> list[dict]:
     """Case rows 11 and 12 for `binary` (the gated path `gated`); `doc`, the run's run.json, gives
     the unsanitized time the limits derive from and says when a hang makes the runs pointless."""
     doc = doc or {}
@@ -212,40 +229,28 @@ def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None
     batch = batch or int((doc.get("recipe") or {}).get("batch") or recipe_batch())
     skip = skip_reason(doc)
     rows = []
-    for tool in tools:
+    for tool in tools or [s["name"] for s in sanitizer_stages()]:
         limit, why = time_limit(tool, unsanitized_seconds(doc))
         if skip:
-            rows.append(_case(tool, dict(CASES)[tool], False, None, skip))
+            rows.append(_case(tool, case_of(tool), False, None, skip))
             print(format_row(rows[-1]), flush=True)
             continue
         rows.append(run_case(tool, binary, out, gated, batch, limit, why, sanitizer, data))
     return rows
 
 
-def hints_for(rows: list[dict]) -> list[str]:
-    out = []
-    for r in rows:
-        if r["passed"]:
-            continue
-        if r["detail"].startswith("compute-sanitizer not found"):
-            if HINT_NOT_FOUND not in out:
-                out.append(HINT_NOT_FOUND)
-        elif isinstance(r.get("value"), (int, float)) and r["value"] > 0:
-            out.append(HINTS[r["name"]])
-    return out
-
-
 def merge(doc: dict, rows: list[dict]) -> dict:
     """`doc` with rows 11-12 in place of any it had, their hints, and the runs in its supervisor
     block's stages (when it has one)."""
     doc = dict(doc)
-    doc["cases"] = [c for c in doc.get("cases", []) if c.get("id") not in CASE_IDS] + rows
-    doc["hints"] = [h for h in doc.get("hints", []) if h not in HINTS.values() and h != HINT_NOT_FOUND] + \
-        hints_for(rows)
+    doc["cases"] = [c for c in doc.get("cases", []) if c.get("id") not in case_ids()] + rows
     sup = doc.get("supervisor")
+    endings = [s.get("ended", "") for s in (sup or {}).get("stages", []) if s.get("ended") not in ("exited 0", "exited 1")
+               and s.get("name") not in {t["name"] for t in sanitizer_stages()}]
+    doc["hints"] = hints.hints_for(doc["cases"], (sup or {}).get("path_failures", []), endings)
     if isinstance(sup, dict) and isinstance(sup.get("stages"), list):
         sup = dict(sup)
-        sup["stages"] = [s for s in sup["stages"] if s.get("name") not in dict(CASES)] + [
+        sup["stages"] = [s for s in sup["stages"] if s.get("name") not in {t["name"] for t in sanitizer_stages()}] + [
             {"name": r["name"], "cases": [r["id"]], "limit_s": r.get("limit_s"), "seconds": r.get("seconds"),
              "ended": r.get("ended", r["detail"])}
             for r in rows]
@@ -278,7 +283,7 @@ def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, l
     write_json(run_json, doc)
     failed = [f"{r['id']} {r['name']}" for r in rows if not r["passed"]]
     if failed:
-        for h in hints_for(rows):
+        for h in doc["hints"]:
             print(f"hint: {h}", flush=True)
         print(f"gate: FAIL (case {', '.join(failed)})", flush=True)
         return 1 if rc in (0, 1) else rc

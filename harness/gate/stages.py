@@ -3,15 +3,18 @@
 a "supervisor" block: a stage that hangs, dies or faults fails its own cases ("timed out after
 N s", "died: SIGSEGV", "CUDA error: cudaErrorIllegalAddress") and the later stages still run.
 
-    entry (cases 1-5) -> epoch-check (9) -> overfit (6) -> train (7, 8) -> guard-bands (10)
+    entry (cases 1-5) -> epoch-check (9) -> contract (13) -> overfit (6) -> train (7, 8) -> guard-bands (10)
+
+(the stages, their cases, floors and work are the binary's: spec/catalog.py reads them)
 
 Each stage writes OUT/stage-NAME.json (its cases, the top of run.json, and for train the paths,
 the float64 reference and the paths that fail); the supervisor keeps it as LOGS/stage-NAME.json
 beside LOGS/stage-NAME.stdout.log and .stderr.log (LOGS: OUT for a gate folder). A stage that
 ends without its part keeps the rows it printed; its running case fails with what happened and
 its later cases are FAIL "not run", and the stage fails the verdict even where every row it
-printed passed (supervisor.stage_failures). The hints are harness/gate/hints.py's over the cases that ran,
-after the hint of each stage that ended badly.
+printed passed (supervisor.stage_failures). The hints are the binary's (harness/gate/hints.py asks
+`mlp_host hints`) over the merged cases, the paths that fail and how the stages ended; the notes
+(a declined odd shape, a submission's nondeterministic rerun) are the cases' and the paths'.
 """
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.gate import hints
-from harness.gate.child import (CASE_ORDER, FACTOR, Outcome, fastest_ms, limit_for, n_paths_of, parse_rows, rel, run_child,
-                           what_happened)
+from harness.gate.child import (FACTOR, Outcome, binary_case_order, fastest_ms, limit_for, n_paths_of, parse_rows, rel,
+                                run_child, what_happened)
+from spec import catalog
 from harness.gate.sanitizer_cases import format_row, verdict
 from spec.files import DATA_DIR, RESULTS_DIR, ROOT, write_json, write_text
 
@@ -34,16 +38,16 @@ class Stage:
     name: str
     cases: tuple[int, ...]
     floor_s: float
-    epochs: float = 0.0   # its GPU work in our fastest path's epochs (per trained path for guard-bands)
+    epochs: float = 0.0      # its GPU work in our fastest path's epochs (per trained path for guard-bands)
+    exclusive: bool = False  # needs the GPU to itself (it times epochs or reads the free memory)
 
 
-# 200 overfit steps of 32 images are about 5 epochs' steps; guard-bands repeats cases 1-5 and 9
-# and every path's overfit.
-STAGES = (Stage("entry", (1, 2, 3, 4, 5), 30.0, 1.0), Stage("epoch-check", (9,), 30.0, 1.0),
-          Stage("overfit", (6,), 30.0, 5.0), Stage("train", (7, 8), 120.0),
-          Stage("guard-bands", (10,), 30.0, 5.0))
-NAMES = dict(CASE_ORDER)
-ORDER = [i for i, _ in CASE_ORDER]
+def binary_stages() -> tuple[Stage, ...]:
+    """The stages `mlp_train --stage` runs, in order (the binary's catalog)."""
+    return tuple(Stage(s["name"], tuple(s["cases"]), float(s["floor_s"]), float(s["epochs"]), bool(s["exclusive"]))
+                 for s in catalog.stages("mlp_train"))
+
+
 HEADER_KEYS = ("schema", "date_utc", "run_id", "gpu", "device_limits", "submission", "gated_path")
 
 
@@ -105,7 +109,7 @@ def run_stage(stage: Stage, base: list[str], run_id: str, limit: float, why: str
         done = {r["id"] for r in cases}
         pending = [i for i in stage.cases if i not in done]
         for k, i in enumerate(pending):
-            row = {"id": i, "name": NAMES.get(i, "?"), "value": None, "limit": None, "passed": False,
+            row = {"id": i, "name": catalog.case_names().get(i, "?"), "value": None, "limit": None, "passed": False,
                    "detail": what if k == 0 else f"not run: stage {stage.name} ended at case {pending[0]} ({what})"}
             cases.append(row)
             synthetic.append(i)
@@ -129,28 +133,25 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
     if head is not None:
         doc |= {k: head[k] for k in ("recipe", "reference_source") if k in head}
         doc["memory"] = (train or head).get("memory", {})
+    order = [i for i, _ in binary_case_order()]
     cases = sorted((c for r in results for c in r["cases"]),
-                   key=lambda c: ORDER.index(c["id"]) if c["id"] in ORDER else len(ORDER) + c["id"])
+                   key=lambda c: order.index(c["id"]) if c["id"] in order else len(order) + c["id"])
     doc["cases"] = cases
-    synthetic = {i for r in results for i in r["synthetic"]}
-    ran = [c for c in cases if c["id"] not in synthetic]
-    stage_hints = []
-    for r in results:
-        h = hints.for_ending(r["record"]["ended"])
-        if h and h not in stage_hints:
-            stage_hints.append(h)
-    doc["hints"] = stage_hints + hints.hints_for(ran)
+    records = [r["record"] for r in results]
+    bad = [s for s in records if s["ended"] not in ("exited 0", "exited 1")]
+    path_failures = list((train or {}).get("path_failures", []))
+    doc["hints"] = hints.hints_for(cases, path_failures, [s["ended"] for s in bad])
+    doc["notes"] = [f"case {c['id']} {c['name']}: {c['note']}" for c in cases if c.get("note")] + \
+        list((train or {}).get("path_notes", []))
     doc["paths"] = train["paths"] if train else {}
     if train and "reference_fp64" in train:
         doc["reference_fp64"] = train["reference_fp64"]
-    records = [r["record"] for r in results]
-    bad = [s for s in records if s["ended"] not in ("exited 0", "exited 1")]
     ended = (f"stage {bad[0]['name']}: {bad[0]['ended']}" if bad else
              "exited 1" if any(s["ended"] == "exited 1" for s in records) else "exited 0")
     doc["supervisor"] = {"staged": True, "limit_s": round(sum(s["limit_s"] for s in records), 1),
                          "seconds": round(sum(s["seconds"] for s in records), 1), "ended": ended,
                          "stages": [{k: v for k, v in s.items() if k != "stderr_tail"} for s in records],
-                         "path_failures": list((train or {}).get("path_failures", [])),
+                         "path_failures": path_failures,
                          # A stage that did not end by itself with its part fails the gate even
                          # where every row it printed passed.
                          "stage_failures": [f"{s['name']}: {s['ended']}" for s in bad]}
@@ -170,7 +171,8 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
     shown = rel(binary) if Path(binary).resolve().is_relative_to(ROOT) else str(binary)
     base = [shown, "--data", rel(data), "--out", rel(out), *args]
     done = []
-    for st in STAGES:
+    stages = binary_stages()
+    for st in stages:
         lim, why = (limit, f"{limit:.0f} s (--limit)") if limit else stage_limit(st, args, results)
         r = run_stage(st, base, run_id, lim, why, out, logs)
         if r["rc"] == 2 and not r["timed_out"]:      # bad input: every stage would say the same
@@ -192,7 +194,8 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
     why = "; ".join(x for x in ((f"case {', '.join(failed)}" if failed else ""),
                                 (f"{len(doc['supervisor']['path_failures'])} path(s) fail" if
                                  doc["supervisor"]["path_failures"] else ""), doc["supervisor"]["ended"]) if x)
-    print(f"gate: PASS (cases 1-7, 9, 10 in {len(STAGES)} stages; every path's parity and rerun)" if ok else
+    print(f"gate: PASS (cases {', '.join(str(c['id']) for c in doc['cases'] if c['id'] != 8)} in {len(stages)} "
+          f"stages; every path's parity and rerun)" if ok else
           f"gate: FAIL ({why})", flush=True)
     return Outcome(0 if ok else 1, started, doc["supervisor"]["ended"], first["rc"])
 

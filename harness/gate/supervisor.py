@@ -26,8 +26,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from harness.gate.child import (CASE_ORDER, HINT_FAULT, HINT_TIMEOUT, Outcome, rel, limit_for, parse_rows, run_child,
-                           what_happened)
+from harness.gate import hints
+from harness.gate.child import Outcome, binary_case_order, rel, limit_for, parse_rows, run_child, what_happened
 from spec.files import DATA_DIR, ROOT, write_json
 
 
@@ -91,20 +91,22 @@ def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, da
     if not rows and not write_unstarted:
         return Outcome(1, False, what, rc)
     done = {r["id"] for r in rows}
-    pending = [(i, n) for i, n in CASE_ORDER if i not in done]
+    pending = [(i, n) for i, n in binary_case_order() if i not in done]
     for k, (i, n) in enumerate(pending):
         rows.append({"id": i, "name": n, "value": None, "limit": None, "passed": False,
                      "detail": what if k == 0 else f"not run: the run ended at case {pending[0][0]} ({what})"})
     print(f"supervisor: {what}; case {pending[0][0] if pending else '-'} FAIL", flush=True)
-    hint = (HINT_TIMEOUT if timed_out else
-            HINT_FAULT if done else f"the run stopped before its first case ({what}): the binary's message is in "
-                                    f"{rel(logs / 'stderr.log')}")
+    found = hints.hints_for(rows, endings=[what]) if done else []
+    found = found or [f"the run stopped before its first case ({what}): the binary's message is in "
+                      f"{rel(logs / 'stderr.log')}"]
     doc = {"schema": 1, "run_id": run_id, "mode": "supervised", "run_command": " ".join(cmd[:-2]),
            "supervisor": {"limit_s": round(limit, 1), "seconds": seconds, "ended": what,
                           "stderr_tail": stderr[-2000:]},
-           "cases": rows, "hints": [hint], "paths": {}}
+           "cases": rows, "hints": found, "paths": {}}
     write_json(run_json, doc)
-    print(f"hint: {hint}\ngate: FAIL ({what})", flush=True)
+    for h in found:
+        print(f"hint: {h}", flush=True)
+    print(f"gate: FAIL ({what})", flush=True)
     return Outcome(1, bool(done), what, rc)
 
 

@@ -10,11 +10,13 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
-CASES = {"entry": [(1, "onebatch-forward"), (2, "batch-forward"), (3, "loss-extreme"), (4, "grad-check"),
-                   (5, "step")],
-         "epoch-check": [(9, "epoch-check")], "overfit": [(6, "overfit-32")], "train": [(7, "train"), (8, "perf")],
-         "guard-bands": [(10, "guard-bands")]}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from spec import catalog  # noqa: E402 - the stages and their cases are the real binary's
+
+NAMES = catalog.case_names()
+CASES = {s["name"]: [(i, NAMES[i]) for i in s["cases"]] for s in catalog.stages("mlp_train")}
 args = sys.argv[1:]
 get = lambda f: args[args.index(f) + 1] if f in args else None  # noqa: E731
 stage, out, run_id = get("--stage"), get("--out"), get("--run-id")

@@ -1,0 +1,48 @@
+// cuda/paths/registry.h — the one list of kernel paths: each path's name, whether a plain run
+// times it, and what it is in a line. make_path (paths/kernel_path.h) builds each by name;
+// `mlp_host catalog` prints this list (path_registry_json) and the Python side reads it
+// (spec/catalog.py); what each path needs of a device is mlp_fit's (paths/path_fit.h). Plain data,
+// host-only, no CUDA header.
+#pragma once
+#include <string>
+#include <vector>
+
+struct PathInfo {
+  const char* name;
+  bool in_default_set;  // timed by a plain run; false: only when named in --paths (or --profile)
+  const char* what;
+};
+
+inline const std::vector<PathInfo>& path_registry() {
+  static const std::vector<PathInfo> paths = {
+      {"unfused", true, "17 launches per step: separate bias, ReLU, mask passes; one momentum update per tensor"},
+      {"fused", true, "10 launches per step: bias/ReLU and the ReLU mask in GEMM epilogues; one flat update (our submission)"},
+      {"graph", true, "the fused epoch captured once into a CUDA graph, replayed per epoch"},
+      {"persistent", true, "one cooperative kernel per epoch, three grid barriers per step, the update fused into the gradient phase"},
+      {"persistent2", false, "opt-in: persistent with two barriers per step, the update phase also computing the next step's pre-activations"},
+      {"stationary", true, "one cluster launch per epoch, weights stationary in shared memory, one cross-SM wait per step (recipe shape, sm_90+)"},
+  };
+  return paths;
+}
+
+// The path a linked learner's file adds: its mlp_train_epoch, gated instead of "fused".
+constexpr const char* kSubmissionPath = "submission";
+
+// The paths a plain run times, in report order ("submission" first when a learner's file is linked),
+// and those that run only when named.
+inline std::vector<std::string> default_path_names(bool external_submission) {
+  std::vector<std::string> names;
+  if (external_submission) names.push_back(kSubmissionPath);
+  for (const auto& p : path_registry())
+    if (p.in_default_set) names.push_back(p.name);
+  return names;
+}
+inline std::vector<std::string> opt_in_path_names() {
+  std::vector<std::string> names;
+  for (const auto& p : path_registry())
+    if (!p.in_default_set) names.push_back(p.name);
+  return names;
+}
+
+// The registry as a JSON array of {"name", "default", "what"} (common/json.h's writer).
+std::string path_registry_json();
