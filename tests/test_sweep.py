@@ -31,8 +31,8 @@ sys.path.remove(str(FIXTURES))
 @pytest.fixture(autouse=True)
 def no_git(monkeypatch):
     """sweep.json records the commit and driver; the tests call neither git nor nvidia-smi."""
-    monkeypatch.setattr("harness.run.git_commit", lambda: "test-commit")
-    monkeypatch.setattr("harness.run.driver_version", lambda: "test-driver")
+    monkeypatch.setattr("spec.provenance.git_commit", lambda: "test-commit")
+    monkeypatch.setattr("spec.provenance.driver_version", lambda: "test-driver")
 
 
 # ----------------------------------------------------------------------------- arithmetic

@@ -40,7 +40,7 @@ from harness.baseline.variants import (COMPILE_MODES, COMPILED, CUDA_ONLY,  # no
                                     CudaGraphVariant, EagerVariant, Workload, variant_available)
 from harness.baseline.variants import sync as _sync
 from harness.baseline.compiled_step import CompiledStepVariant
-from spec import layout, stats
+from spec import layout, provenance, stats
 from spec.files import RESULTS_DIR, write_bytes, write_json
 
 
@@ -322,8 +322,7 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
-    from harness.run import git_commit
-    out = {"schema": 1, "commit": git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+    out = {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
            "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
            "inductor_cache": inductor_cache(), "variants": {}}

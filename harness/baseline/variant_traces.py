@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from harness.baseline.pytorch_baseline import COMPILED, load_data, load_inputs, make_variant, workload_for
-from harness.run import git_commit
 from harness.baseline.variants import sync
+from spec import provenance
 from spec.files import RESULTS_DIR, write_all
 from spec.recipe import load_recipe
 
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     init, order = load_inputs()
     data, recipe = load_data(), load_recipe()
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    doc = {"schema": 1, "commit": git_commit(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
+    doc = {"schema": 1, "commit": provenance.git_commit(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
     for name in names:
         print(f"[traces] {name} ...", flush=True)
         doc["variants"][name] = trace_variant(name, init, order, data, recipe, args.device)

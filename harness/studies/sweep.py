@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from spec import files
+from spec import files, provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
 from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
 from spec.recipe import load_recipe
@@ -308,12 +308,11 @@ def _summary(records: list[dict]) -> dict:
 def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch, data_dir,
              train_size, timeout_s, note: str) -> dict:
     recipe = load_recipe()
-    from harness.run import driver_version, git_commit
     return {
         "schema": 1,
         "note": note,
         "date_utc": None, "gpu": None, "torch_version": None, "torch_cuda_version": None,
-        "commit": git_commit(), "driver": driver_version(),
+        "commit": provenance.git_commit(), "driver": provenance.driver_version(),
         "config": {
             "widths": [int(w) for w in widths], "batches": [int(b) for b in batches],
             "width_sweep_batch": int(width_batch), "batch_sweep_hidden": int(batch_hidden),
