@@ -13,6 +13,7 @@ from pathlib import Path
 
 from analysis.ncu_csv import NcuCsvError, read_counters
 from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
+from spec import files
 from spec.schema import SchemaError, validate
 
 # The optional inputs, relative to the results folder, and the profile CSVs of a path.
@@ -71,14 +72,11 @@ def load_json(path, schema: str | None = None, required: bool = True):
 
 
 def load_toml(path) -> dict:
-    import tomllib
+    """spec.files.load_toml's table, its one-line error raised as this module's InputError."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"malformed TOML: {exc}") from None
+        return files.load_toml(path)
+    except files.InputError as exc:
+        raise InputError(str(exc).removeprefix("error: ")) from None
 
 
 def load_nvidia_smi(path) -> dict | None:

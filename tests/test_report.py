@@ -360,6 +360,17 @@ def test_a_failing_write_leaves_every_output_untouched(inputs, monkeypatch):
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+def test_a_malformed_gaps_toml_is_one_line_exit_2_and_nothing_written(inputs, capsys, tmp_path):
+    gaps = tmp_path / "GAPS.toml"
+    gaps.write_text("[[gap]\n")
+    results, profile, out = inputs
+    rc = report.main(["--results", str(results), "--profile", str(profile), "--gaps", str(gaps),
+                      "--out", str(out / "RESULTS.md"), "--plots", str(out / "plots")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"error: {gaps}: malformed TOML") and err.count("\n") == 1, err
+    assert nothing_written(out)
+
+
 def test_missing_run_json_is_one_line(inputs, capsys):
     (inputs[0] / "run.json").unlink()
     rc, err = run_main(inputs, capsys)
