@@ -18,6 +18,7 @@ from harness.data import np_reference  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
 from harness.baseline import manual_ops  # noqa: E402
 from harness.baseline import pytorch_baseline as pb  # noqa: E402
+from harness.baseline import registry  # noqa: E402
 from spec import layout  # noqa: E402
 
 RECIPE = load_recipe()
@@ -136,7 +137,7 @@ def small():
 def _cpu_variants():
     out = []
     for name in ("eager", "eager-fused-sgd", "manual-ops"):
-        reason = pb.variant_available(name, "cpu")
+        reason = registry.unavailable(name, "cpu")
         out.append(pytest.param(name, marks=pytest.mark.skip(reason=reason)) if reason else name)
     return out
 
@@ -183,8 +184,8 @@ def test_timing_stats():
 
 
 def test_cuda_only_variants_refused_on_cpu():
-    for name in pb.CUDA_ONLY:
-        assert pb.variant_available(name, "cpu") is not None
+    for name, v in registry.VARIANTS.items():
+        assert (registry.unavailable(name, "cpu") == f"{name} needs a CUDA device") == v.cuda_only
 
 
 def test_run_all_writes_json(small, tmp_path, monkeypatch):
@@ -252,8 +253,8 @@ def full_inputs():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v in pb.FULL_ONLY
-                                     else v for v in pb.VARIANTS])
+@pytest.mark.parametrize("variant", [pytest.param(n, marks=pytest.mark.slow) if v.full_only
+                                     else n for n, v in registry.VARIANTS.items()])
 def test_gpu_variant_accuracy(full_inputs, variant):
     init, order, data, ref_acc = full_inputs
     entry = pb.run_variant(variant, init, order, data, RECIPE, device="cuda")
