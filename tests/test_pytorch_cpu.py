@@ -20,6 +20,7 @@ from harness.baseline import manual_ops  # noqa: E402
 from harness.baseline import pytorch_baseline as pb  # noqa: E402
 from harness.baseline import registry  # noqa: E402
 from spec import layout  # noqa: E402
+from spec.schema import validate  # noqa: E402
 
 RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 512, 256, 64, RECIPE["batch"]
@@ -202,6 +203,26 @@ def test_run_all_writes_json(small, tmp_path, monkeypatch):
         assert key in eager
     assert "step_losses" not in eager
     assert "error" in written["variants"]["cuda-graph"]
+
+
+def test_run_all_records_the_recipe_it_ran_in_run_jsons_shape(small, tmp_path):
+    np.save(tmp_path / "init_params.npy", small["init"])
+    np.save(tmp_path / "order.npy", small["order"])
+    doc = pb.run_all(tmp_path, ["eager"], epochs=1, device="cpu", data=small["data"], batch=64)
+    validate(doc, "pytorch", "pytorch.json")
+    assert list(doc["recipe"]) == list(RECIPE)               # run.json's keys, in its order
+    assert doc["recipe"] == dict(RECIPE, hidden_dim=HIDDEN, batch=64, epochs=1, train_size=N_TRAIN,
+                                 test_size=N_TEST, steps_per_epoch=N_TRAIN // 64,
+                                 n_params=small["init"].shape[0])
+
+
+@pytest.mark.parametrize("epochs", [0, 3])
+def test_run_all_refuses_epochs_outside_order_npy(small, tmp_path, epochs):
+    np.save(tmp_path / "init_params.npy", small["init"])
+    np.save(tmp_path / "order.npy", small["order"])
+    with pytest.raises(SystemExit, match=r"^error: --epochs must be in 1\.\.2 \(the rows of order\.npy\)"):
+        pb.run_all(tmp_path, ["eager"], epochs=epochs, device="cpu", data=small["data"])
+    assert not (tmp_path / "pytorch.json").exists()
 
 
 def test_trace_eager_epoch(small, tmp_path):

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from spec.recipe import load_recipe
+from spec.recipe import BOUNDS, complete, load_recipe
 from harness.baseline import registry
 from harness.baseline.variants import EagerVariant, Workload
 from harness.baseline.variants import sync as _sync
@@ -184,6 +184,29 @@ def workload_for(init_params: np.ndarray, order: np.ndarray, data: dict, recipe:
     return w, init_flat, shape, step_losses
 
 
+def recipe_ran(recipe: dict, init_params: np.ndarray, order: np.ndarray, data: dict,
+               epochs: int | None = None) -> dict:
+    """The recipe a run of `epochs` epochs (default: every row of `order`) trains, in the shape
+    run.json records it: `recipe`'s batch, lr, momentum, output_dim and seed, with the sizes the
+    inputs fix (input_dim and test_size from the data, hidden_dim from init_params, train_size
+    from order). The seed is the recipe's: the baseline draws nothing, it trains from the
+    binary's init_params and order. Out-of-range epochs, parameters that fit no MLP or a value no
+    recipe allows: SystemExit with one line."""
+    rows, n = order.shape
+    epochs = rows if epochs is None else int(epochs)
+    if not 1 <= epochs <= rows:
+        raise SystemExit(f"error: --epochs must be in 1..{rows} (the rows of order.npy), got {epochs}")
+    n_in = int(np.asarray(data["train_images"]).shape[1])
+    try:
+        hidden = layout.infer_shape(init_params.shape[0], n_in, recipe["output_dim"]).hidden
+    except ValueError as exc:
+        raise SystemExit(f"error: init_params.npy: {exc}") from None
+    ran = {k: recipe[k] for k in BOUNDS} | {
+        "input_dim": n_in, "hidden_dim": hidden, "epochs": epochs, "train_size": int(n),
+        "test_size": int(np.asarray(data["test_images"]).shape[0])}
+    return complete(ran, "the baseline's recipe")
+
+
 def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dict,
                 recipe: dict | None = None, epochs: int | None = None, device: str = "cuda",
                 return_step_losses: bool = False, variant_factory=None) -> dict:
@@ -266,7 +289,8 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
 
     variants None: the registry's default set (with full: every variant). batch overrides the
     recipe's (the sweeps); data_dir is the folder the binary read (see load_data). The hidden
-    width and train size come from init_params.npy and order.npy.
+    width and train size come from init_params.npy and order.npy; pytorch.json's "recipe" is the
+    one every variant ran (recipe_ran).
     On CUDA each variant's entry also holds max_memory_allocated_bytes: the peak of
     torch.cuda.max_memory_allocated over the variant (set-up, capture or compilation, training,
     evaluation), its peak statistics reset before it.
@@ -280,12 +304,13 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
         recipe["batch"] = int(batch)
     init_params, order = load_inputs(results_dir)
     data = load_data(data_dir) if data is None else data
+    recipe = recipe_ran(recipe, init_params, order, data, epochs)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
     out = {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-           "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
+           "recipe": recipe, "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
            "inductor_cache": inductor_cache(), "variants": {}}
     t_all = time.perf_counter()
     for name in chosen:
@@ -294,14 +319,14 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
             log(f"[pytorch] {name}: skipped: {reason}")
             out["variants"][name] = {"error": f"skipped: {reason}"}
             continue
-        log(f"[pytorch] {name}: running {epochs or order.shape[0]} epochs on {dev} ...")
+        log(f"[pytorch] {name}: running {recipe['epochs']} epochs on {dev} ...")
         t0 = time.perf_counter()
         if dev.type == "cuda":
             gc.collect()                     # the previous variant's tensors are gone ...
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(dev)   # ... and do not count in this one's peak
         try:
-            entry = run_variant(name, init_params, order, data, recipe, epochs, device)
+            entry = run_variant(name, init_params, order, data, recipe, recipe["epochs"], device)
             if dev.type == "cuda":
                 entry["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
         except Exception as exc:  # a failed compile (or capture) is recorded, and we go on
