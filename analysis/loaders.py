@@ -2,7 +2,10 @@
 never changed: the loaders return what the files hold.
 
 A missing required input, a malformed JSON, TOML or CSV file, or a field of the wrong type is an
-InputError: one line naming the file (and the field), which the CLIs print before exiting 2.
+InputError: one line naming the file (and the field), which the CLIs print before exiting 2. So is
+a pytorch.json whose recipe differs from run.json's: the report does not compare two halves that
+trained different recipes (a pytorch.json that records none, written before it did, is compared,
+and the report says that the recipe is unverified).
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from pathlib import Path
 
 from analysis.ncu_csv import NcuCsvError, read_counters
 from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
+from spec import files
+from spec.recipe import differing_keys
 from spec.schema import SchemaError, validate
 
 # The optional inputs, relative to the results folder, and the profile CSVs of a path.
@@ -71,14 +76,11 @@ def load_json(path, schema: str | None = None, required: bool = True):
 
 
 def load_toml(path) -> dict:
-    import tomllib
+    """spec.files.load_toml's table, its one-line error raised as this module's InputError."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"malformed TOML: {exc}") from None
+        return files.load_toml(path)
+    except files.InputError as exc:
+        raise InputError(str(exc).removeprefix("error: ")) from None
 
 
 def load_nvidia_smi(path) -> dict | None:
@@ -197,6 +199,19 @@ def load_torch_trace(path):
     return summarise(trace), summarise(trace, RUNTIME_CAT)
 
 
+def check_same_recipe(run: dict, torch: dict | None, run_path, torch_path) -> None:
+    """InputError naming every differing key when pytorch.json records a recipe other than
+    run.json's; nothing to check without pytorch.json or without its recipe."""
+    if torch is None or "recipe" not in torch:
+        return
+    ours, theirs = run["recipe"], torch["recipe"]
+    keys = differing_keys(ours, theirs)
+    if keys:
+        raise InputError(torch_path, f"recipe differs from {run_path}'s: " + ", ".join(
+            f"{k} {theirs.get(k, 'absent')} vs {ours.get(k, 'absent')}" for k in keys)
+            + " (the report compares only halves that trained the same recipe)")
+
+
 @dataclass
 class Inputs:
     """Everything RESULTS.md and PROFILES.md are rendered from; None where an optional input is
@@ -231,6 +246,7 @@ def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures)
     paths = {k: results_dir / v for k, v in FILES.items()}
     paths |= {"profile_dir": profile_dir, "torch_trace": profile_dir / TORCH_TRACE_FILE}
     docs = {k: load_json(paths[k], SCHEMA_OF[k], required=(k == "run")) for k in SCHEMA_OF}
+    check_same_recipe(docs["run"], docs["pytorch"], paths["run"], paths["pytorch"])
     return Inputs(
         **docs,
         nvidia_smi=load_nvidia_smi(paths["nvidia_smi"]),

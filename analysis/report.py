@@ -19,7 +19,8 @@ says when it is absent (analysis/loaders.py lists them). A run.json the supervis
 that did not finish (harness/gate/supervisor.py: no GPU, no recipe) gets a short RESULTS.md alone: what
 happened, its stages, the cases and the hints (templates/RESULTS_supervised.md.j2). Every input is read and checked
 (spec/schema.py) before anything is written, and the outputs are written together or not at
-all. Exit status: 0 written; 2 a bad input (one line naming the file and the field).
+all. Exit status: 0 written; 2 a bad input (one line naming the file and the field), a pytorch.json
+whose recipe differs from run.json's among them (the line names each differing key).
 """
 from __future__ import annotations
 

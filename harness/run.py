@@ -4,36 +4,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import subprocess
 from pathlib import Path
 
 from harness.build import load_build_info
+from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
-
-
-def git_commit() -> str:
-    """$MLP_COMMIT when set (a GPU machine's tree copy: its .git, where one exists, can be a stale
-    snapshot that names an older commit, as one did on 2026-11-30), else the short commit of the
-    working tree with -dirty when it has uncommitted changes."""
-    if os.environ.get("MLP_COMMIT"):
-        return os.environ["MLP_COMMIT"]
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def driver_version() -> str:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return "unknown"
-    out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True)
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
 # mlp_train's exit statuses (cuda/common/exit_status.h, docs/formats.md), one meaning each.
@@ -97,9 +72,9 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
                      "arch": info["arch"], "submission": info["submission"],
                      "accumulate": info.get("accumulate", "float")}  # builds before the choice used float
     data["run_command"] = shown
-    data["commit"] = git_commit()
+    data["commit"] = provenance.git_commit()
     if isinstance(data.get("gpu"), dict):
-        data["gpu"]["driver"] = driver_version()
+        data["gpu"]["driver"] = provenance.driver_version()
     write_json(run_json, data)
     rc = outcome.rc
     if strict:

@@ -6,7 +6,8 @@ A recipe holds exactly the keys of BOUNDS, each once (TOML rejects a duplicate):
 an integer, a real key an integer or a finite float, each inside its closed interval; and
 batch <= train_size, batch * hidden_dim <= MAX_BATCH_TIMES_HIDDEN. Anything else is a RecipeError:
 one line naming the file and the key (uncaught, it ends the program with that line, status 1).
-load_recipe adds the derived values the harness uses: steps_per_epoch and n_params."""
+load_recipe adds the derived values the harness uses: steps_per_epoch and n_params; a recipe with
+them is what run.json and pytorch.json record (`complete`), and `differing_keys` compares two."""
 from __future__ import annotations
 
 import math
@@ -74,11 +75,24 @@ def validate(recipe: dict, where: str = "recipe") -> dict:
 
 def load_recipe(path: Path = RECIPE_PATH) -> dict:
     """The validated training recipe as a dict, with steps_per_epoch and n_params added."""
-    recipe = validate(load_toml(path), str(path))
+    return complete(load_toml(path), str(path))
+
+
+def complete(recipe: dict, where: str = "recipe") -> dict:
+    """`recipe` (exactly the keys of BOUNDS) validated, with steps_per_epoch and n_params added:
+    the shape run.json and pytorch.json record it in."""
+    recipe = dict(validate(recipe, where))
     n, b = recipe["train_size"], recipe["batch"]
     recipe["steps_per_epoch"] = (n + b - 1) // b
     recipe["n_params"] = layout.n_params(shape(recipe))
     return recipe
+
+
+def differing_keys(a: dict, b: dict) -> list[str]:
+    """The keys whose values differ between two recorded recipes (a key only one holds
+    included), a's keys first, in a's order."""
+    keys = list(a) + [k for k in b if k not in a]
+    return [k for k in keys if k not in a or k not in b or a[k] != b[k]]
 
 
 def shape(recipe: dict) -> layout.Shape:

@@ -183,16 +183,18 @@ _SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail"
                                      required=("name", "ended"))),
                    "path_failures": Arr(STR), "stage_failures": Arr(STR)}, required=("ended",))
 
+# The recipe a run trained, as run.json and pytorch.json record it (spec.recipe.complete).
+_RECIPE = Obj({"steps_per_epoch": INT, "input_dim": INT, "hidden_dim": INT, "output_dim": INT,
+               "batch": INT, "epochs": INT, "train_size": INT, "test_size": INT, "n_params": INT,
+               "lr": NUM, "momentum": NUM, "seed": INT}, required=("steps_per_epoch",))
+
 RUN = Obj({
     "schema": INT, "date_utc": STR, "commit": STR, "run_id": STR,
     "submission": STR, "gated_path": OSTR, "run_command": STR, "reference_source": STR,
     "gpu": Obj({"name": STR, "compute_capability": STR, "sm_count": INT, "l2_bytes": ONUM,
                 "driver": STR, "driver_api_version": OINT, "runtime_version": OINT,
                 "toolkit_version": OINT}),
-    "recipe": Obj({"steps_per_epoch": INT, "input_dim": INT, "hidden_dim": INT,
-                   "output_dim": INT, "batch": INT, "epochs": INT, "train_size": INT,
-                   "test_size": INT, "n_params": INT, "lr": NUM, "momentum": NUM, "seed": INT},
-                  required=("steps_per_epoch",)),
+    "recipe": _RECIPE,
     "memory": Map(ONUM),
     "cases": _CASES,
     "hints": Arr(STR), "supervisor": _SUPERVISOR,
@@ -216,7 +218,7 @@ RUN_SUPERVISED = Obj({
 
 PYTORCH = Obj({
     "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
-    "date_utc": STR, "commit": STR,
+    "date_utc": STR, "commit": STR, "recipe": _RECIPE,
     "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONUM,
                                    "compile_seconds": ONUM, "capture_seconds": ONUM,
                                    "setup_seconds": ONUM, "cudagraph_skips": OINT})),

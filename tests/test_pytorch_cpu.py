@@ -18,7 +18,9 @@ from harness.data import np_reference  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
 from harness.baseline import manual_ops  # noqa: E402
 from harness.baseline import pytorch_baseline as pb  # noqa: E402
+from harness.baseline import registry  # noqa: E402
 from spec import layout  # noqa: E402
+from spec.schema import validate  # noqa: E402
 
 RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 512, 256, 64, RECIPE["batch"]
@@ -136,7 +138,7 @@ def small():
 def _cpu_variants():
     out = []
     for name in ("eager", "eager-fused-sgd", "manual-ops"):
-        reason = pb.variant_available(name, "cpu")
+        reason = registry.unavailable(name, "cpu")
         out.append(pytest.param(name, marks=pytest.mark.skip(reason=reason)) if reason else name)
     return out
 
@@ -183,8 +185,8 @@ def test_timing_stats():
 
 
 def test_cuda_only_variants_refused_on_cpu():
-    for name in pb.CUDA_ONLY:
-        assert pb.variant_available(name, "cpu") is not None
+    for name, v in registry.VARIANTS.items():
+        assert (registry.unavailable(name, "cpu") == f"{name} needs a CUDA device") == v.cuda_only
 
 
 def test_run_all_writes_json(small, tmp_path, monkeypatch):
@@ -201,6 +203,26 @@ def test_run_all_writes_json(small, tmp_path, monkeypatch):
         assert key in eager
     assert "step_losses" not in eager
     assert "error" in written["variants"]["cuda-graph"]
+
+
+def test_run_all_records_the_recipe_it_ran_in_run_jsons_shape(small, tmp_path):
+    np.save(tmp_path / "init_params.npy", small["init"])
+    np.save(tmp_path / "order.npy", small["order"])
+    doc = pb.run_all(tmp_path, ["eager"], epochs=1, device="cpu", data=small["data"], batch=64)
+    validate(doc, "pytorch", "pytorch.json")
+    assert list(doc["recipe"]) == list(RECIPE)               # run.json's keys, in its order
+    assert doc["recipe"] == dict(RECIPE, hidden_dim=HIDDEN, batch=64, epochs=1, train_size=N_TRAIN,
+                                 test_size=N_TEST, steps_per_epoch=N_TRAIN // 64,
+                                 n_params=small["init"].shape[0])
+
+
+@pytest.mark.parametrize("epochs", [0, 3])
+def test_run_all_refuses_epochs_outside_order_npy(small, tmp_path, epochs):
+    np.save(tmp_path / "init_params.npy", small["init"])
+    np.save(tmp_path / "order.npy", small["order"])
+    with pytest.raises(SystemExit, match=r"^error: --epochs must be in 1\.\.2 \(the rows of order\.npy\)"):
+        pb.run_all(tmp_path, ["eager"], epochs=epochs, device="cpu", data=small["data"])
+    assert not (tmp_path / "pytorch.json").exists()
 
 
 def test_trace_eager_epoch(small, tmp_path):
@@ -252,8 +274,8 @@ def full_inputs():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.slow) if v in pb.FULL_ONLY
-                                     else v for v in pb.VARIANTS])
+@pytest.mark.parametrize("variant", [pytest.param(n, marks=pytest.mark.slow) if v.full_only
+                                     else n for n, v in registry.VARIANTS.items()])
 def test_gpu_variant_accuracy(full_inputs, variant):
     init, order, data, ref_acc = full_inputs
     entry = pb.run_variant(variant, init, order, data, RECIPE, device="cuda")

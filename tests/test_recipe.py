@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from spec.files import BUILD_DIR, RECIPE_PATH, load_toml
-from spec.recipe import BOUNDS, RecipeError, limits, load_recipe, validate
+from spec.recipe import BOUNDS, RecipeError, complete, differing_keys, limits, load_recipe, validate
 
 HOST = Path(os.environ.get("MLP_HOST", BUILD_DIR / "mlp_host"))   # MLP_HOST: another build's
 
@@ -38,6 +38,17 @@ def _recipe(**over) -> dict:
 def test_the_shipped_recipe_is_valid_and_gets_its_derived_values():
     r = load_recipe()
     assert r["steps_per_epoch"] == 47 and r["n_params"] == 203_530
+
+
+def test_complete_validates_and_derives_and_differing_keys_names_each_key():
+    r = complete(_recipe(batch=100, hidden_dim=32))
+    assert r["steps_per_epoch"] == 60 and r["n_params"] == 784 * 32 + 32 + 32 * 10 + 10
+    with pytest.raises(RecipeError, match="the test's recipe: missing key seed"):
+        complete({k: v for k, v in _recipe().items() if k != "seed"}, "the test's recipe")
+    other = dict(r, lr=0.05, extra=1)
+    del other["seed"]
+    assert differing_keys(r, other) == ["lr", "seed", "extra"]
+    assert differing_keys(r, dict(r)) == []
 
 
 @pytest.mark.parametrize("over, message", [

@@ -360,6 +360,53 @@ def test_a_failing_write_leaves_every_output_untouched(inputs, monkeypatch):
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+def test_a_malformed_gaps_toml_is_one_line_exit_2_and_nothing_written(inputs, capsys, tmp_path):
+    gaps = tmp_path / "GAPS.toml"
+    gaps.write_text("[[gap]\n")
+    results, profile, out = inputs
+    rc = report.main(["--results", str(results), "--profile", str(profile), "--gaps", str(gaps),
+                      "--out", str(out / "RESULTS.md"), "--plots", str(out / "plots")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(f"error: {gaps}: malformed TOML") and err.count("\n") == 1, err
+    assert nothing_written(out)
+
+
+# ----------------------------------------------------------------------------- one recipe
+
+SAME_RECIPE = "pytorch.json` of the same run and recipe."
+UNVERIFIED = "that the two halves trained the same recipe is unverified"
+
+
+def test_equal_recipes_render_as_the_same_recipe(inputs):
+    results = inputs[0]
+    run, torch = (json.loads((results / n).read_text()) for n in ("run.json", "pytorch.json"))
+    assert torch["recipe"] == run["recipe"]
+    text = render(inputs)
+    assert SAME_RECIPE in text and UNVERIFIED not in text
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda r: r.update(batch=256), "batch 256 vs 128"),
+    (lambda r: r.update(lr=0.05, hidden_dim=512), "hidden_dim 512 vs 256, lr 0.05 vs 0.1"),
+    (lambda r: r.pop("seed"), "seed absent vs 20260829"),
+])
+def test_a_different_recipe_is_one_line_exit_2_and_nothing_written(inputs, capsys, change, named):
+    edit(inputs[0], "pytorch.json", lambda d: change(d["recipe"]))
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {inputs[0] / 'pytorch.json'}: recipe differs from "
+                          f"{inputs[0] / 'run.json'}'s: {named} "), err
+    assert nothing_written(inputs[2])
+
+
+def test_a_pytorch_json_without_recipe_renders_marked_unverified(inputs):
+    edit(inputs[0], "pytorch.json", lambda d: d.pop("recipe"))
+    text = render(inputs)
+    line = next(ln for ln in text.splitlines() if ln.startswith("- **Fastest passing path"))
+    assert f"{UNVERIFIED}, since `" in line and "records none" in line
+    assert SAME_RECIPE not in text
+
+
 def test_missing_run_json_is_one_line(inputs, capsys):
     (inputs[0] / "run.json").unlink()
     rc, err = run_main(inputs, capsys)

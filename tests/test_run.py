@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness import run
-from spec import catalog
+from spec import catalog, provenance
 
 FAKE = """#!{python}
 import json, os, sys
@@ -43,8 +43,8 @@ def setup(tmp_path, monkeypatch):
     fake.chmod(0o755)
     results = tmp_path / "results"
     results.mkdir()
-    monkeypatch.setattr(run, "git_commit", lambda: "test-commit")
-    monkeypatch.setattr(run, "driver_version", lambda: "test-driver")
+    monkeypatch.setattr(provenance, "git_commit", lambda: "test-commit")
+    monkeypatch.setattr(provenance, "driver_version", lambda: "test-driver")
 
     (results / "run.json").write_text(json.dumps(STALE))
 

@@ -1,4 +1,4 @@
-"""spec/: the layout, the statistics and the atomic writes every other module relies on."""
+"""spec/: the layout, the statistics, the atomic writes and the provenance every other module relies on."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from spec import files, layout, stats
+from spec import files, layout, provenance, stats
 from spec.layout import RECIPE_SHAPE, Shape
 
 
@@ -123,6 +123,13 @@ def test_load_toml_names_the_file(tmp_path):
     with pytest.raises(SystemExit, match="file not found"):
         files.load_toml(tmp_path / "none.toml")
     assert files.load_toml(files.RECIPE_PATH)["hidden_dim"] == 256
+
+
+def test_git_commit_prefers_mlp_commit(monkeypatch):
+    monkeypatch.setenv("MLP_COMMIT", "abc1234")
+    assert provenance.git_commit() == "abc1234"
+    monkeypatch.delenv("MLP_COMMIT")
+    assert re.fullmatch(r"[0-9a-f]{4,40}(-dirty)?|unknown", provenance.git_commit())
 
 
 def test_spec_imports_neither_harness_nor_analysis():

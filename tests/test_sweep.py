@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
 import sys
 from pathlib import Path
 
@@ -31,8 +30,8 @@ sys.path.remove(str(FIXTURES))
 @pytest.fixture(autouse=True)
 def no_git(monkeypatch):
     """sweep.json records the commit and driver; the tests call neither git nor nvidia-smi."""
-    monkeypatch.setattr("harness.run.git_commit", lambda: "test-commit")
-    monkeypatch.setattr("harness.run.driver_version", lambda: "test-driver")
+    monkeypatch.setattr("spec.provenance.git_commit", lambda: "test-commit")
+    monkeypatch.setattr("spec.provenance.driver_version", lambda: "test-driver")
 
 
 # ----------------------------------------------------------------------------- arithmetic
@@ -221,15 +220,6 @@ def test_malformed_point_fails_with_one_line(tmp_path):
 
 # ----------------------------------------------------------------------------- the driver
 
-def _fake_binary(tmp_path) -> Path:
-    """An executable standing in for build/mlp_train (fake.py mlp_train)."""
-    path = tmp_path / "bin" / "mlp_train"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" mlp_train "$@"\n')
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
-
-
 FAKE_PYTORCH = [sys.executable, str(FAKE), "pytorch"]
 
 
@@ -241,7 +231,7 @@ def test_sweep_driver_survives_failing_points(tmp_path, capsys):
     stale.mkdir(parents=True)
     (stale / "pytorch.json").write_text("{stale")      # removed before the point runs
     doc = sweep.sweep(widths=[64, 128, 256, 512, 1024], batches=[128, 512], epochs=3,
-                      results_dir=results, data_dir=data, binary=_fake_binary(tmp_path),
+                      results_dir=results, data_dir=data, binary=fake.install_binary(tmp_path),
                       pytorch_cmd=FAKE_PYTORCH, timeout_s=60)
     out = capsys.readouterr().out
     pts = {p["label"]: p for p in doc["points"]}
@@ -288,7 +278,7 @@ def test_sweep_driver_survives_failing_points(tmp_path, capsys):
 def test_sweep_in_parts_then_collect(tmp_path, capsys):
     results, data = tmp_path / "results", tmp_path / "data"
     data.mkdir()
-    kw = dict(epochs=3, results_dir=results, data_dir=data, binary=_fake_binary(tmp_path),
+    kw = dict(epochs=3, results_dir=results, data_dir=data, binary=fake.install_binary(tmp_path),
               pytorch_cmd=FAKE_PYTORCH, timeout_s=60)
     sweep.sweep(widths=[64], batches=[], **kw)
     sweep.sweep(widths=[], batches=[128, 512], **kw)
@@ -304,7 +294,7 @@ def test_sweep_in_parts_then_collect(tmp_path, capsys):
 
 def test_exit_1_without_run_json_is_a_stopped_binary(tmp_path):
     doc = sweep.sweep(widths=[96], batches=[], epochs=3, results_dir=tmp_path / "r",
-                      data_dir=tmp_path, binary=_fake_binary(tmp_path), pytorch=False,
+                      data_dir=tmp_path, binary=fake.install_binary(tmp_path), pytorch=False,
                       timeout_s=60)
     p = doc["points"][0]
     assert p["status"] == "failed" and p["exit_code"] == 1
@@ -340,7 +330,7 @@ def test_real_baseline_through_the_driver_on_cpu(tmp_path):
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"data/ does not load: {exc}")
     doc = sweep.sweep(widths=[], batches=[256], epochs=2, results_dir=tmp_path / "r",
-                      data_dir=DATA_DIR, train_size=512, binary=_fake_binary(tmp_path),
+                      data_dir=DATA_DIR, train_size=512, binary=fake.install_binary(tmp_path),
                       device="cpu", timeout_s=300)
     p = doc["points"][0]
     assert p["label"] == "h256_b256", p

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 from harness.data import np_reference  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
 from harness.baseline import pytorch_baseline as pb  # noqa: E402
+from harness.baseline import registry  # noqa: E402
 from harness.baseline import variants as tv  # noqa: E402
 from harness.baseline.compiled_step import CompiledStepVariant, make_step  # noqa: E402
 from spec import layout  # noqa: E402
@@ -120,18 +121,20 @@ def test_compiled_step_on_cpu_matches_uncompiled(slice600):
 # --------------------------------------------------------------------------------------------
 
 def test_default_variant_set_leaves_out_the_slow_compile():
-    chosen, left_out = pb.select_variants()
+    chosen, left_out = registry.select()
     assert "compiled-max-autotune-no-cudagraphs" not in chosen
     assert {"compiled-step", "compiled-step-reduce-overhead", "eager", "cuda-graph"} <= set(chosen)
-    assert set(left_out) == set(tv.FULL_ONLY)
+    assert left_out == registry.full_only()
     assert "--full" in left_out["compiled-max-autotune-no-cudagraphs"]
-    chosen, left_out = pb.select_variants(full=True)
-    assert chosen == list(tv.VARIANTS) and left_out == {}
-    chosen, left_out = pb.select_variants(["eager"], full=True)   # named variants win
-    assert chosen == ["eager"] and set(left_out) == set(tv.VARIANTS) - {"eager"}
+    chosen, left_out = registry.select(full=True)
+    assert chosen == registry.names() and left_out == {}
+    chosen, left_out = registry.select(["eager"], full=True)   # named variants win
+    assert chosen == ["eager"] and set(left_out) == set(registry.names()) - {"eager"}
     assert all(why == "not in --variants" for why in left_out.values())
     with pytest.raises(ValueError, match="bogus"):
-        pb.select_variants(["eager", "bogus"])
+        registry.select(["eager", "bogus"])
+    with pytest.raises(ValueError, match="none named"):
+        registry.select([])
 
 
 def test_fastest_variant_skips_errors_and_missing_medians():

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from analysis.fmt import is_number, missing
+from spec import torch_variants
 
 HEADLINE_PATH = "fused"      # our submission; its tier is the headline tier
 BASELINE_PATH = "unfused"
-EAGER_VARIANT = "eager"
-TORCH_GRAPH_VARIANT = "cuda-graph"
+EAGER_VARIANT = torch_variants.EAGER
+TORCH_GRAPH_VARIANT = torch_variants.CUDA_GRAPH
 GRAPH_PATHS = ("graph",)     # paths that replay the epoch as a CUDA graph
 PERSISTENT_KERNELS = ("persistent", "persistent2")  # one launch an epoch
 

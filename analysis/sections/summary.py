@@ -1,6 +1,6 @@
 """RESULTS.md's opening summary, computed: the gate verdict; the fastest passing CUDA path
 against PyTorch's fastest passing variant and against eager (both from pytorch.json, the same
-`invoke run`); what limits that path (its kernel's phase breakdown when the phase file has one,
+`invoke run`, and whether it records the recipe it trained); what limits that path (its kernel's phase breakdown when the phase file has one,
 else its own profile); and the commit and date of each section whose file names another commit
 than run.json's."""
 from __future__ import annotations
@@ -48,6 +48,8 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
            "variants_left_out": [{"name": n, "why": w} for n, w in
                                  ((torch or {}).get("variants_left_out") or {}).items()],
            "n_paths": len(paths), "fastest": None, "torch_run": torch is not None,
+           # the loaders refuse a pytorch.json whose recipe differs; one without any is unverified
+           "torch_recipe_recorded": "recipe" in (torch or {}),
            "limit": None, "other_runs": []}
     if best is not None:
         m = c.passed_median(paths[best])

@@ -41,7 +41,7 @@ from spec.files import ROOT
 from spec.recipe import load_recipe
 from harness.baseline.pytorch_baseline import chrome_trace_bytes, load_data, load_inputs, log
 from harness.baseline.variants import make_linear_mlp, sync
-from spec import layout
+from spec import layout, provenance
 from spec.files import PROFILE_DIR, RESULTS_DIR, write_all
 
 STUDIES = ("memory", "batch", "linear")
@@ -89,8 +89,7 @@ class Setup:
 
     def meta(self) -> dict:
         dev = self.device
-        from harness.run import git_commit
-        return {"schema": 1, "commit": git_commit(), "torch_version": torch.__version__,
+        return {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__,
                 "cuda_version": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 "device": str(dev), "shape": list(self.shape)}
 

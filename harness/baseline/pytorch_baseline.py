@@ -8,9 +8,9 @@ The initial parameters (results/init_params.npy) and every epoch's data order (r
 are the ones the CUDA binary wrote: they are loaded, never re-drawn, so every variant starts from
 the same point and sees the same batches as the CUDA paths and the float64 reference.
 
-The variants (harness/baseline/variants.py; compiled-step in harness/baseline/compiled_step.py) are each
+The variants (harness/baseline/registry.py: what each is, how it is built, when it runs) are each
 reported separately in results/pytorch.json (docs/formats.md). A default run leaves out the
-variants of torch_variants.FULL_ONLY (a compile of minutes); --full runs them too.
+registry's full_only variants (a compile of minutes); --full runs them too.
 
 Timing: a pair of CUDA events brackets each epoch's training steps only (not the evaluation);
 epoch 0 is a warm-up and is excluded from the statistics. Per-step losses stay on the device
@@ -34,33 +34,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from spec.recipe import load_recipe
-from harness.baseline.variants import (COMPILE_MODES, COMPILED, CUDA_ONLY,  # noqa: F401
-                                    DEFAULT_VARIANTS, FULL_ONLY, VARIANTS, CompiledVariant,
-                                    CudaGraphVariant, EagerVariant, Workload, variant_available)
+from spec.recipe import BOUNDS, complete, load_recipe
+from harness.baseline import registry
+from harness.baseline.variants import EagerVariant, Workload
 from harness.baseline.variants import sync as _sync
-from harness.baseline.compiled_step import CompiledStepVariant
-from spec import layout, stats
+from spec import layout, provenance, stats
 from spec.files import RESULTS_DIR, write_bytes, write_json
-
-
-def make_variant(name: str, w: Workload, init_flat, shape, step_losses):
-    """The variant object for `name` (here, not in torch_variants, since torch_step imports that)."""
-    if name == "eager":
-        return EagerVariant(w, init_flat, shape, step_losses)
-    if name == "eager-fused-sgd":
-        return EagerVariant(w, init_flat, shape, step_losses, fused=True)
-    if name == "manual-ops":
-        return EagerVariant(w, init_flat, shape, step_losses, manual=True)
-    if name == "cuda-graph":
-        return CudaGraphVariant(w, init_flat, shape, step_losses)
-    if name == "compiled-step":
-        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="graphs")
-    if name == "compiled-step-reduce-overhead":
-        return CompiledStepVariant(w, init_flat, shape, step_losses, driver="reduce-overhead")
-    if name in COMPILE_MODES:
-        return CompiledVariant(w, init_flat, shape, step_losses, COMPILE_MODES[name])
-    raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
 
 
 def log(msg: str) -> None:
@@ -205,6 +184,29 @@ def workload_for(init_params: np.ndarray, order: np.ndarray, data: dict, recipe:
     return w, init_flat, shape, step_losses
 
 
+def recipe_ran(recipe: dict, init_params: np.ndarray, order: np.ndarray, data: dict,
+               epochs: int | None = None) -> dict:
+    """The recipe a run of `epochs` epochs (default: every row of `order`) trains, in the shape
+    run.json records it: `recipe`'s batch, lr, momentum, output_dim and seed, with the sizes the
+    inputs fix (input_dim and test_size from the data, hidden_dim from init_params, train_size
+    from order). The seed is the recipe's: the baseline draws nothing, it trains from the
+    binary's init_params and order. Out-of-range epochs, parameters that fit no MLP or a value no
+    recipe allows: SystemExit with one line."""
+    rows, n = order.shape
+    epochs = rows if epochs is None else int(epochs)
+    if not 1 <= epochs <= rows:
+        raise SystemExit(f"error: --epochs must be in 1..{rows} (the rows of order.npy), got {epochs}")
+    n_in = int(np.asarray(data["train_images"]).shape[1])
+    try:
+        hidden = layout.infer_shape(init_params.shape[0], n_in, recipe["output_dim"]).hidden
+    except ValueError as exc:
+        raise SystemExit(f"error: init_params.npy: {exc}") from None
+    ran = {k: recipe[k] for k in BOUNDS} | {
+        "input_dim": n_in, "hidden_dim": hidden, "epochs": epochs, "train_size": int(n),
+        "test_size": int(np.asarray(data["test_images"]).shape[0])}
+    return complete(ran, "the baseline's recipe")
+
+
 def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dict,
                 recipe: dict | None = None, epochs: int | None = None, device: str = "cuda",
                 return_step_losses: bool = False, variant_factory=None) -> dict:
@@ -212,8 +214,8 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
 
     `recipe` gives batch, lr, momentum and output_dim (recipe.toml by default). With
     return_step_losses the entry also holds "step_losses": one list of per-step losses per epoch.
-    variant_factory(w, init_flat, shape, step_losses) builds the variant instead of
-    make_variant (the tests' uncompiled compiled-step).
+    variant_factory(w, init_flat, shape, step_losses) builds the variant instead of the
+    registry's factory (the tests' uncompiled compiled-step).
     """
     recipe = load_recipe() if recipe is None else recipe
     epochs = order.shape[0] if epochs is None else int(epochs)
@@ -226,7 +228,7 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
     if variant_factory is not None:
         variant = variant_factory(w, init_flat, shape, step_losses)
     else:
-        variant = make_variant(name, w, init_flat, shape, step_losses)
+        variant = registry.get(name).build(w, init_flat, shape, step_losses)
     _sync(w.device)
     setup_seconds = time.perf_counter() - t0
 
@@ -253,7 +255,7 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
         value = getattr(variant, key, None)
         if value is not None:
             entry[key] = value
-    if name in COMPILED:
+    if registry.get(name).compiled:
         entry["cudagraph_skips"] = cudagraph_skips() - skips0
     if return_step_losses:
         entry["step_losses"] = all_steps
@@ -280,38 +282,21 @@ def inductor_cache() -> dict:
         return {"dir": None, "fx_graph_cache": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def select_variants(variants=None, full: bool = False) -> tuple[list, dict]:
-    """(the variants to run, {left-out variant: why}). Named variants run as named; otherwise
-    DEFAULT_VARIANTS, plus FULL_ONLY's with full."""
-    if variants is None:
-        chosen = list(VARIANTS) if full else list(DEFAULT_VARIANTS)
-    else:
-        chosen = list(variants)
-        unknown = [v for v in chosen if v not in VARIANTS]
-        if unknown:
-            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    left_out = {}
-    for v in VARIANTS:
-        if v not in chosen:
-            left_out[v] = (FULL_ONLY[v] if variants is None and v in FULL_ONLY
-                           else "not in --variants")
-    return chosen, left_out
-
-
 def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None = None,
             device: str = "cuda", data: dict | None = None, batch: int | None = None,
             data_dir: Path | None = None, full: bool = False) -> dict:
     """Run `variants` and write results_dir/pytorch.json; returns the written object.
 
-    variants None: DEFAULT_VARIANTS (with full: every variant). batch overrides the recipe's
-    (the sweeps); data_dir is the folder the binary read (see load_data). The hidden width and
-    train size come from init_params.npy and order.npy.
+    variants None: the registry's default set (with full: every variant). batch overrides the
+    recipe's (the sweeps); data_dir is the folder the binary read (see load_data). The hidden
+    width and train size come from init_params.npy and order.npy; pytorch.json's "recipe" is the
+    one every variant ran (recipe_ran).
     On CUDA each variant's entry also holds max_memory_allocated_bytes: the peak of
     torch.cuda.max_memory_allocated over the variant (set-up, capture or compilation, training,
     evaluation), its peak statistics reset before it.
     """
     results_dir = Path(results_dir)
-    chosen, left_out = select_variants(variants, full)
+    chosen, left_out = registry.select(variants, full)
     recipe = load_recipe()
     if batch is not None:
         if int(batch) < 1:
@@ -319,29 +304,29 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
         recipe["batch"] = int(batch)
     init_params, order = load_inputs(results_dir)
     data = load_data(data_dir) if data is None else data
+    recipe = recipe_ran(recipe, init_params, order, data, epochs)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
-    from harness.run import git_commit
-    out = {"schema": 1, "commit": git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+    out = {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-           "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
+           "recipe": recipe, "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
            "inductor_cache": inductor_cache(), "variants": {}}
     t_all = time.perf_counter()
     for name in chosen:
-        reason = variant_available(name, dev)
+        reason = registry.unavailable(name, dev)
         if reason is not None:
             log(f"[pytorch] {name}: skipped: {reason}")
             out["variants"][name] = {"error": f"skipped: {reason}"}
             continue
-        log(f"[pytorch] {name}: running {epochs or order.shape[0]} epochs on {dev} ...")
+        log(f"[pytorch] {name}: running {recipe['epochs']} epochs on {dev} ...")
         t0 = time.perf_counter()
         if dev.type == "cuda":
             gc.collect()                     # the previous variant's tensors are gone ...
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(dev)   # ... and do not count in this one's peak
         try:
-            entry = run_variant(name, init_params, order, data, recipe, epochs, device)
+            entry = run_variant(name, init_params, order, data, recipe, recipe["epochs"], device)
             if dev.type == "cuda":
                 entry["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
         except Exception as exc:  # a failed compile (or capture) is recorded, and we go on
@@ -444,14 +429,17 @@ def trace_eager_epoch(out_path, results_dir: Path = RESULTS_DIR, device: str = "
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.baseline.pytorch_baseline",
-                                 description="PyTorch baseline of the MLP training workload")
+                                 description="PyTorch baseline of the MLP training workload",
+                                 epilog="variants (harness/baseline/registry.py):\n" + registry.listing(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, default=RESULTS_DIR,
                     help="folder holding init_params.npy and order.npy; pytorch.json goes there")
     ap.add_argument("--variants", default=None,
-                    help=f"comma-separated subset of: {', '.join(VARIANTS)} (default: all but "
-                         f"{', '.join(FULL_ONLY)})")
+                    help="comma-separated subset of the variants below (default: all but the "
+                         "--full only ones)")
     ap.add_argument("--full", action="store_true",
-                    help=f"also run {', '.join(FULL_ONLY)} (slow to compile); ignored with --variants")
+                    help=f"also run the variants slow to compile "
+                         f"({', '.join(registry.full_only()) or 'none now'}); ignored with --variants")
     ap.add_argument("--epochs", type=int, default=None,
                     help="epochs to run (default: all rows of order.npy, i.e. the recipe's)")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda)")
@@ -469,10 +457,10 @@ def main(argv=None) -> int:
     variants = None
     if args.variants is not None:
         variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-        unknown = [v for v in variants if v not in VARIANTS]
-        if unknown or not variants:
-            ap.error(f"unknown variant(s) {', '.join(unknown) or '(none named)'}; "
-                     f"known: {', '.join(VARIANTS)}")
+        try:
+            registry.select(variants)
+        except ValueError as exc:
+            ap.error(str(exc))
     from harness.data.dataset import DataError
     try:
         run_all(args.results, variants, args.epochs, args.device, batch=args.batch,

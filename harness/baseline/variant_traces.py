@@ -4,6 +4,8 @@ wall, kernel and graph launches, and the CPU operators with the most self time.
 
     python -m harness.baseline.variant_traces [--variants a,b,...] [--device cuda]
 
+--variants defaults to the registry's traced variants (harness/baseline/registry.py).
+
 Writes results/experiments/variant_traces/variant_traces.json and README.md together (all or
 none); the README's sentences are computed from the traces. Needs results/init_params.npy and
 results/order.npy (written by build/mlp_train).
@@ -17,21 +19,21 @@ import time
 import numpy as np
 import torch
 
-from harness.baseline.pytorch_baseline import COMPILED, load_data, load_inputs, make_variant, workload_for
-from harness.run import git_commit
+from harness.baseline import registry
+from harness.baseline.pytorch_baseline import load_data, load_inputs, workload_for
 from harness.baseline.variants import sync
+from spec import provenance
 from spec.files import RESULTS_DIR, write_all
 from spec.recipe import load_recipe
 
 OUT_DIR = RESULTS_DIR / "experiments" / "variant_traces"
-DEFAULT = ("eager", "compiled-reduce-overhead", "compiled-step-reduce-overhead", "compiled-step", "cuda-graph")
 TOP_OPS = 6
 
 
 def trace_variant(name: str, init: np.ndarray, order: np.ndarray, data: dict, recipe: dict, device: str) -> dict:
     """One warm-up epoch, then one traced epoch of variant `name`: the trace's summary numbers."""
     w, init_flat, shape, losses = workload_for(init, order[:2], data, recipe, device)
-    variant = make_variant(name, w, init_flat, shape, losses)
+    variant = registry.get(name).build(w, init_flat, shape, losses)
     variant.run_epoch(0)
     sync(w.device)
     acts = [torch.profiler.ProfilerActivity.CPU]
@@ -56,7 +58,7 @@ def trace_variant(name: str, init: np.ndarray, order: np.ndarray, data: dict, re
     return {"steps": w.steps, "wall_ms": wall_ms, "kernel_ms": kernel_us / 1e3,
             "gpu_busy_fraction": (kernel_us / 1e3) / wall_ms if wall_ms > 0 else None,
             "kernels": kernels, "kernel_launches": launches, "graph_launches": graph_launches,
-            "compiled": name in COMPILED,
+            "compiled": registry.get(name).compiled,
             "top_cpu_ops": [{"name": e.key, "self_cpu_ms": e.self_cpu_time_total / 1e3, "calls": e.count}
                             for e in ops]}
 
@@ -88,14 +90,18 @@ def readme(doc: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.baseline.variant_traces", description=__doc__.split("\n")[0])
-    ap.add_argument("--variants", default=",".join(DEFAULT))
+    ap.add_argument("--variants", default=",".join(registry.traced_names()))
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    try:
+        registry.select(names)
+    except ValueError as exc:
+        ap.error(str(exc))
     init, order = load_inputs()
     data, recipe = load_data(), load_recipe()
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    doc = {"schema": 1, "commit": git_commit(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
+    doc = {"schema": 1, "commit": provenance.git_commit(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
     for name in names:
         print(f"[traces] {name} ...", flush=True)
         doc["variants"][name] = trace_variant(name, init, order, data, recipe, args.device)

@@ -10,21 +10,7 @@ b = g, i.e. mu·0 + g). With v = −lr·b the two are the same recurrence for a 
 initial velocity, so the variants built on torch.optim.SGD use it as is; the compiled-step
 variants write the update in submission.h's form.
 
-  eager                          nn.Linear/ReLU, F.cross_entropy, torch.optim.SGD(momentum)
-  eager-fused-sgd                the same with SGD(fused=True)
-  cuda-graph                     the eager step captured whole in a torch.cuda.CUDAGraph (one graph
-                                 for the full batch, one for the short last batch)
-  compiled-reduce-overhead       torch.compile(model + loss, mode="reduce-overhead"); eager SGD
-  compiled-step                  torch.compile (Inductor, default mode) of the WHOLE step:
-                                 gather, forward, loss, backward (torch.func.grad_and_value), the
-                                 momentum update in place; each batch size's compiled step then
-                                 captured in its own torch.cuda.CUDAGraph and replayed
-  compiled-step-reduce-overhead  the same step compiled with mode="reduce-overhead" (Inductor's
-                                 CUDA-graph trees), every mutated buffer marked static
-  compiled-max-autotune-no-cudagraphs
-                                 torch.compile(model + loss, mode="max-autotune-no-cudagraphs");
-                                 its compile takes minutes, so it runs only when asked (FULL_ONLY)
-  manual-ops                     harness.baseline.manual_ops.ManualMLP (hand-written backward passes)
+Which variant each class builds, with what each is and when it runs: harness/baseline/registry.py.
 """
 from __future__ import annotations
 
@@ -36,33 +22,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from spec import layout
-
-# Every variant, in report order.
-VARIANTS = (
-    "eager",
-    "eager-fused-sgd",
-    "cuda-graph",
-    "compiled-reduce-overhead",
-    "compiled-step",
-    "compiled-step-reduce-overhead",
-    "compiled-max-autotune-no-cudagraphs",
-    "manual-ops",
-)
-# The variants that need a CUDA device (compiled-step also runs on the CPU, without graphs).
-CUDA_ONLY = ("cuda-graph", "compiled-reduce-overhead", "compiled-step-reduce-overhead",
-             "compiled-max-autotune-no-cudagraphs")
-# The variants a default run leaves out, and why; the baseline's --full runs them.
-FULL_ONLY = {"compiled-max-autotune-no-cudagraphs":
-             "its compile takes about 3 to 4 minutes on the H200 (174 s in the run of d73d5a2); "
-             "runs only with --full"}
-DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v not in FULL_ONLY)
-# The variants built on torch.compile.
-COMPILED = ("compiled-reduce-overhead", "compiled-step", "compiled-step-reduce-overhead",
-            "compiled-max-autotune-no-cudagraphs")
-COMPILE_MODES = {
-    "compiled-reduce-overhead": "reduce-overhead",
-    "compiled-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs",
-}
 
 
 def sync(device) -> None:
@@ -318,17 +277,14 @@ class CudaGraphVariant:
         return self.model(X)
 
 
-def variant_available(name: str, device) -> str | None:
-    """None if `name` can run on `device`, else the reason it cannot."""
+def fused_sgd_unsupported(device) -> str | None:
+    """None if one fused SGD step runs on `device`, else why not (eager-fused-sgd's check)."""
     dev = torch.device(device)
-    if name in CUDA_ONLY and dev.type != "cuda":
-        return f"{name} needs a CUDA device"
-    if name == "eager-fused-sgd":
-        try:
-            p = torch.zeros(1, device=dev, requires_grad=True)
-            opt = torch.optim.SGD([p], lr=0.1, momentum=0.9, fused=True)
-            p.grad = torch.ones_like(p)
-            opt.step()
-        except (RuntimeError, NotImplementedError) as exc:
-            return f"fused SGD unsupported on {dev}: {exc}"
+    try:
+        p = torch.zeros(1, device=dev, requires_grad=True)
+        opt = torch.optim.SGD([p], lr=0.1, momentum=0.9, fused=True)
+        p.grad = torch.ones_like(p)
+        opt.step()
+    except (RuntimeError, NotImplementedError) as exc:
+        return f"fused SGD unsupported on {dev}: {exc}"
     return None

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import profiling
-from harness.run import git_commit
+from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, write_all
 
 STUDIES = ("batch", "linear")
@@ -248,7 +248,7 @@ def _keep(files: dict[str, Path], profile_dir: Path, stem: str, out: dict) -> st
 
 def _meta(run: dict) -> dict:
     r = run["recipe"]
-    return {"schema": 1, "commit": git_commit(), "gpu": (run.get("gpu") or {}).get("name"),
+    return {"schema": 1, "commit": provenance.git_commit(), "gpu": (run.get("gpu") or {}).get("name"),
             "shape": [r["input_dim"], r["hidden_dim"], r["output_dim"]]}
 
 

@@ -10,11 +10,13 @@ The point they share (width 256, batch 128) is run once. Each point, labelled "h
 
   1. build/mlp_train --perf-only --paths P --hidden W --batch B --epochs E --out results/sweep/<label>
      (run.json, init_params.npy and order.npy of that shape; its output in mlp_train.log);
-  2. the PyTorch baseline, variants eager and cuda-graph only, on that point's init_params.npy
-     and order.npy, with --batch B and the same data folder (pytorch.json; pytorch.log);
+  2. the PyTorch baseline, the variants harness/baseline/registry.py marks for the sweep only
+     (eager and cuda-graph among them), on that point's init_params.npy and order.npy, with
+     --batch B and the same data folder (pytorch.json; pytorch.log);
   3. collection: per CUDA path and PyTorch variant the median epoch, its CV, the test accuracy,
      images per second and µs per step; the best CUDA path (the passed path with the lowest
-     median) over eager and over cuda-graph; the measured memory peaks beside a ledger computed
+     median) over eager and over cuda-graph (spec/torch_variants.py names the two); the
+     measured memory peaks beside a ledger computed
      from the shapes (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
 
 A point that fails (a path fails, the binary stops, the baseline fails, a time limit) is recorded
@@ -35,17 +37,18 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from spec import files
+from harness.baseline import registry
+from spec import files, provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
 from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
 from spec.recipe import load_recipe
+from spec.torch_variants import CUDA_GRAPH, EAGER
 
 WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 BATCHES = (32, 128, 512, 2048)
 WIDTH_SWEEP_BATCH = 128        # the batch of the width sweep
 BATCH_SWEEP_HIDDEN = 256       # the hidden width of the batch sweep
 DEFAULT_PATHS = "persistent,fused"
-PYTORCH_VARIANTS = ("eager", "cuda-graph")
 SWEEP_DIR = "sweep"            # per-point folders: results/sweep/<label>/
 SWEEP_JSON = "sweep.json"
 POINT_JSON = "point.json"      # per point: its record's inputs (how it was run, what stopped it)
@@ -136,9 +139,9 @@ def _read_json(path: Path):
 
 
 def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
-                  binary_error: str = "", pytorch_error: str = "",
-                  variants: Sequence[str] = PYTORCH_VARIANTS) -> dict:
-    """The sweep.json record of one point from its folder (run.json, pytorch.json).
+                  binary_error: str = "", pytorch_error: str = "") -> dict:
+    """The sweep.json record of one point from its folder (run.json, pytorch.json), with the
+    registry's sweep variants of pytorch.json.
 
     binary_error / pytorch_error: why the binary or the baseline stopped (a non-zero exit
     status other than 1, a time limit), as the driver saw it; "" when they finished.
@@ -196,7 +199,7 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
         rec["torch_version"] = torch_json.get("torch_version")
         rec["torch_cuda_version"] = torch_json.get("cuda_version")
         got = torch_json.get("variants") or {}
-        for name in variants:
+        for name in registry.sweep_names():
             if name not in got and torch_json:
                 errors.append(f"pytorch {name}: not in pytorch.json")
             if name not in got:
@@ -206,8 +209,8 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
             if not m["passed"]:
                 errors.append(f"pytorch {name}: {(m['error'] or 'no timing').splitlines()[0]}")
     best_med = rec["best_cuda"]["median_ms"] if rec["best_cuda"] else None
-    eager = rec["pytorch"].get("eager") or {}
-    graph = rec["pytorch"].get("cuda-graph") or {}
+    eager = rec["pytorch"].get(EAGER) or {}
+    graph = rec["pytorch"].get(CUDA_GRAPH) or {}
     # Ratios only against a variant that passed (ran, timed, finite loss).
     rec["ratio_best_cuda_vs_eager"] = _ratio(best_med, eager.get("median_ms")
                                              if eager.get("passed") else None)
@@ -285,8 +288,8 @@ def progress_line(i: int, n: int, rec: dict, seconds: float) -> str:
     parts = [f"best {rec['best_cuda_path']} {_fmt_ms(best['median_ms'])} "
              f"(CV {best['cv_pct']:.1f}%)" if isinstance(best.get("cv_pct"), (int, float))
              else f"best {rec['best_cuda_path']} {_fmt_ms(best['median_ms'])}"]
-    for name, key in (("eager", "ratio_best_cuda_vs_eager"),
-                      ("cuda-graph", "ratio_best_cuda_vs_cuda_graph")):
+    for name, key in ((EAGER, "ratio_best_cuda_vs_eager"),
+                      (CUDA_GRAPH, "ratio_best_cuda_vs_cuda_graph")):
         m = rec["pytorch"].get(name)
         if m is not None:
             r = rec[key]
@@ -308,17 +311,16 @@ def _summary(records: list[dict]) -> dict:
 def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch, data_dir,
              train_size, timeout_s, note: str) -> dict:
     recipe = load_recipe()
-    from harness.run import driver_version, git_commit
     return {
         "schema": 1,
         "note": note,
         "date_utc": None, "gpu": None, "torch_version": None, "torch_cuda_version": None,
-        "commit": git_commit(), "driver": driver_version(),
+        "commit": provenance.git_commit(), "driver": provenance.driver_version(),
         "config": {
             "widths": [int(w) for w in widths], "batches": [int(b) for b in batches],
             "width_sweep_batch": int(width_batch), "batch_sweep_hidden": int(batch_hidden),
             "epochs": epochs, "paths": list(paths) if paths is not None else None,
-            "pytorch_variants": list(PYTORCH_VARIANTS) if pytorch else [],
+            "pytorch_variants": registry.sweep_names() if pytorch else [],
             "data_dir": data_dir, "train_size": train_size,
             "input_dim": recipe["input_dim"], "output_dim": recipe["output_dim"],
             "lr": recipe["lr"], "momentum": recipe["momentum"],
@@ -392,7 +394,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         if pytorch:
             if (pdir / "init_params.npy").exists() and (pdir / "order.npy").exists():
                 tcmd = [*pytorch_cmd, "--results", _rel(pdir),
-                        "--variants", ",".join(PYTORCH_VARIANTS),
+                        "--variants", ",".join(registry.sweep_names()),
                         "--batch", str(point["batch"]), "--data", _rel(data_dir),
                         "--device", device]
                 trc, twhy = _run_logged(tcmd, pdir / "pytorch.log", timeout_s)

@@ -1,0 +1,164 @@
+"""Every variant of the PyTorch baseline, in report order: its name, what it is in one line, how
+to build it, and what decides when it runs. Adding a variant is one entry in VARIANTS.
+
+Everything else reads them here: the baseline's --variants and --full and its default set, the
+devices a variant runs on, pytorch.json's variants_run and variants_left_out
+(harness/baseline/pytorch_baseline.py), the variants every sweep point runs
+(harness/studies/sweep.py) and the variants the trace study traces unless told which
+(harness/baseline/variant_traces.py).
+
+The factories import the variant classes when called, so reading the names and flags imports no
+torch (the sweep driver reads them and runs the baseline in a subprocess). spec/torch_variants.py
+names the two variants that the report and the sweep read by role; their entries are keyed by
+those names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from spec.torch_variants import CUDA_GRAPH, EAGER
+
+
+@dataclass(frozen=True)
+class Variant:
+    what: str                          # what it is, in one line
+    build: Callable                    # build(w, init_flat, shape, step_losses): an object with
+                                       # run_epoch(e) (the timed part) and predict(X)
+    compiled: bool = False             # built on torch.compile: its entry records cudagraph_skips
+    cuda_only: bool = False            # needs a CUDA device
+    full_only: str | None = None       # why a default run leaves it out (--full runs it)
+    sweep: bool = False                # every sweep point runs it
+    traced: bool = False               # the trace study traces it unless told which variants
+    unsupported: Callable | None = None  # unsupported(torch.device): why it cannot run there, or None
+
+
+def _eager(**options) -> Callable:
+    def build(w, init_flat, shape, step_losses):
+        from harness.baseline.variants import EagerVariant
+        return EagerVariant(w, init_flat, shape, step_losses, **options)
+    return build
+
+
+def _cuda_graph(w, init_flat, shape, step_losses):
+    from harness.baseline.variants import CudaGraphVariant
+    return CudaGraphVariant(w, init_flat, shape, step_losses)
+
+
+def _compiled(mode: str) -> Callable:
+    def build(w, init_flat, shape, step_losses):
+        from harness.baseline.variants import CompiledVariant
+        return CompiledVariant(w, init_flat, shape, step_losses, mode)
+    return build
+
+
+def _compiled_step(driver: str) -> Callable:
+    def build(w, init_flat, shape, step_losses):
+        from harness.baseline.compiled_step import CompiledStepVariant
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver=driver)
+    return build
+
+
+def _fused_sgd_unsupported(device) -> str | None:
+    from harness.baseline.variants import fused_sgd_unsupported
+    return fused_sgd_unsupported(device)
+
+
+VARIANTS: dict[str, Variant] = {
+    EAGER: Variant(
+        "nn.Linear/ReLU, F.cross_entropy, torch.optim.SGD(momentum): the loop as a user writes it",
+        _eager(), sweep=True, traced=True),
+    "eager-fused-sgd": Variant(
+        "the same with SGD(fused=True)",
+        _eager(fused=True), unsupported=_fused_sgd_unsupported),
+    CUDA_GRAPH: Variant(
+        "the eager step captured whole in a torch.cuda.CUDAGraph (one graph for the full batch, "
+        "one for the short last batch)",
+        _cuda_graph, cuda_only=True, sweep=True, traced=True),
+    "compiled-reduce-overhead": Variant(
+        'torch.compile(model + loss, mode="reduce-overhead"); eager SGD',
+        _compiled("reduce-overhead"), compiled=True, cuda_only=True, traced=True),
+    "compiled-step": Variant(
+        "torch.compile (Inductor, default mode) of the whole step (gather, forward, loss, "
+        "backward, momentum update), replayed from one torch.cuda.CUDAGraph a batch size "
+        "(on a CPU: without graphs)",
+        _compiled_step("graphs"), compiled=True, traced=True),
+    "compiled-step-reduce-overhead": Variant(
+        'the same step compiled with mode="reduce-overhead" (Inductor\'s CUDA-graph trees), '
+        "every mutated buffer marked static",
+        _compiled_step("reduce-overhead"), compiled=True, cuda_only=True, traced=True),
+    "compiled-max-autotune-no-cudagraphs": Variant(
+        'torch.compile(model + loss, mode="max-autotune-no-cudagraphs"); eager SGD',
+        _compiled("max-autotune-no-cudagraphs"), compiled=True, cuda_only=True,
+        full_only="its compile takes about 3 to 4 minutes on the H200 (174 s in the run of "
+                  "d73d5a2); runs only with --full"),
+    "manual-ops": Variant(
+        "harness.baseline.manual_ops.ManualMLP (hand-written backward passes), "
+        "torch.optim.SGD(momentum)",
+        _eager(manual=True)),
+}
+
+
+def names() -> list[str]:
+    """Every variant, in report order."""
+    return list(VARIANTS)
+
+
+def get(name: str) -> Variant:
+    """The entry of `name`; ValueError naming the known variants when there is none."""
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+
+
+def full_only() -> dict[str, str]:
+    """{variant: why a default run leaves it out} of the variants only --full runs."""
+    return {n: v.full_only for n, v in VARIANTS.items() if v.full_only}
+
+
+def sweep_names() -> list[str]:
+    """The variants every sweep point runs."""
+    return [n for n, v in VARIANTS.items() if v.sweep]
+
+
+def traced_names() -> list[str]:
+    """The variants the trace study traces unless told which."""
+    return [n for n, v in VARIANTS.items() if v.traced]
+
+
+def listing() -> str:
+    """One line a variant, in report order: its name, what it is, and where it runs only."""
+    width = max(map(len, VARIANTS))
+    lines = []
+    for n, v in VARIANTS.items():
+        only = [w for w, on in (("CUDA only", v.cuda_only), ("--full only", v.full_only)) if on]
+        lines.append(f"  {n:<{width}}  {v.what}" + (f" [{', '.join(only)}]" if only else ""))
+    return "\n".join(lines)
+
+
+def select(variants: Sequence[str] | None = None, full: bool = False) -> tuple[list[str], dict[str, str]]:
+    """(the variants to run, {left-out variant: why}): pytorch.json's variants_run and
+    variants_left_out. Named variants run as named (ValueError when none is named or one is
+    unknown); otherwise every variant but the full_only ones, and those too with full."""
+    if variants is None:
+        chosen = [n for n, v in VARIANTS.items() if full or not v.full_only]
+    else:
+        chosen = list(variants)
+        unknown = [v for v in chosen if v not in VARIANTS]
+        if unknown or not chosen:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown) or '(none named)'}; "
+                             f"known: {', '.join(VARIANTS)}")
+    left_out = {n: v.full_only if variants is None else "not in --variants"
+                for n, v in VARIANTS.items() if n not in chosen}
+    return chosen, left_out
+
+
+def unavailable(name: str, device) -> str | None:
+    """None if variant `name` can run on `device` (a torch device or its name), else why not."""
+    import torch
+    dev = torch.device(device)
+    v = get(name)
+    if v.cuda_only and dev.type != "cuda":
+        return f"{name} needs a CUDA device"
+    return v.unsupported(dev) if v.unsupported else None
