@@ -15,21 +15,39 @@
 //                           __syncthreads() after each tile's products -> racecheck (invoke sanitize)
 //   MUTANT_SPIN_EPOCH       the epoch waits on a step counter no kernel increments -> a stage timeout
 //   MUTANT_FAULT_EPOCH      the labels scratch taken as `(int*)offset`, not ws + offset -> illegal address
+//   MUTANT_FIXED_HYPERPARAMS  mlp_step uses 0.1f and 0.9f, not its lr and momentum     -> cases 5, 9
+//   MUTANT_STRIDE_784       forward reads X with the literal 784 as its row stride      -> case 2 (odd shape)
+//   MUTANT_LEGACY_STREAM    every launch on the legacy default stream, not `stream`     -> case 13
+//   MUTANT_SYNC_IN_EPOCH    cudaStreamSynchronize after every step of mlp_train_epoch   -> case 13
+//   MUTANT_LEAK_EPOCH       a 64 MiB cudaMalloc in every mlp_train_epoch, never freed   -> case 13
+//   MUTANT_WARP_RACE        the bias column sums as a warp-synchronous reduction without
+//                           __syncwarp() (racecheck reports its hazards as warnings)    -> case 12
+//   VARIANT_ATOMIC_BIAS     correct, not a mutant: the bias gradients summed with atomicAdd, so reruns
+//                           differ in the last bits -> passes, with the gate's nondeterminism note
+// Every entry point only enqueues work on `stream`: no allocation (mlp_loss reduces its row losses in
+// one block instead of keeping a scratch buffer), no host synchronisation.
 #include <cuda_runtime.h>
 #include <math.h>
 
 #include "submission.h"
 
+#ifdef MUTANT_LEGACY_STREAM
+#define ON(st) ((void)(st), cudaStream_t{0})  // the legacy default stream, whatever the caller passed
+#else
+#define ON(st) st
+#endif
+
 namespace {
 
 // C[M×N] = A[M×K]·B[K×N] with optional transposed storage, bias and masks; one thread each.
+// `lda`: A's row stride when it is not transposed (K, unless a mutant says otherwise).
 __global__ void naive_gemm(int M, int N, int K, const float* A, bool ta, const float* B, bool tb, float* C,
-                           const float* bias, bool relu, const float* mask, bool off_by_one) {
+                           const float* bias, bool relu, const float* mask, bool off_by_one, int lda) {
   int m = blockIdx.y * blockDim.y + threadIdx.y, n = blockIdx.x * blockDim.x + threadIdx.x;
   if ((off_by_one ? m > M : m >= M) || n >= N) return;
   float acc = 0.f;
   for (int k = 0; k < K; ++k) {
-    float a = ta ? A[(size_t)k * M + m] : A[(size_t)m * K + k];
+    float a = ta ? A[(size_t)k * M + m] : A[(size_t)m * lda + k];
     float b = tb ? B[(size_t)n * K + k] : B[(size_t)k * N + n];
     acc += a * b;
   }
@@ -42,9 +60,9 @@ __global__ void naive_gemm(int M, int N, int K, const float* A, bool ta, const f
 }
 
 int gemm(int M, int N, int K, const float* A, bool ta, const float* B, bool tb, float* C, const float* bias,
-         bool relu, const float* mask, cudaStream_t st, bool off_by_one = false) {
+         bool relu, const float* mask, cudaStream_t st, bool off_by_one = false, int lda = 0) {
   dim3 block(16, 16), grid((N + 15) / 16, (M + 16) / 16);
-  naive_gemm<<<grid, block, 0, st>>>(M, N, K, A, ta, B, tb, C, bias, relu, mask, off_by_one);
+  naive_gemm<<<grid, block, 0, ON(st)>>>(M, N, K, A, ta, B, tb, C, bias, relu, mask, off_by_one, lda ? lda : K);
   return cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 }
 
@@ -74,6 +92,38 @@ __global__ void wait_for_step(const volatile int* counter, int target) {
 }
 #endif
 
+#ifdef MUTANT_WARP_RACE
+// out[c] = Σ_r M[r, c], one block of 64 threads per column: each thread sums rows r ≡ t (mod 64),
+// then a tree whose last six steps run in one warp without __syncwarp() between them (the lanes
+// of a warp are not in lockstep since Volta: each step reads what another lane writes in it).
+__global__ void warp_sync_colsum(int rows, int cols, const float* M, float* out) {
+  __shared__ volatile float s[64];
+  const int c = blockIdx.x, t = threadIdx.x;
+  float acc = 0.f;
+  for (int r = t; r < rows; r += 64) acc += M[(size_t)r * cols + c];
+  s[t] = acc;
+  __syncthreads();
+  if (t < 32) {
+    s[t] += s[t + 32];
+    s[t] += s[t + 16];
+    s[t] += s[t + 8];
+    s[t] += s[t + 4];
+    s[t] += s[t + 2];
+    s[t] += s[t + 1];
+  }
+  if (t == 0) out[c] = s[0];
+}
+#endif
+
+#ifdef VARIANT_ATOMIC_BIAS
+// out[c] += M[r, c] for every row, one thread each, with atomicAdd: the order of the additions
+// (hence the last bits of the sum) changes from run to run. `out` is zeroed first.
+__global__ void atomic_colsum(int rows, int cols, const float* M, float* out) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (c < cols && r < rows) atomicAdd(&out[c], M[(size_t)r * cols + c]);
+}
+#endif
+
 // out[c] = Σ_r M[r, c] (rows × cols).
 __global__ void naive_colsum(int rows, int cols, const float* M, float* out) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -87,11 +137,12 @@ __global__ void naive_colsum(int rows, int cols, const float* M, float* out) {
   out[c] = acc;
 }
 
-// One thread per row, then thread 0 sums the row losses in order.
-__global__ void naive_softmax_xent(int B, int O, const float* Z, const int* y, float* dZ, float* row_loss,
-                                   float* loss, int denom) {
-  int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < B) {
+// One block: thread t takes rows t, t + 256, ..., then thread 0 sums the threads' losses in order.
+constexpr int kLossThreads = 256;
+__global__ void naive_softmax_xent(int B, int O, const float* Z, const int* y, float* dZ, float* loss, int denom) {
+  __shared__ float partial[kLossThreads];
+  float mine = 0.f;
+  for (int r = threadIdx.x; r < B; r += kLossThreads) {
     const float* z = Z + (size_t)r * O;
 #ifdef MUTANT_NO_MAX_SHIFT
     float m = 0.f;
@@ -102,13 +153,15 @@ __global__ void naive_softmax_xent(int B, int O, const float* Z, const int* y, f
     float sum = 0.f;
     for (int k = 0; k < O; ++k) sum += expf(z[k] - m);
     for (int k = 0; k < O; ++k) dZ[(size_t)r * O + k] = (expf(z[k] - m) / sum - (k == y[r] ? 1.f : 0.f)) / denom;
-    row_loss[r] = logf(sum) - (z[y[r]] - m);  // log-sum-exp form: −log(p_y) underflows at ±60
+    mine += logf(sum) - (z[y[r]] - m);  // log-sum-exp form: −log(p_y) underflows at ±60
   }
-}
-__global__ void naive_mean(int B, const float* row_loss, float* loss, int denom) {
-  float acc = 0.f;
-  for (int r = 0; r < B; ++r) acc += row_loss[r];
-  *loss = acc / denom;
+  partial[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float acc = 0.f;
+    for (int t = 0; t < kLossThreads; ++t) acc += partial[t];
+    *loss = acc / denom;
+  }
 }
 
 int loss_rows(MlpShape s, const float* Z, const int* labels, int batch, int denom, float* dZ, float* loss,
@@ -133,17 +186,6 @@ __global__ void naive_gather(int nb, int I, const float* X, const int* y, const 
   if (c == 0) yb[r] = y[order[r]];
 }
 
-float* row_loss_scratch(int batch) {  // grows as needed; freed at exit by the driver
-  static float* p = nullptr;
-  static int cap = 0;
-  if (batch > cap) {
-    if (p) cudaFree(p);
-    if (cudaMalloc(&p, sizeof(float) * (size_t)batch) != cudaSuccess) return nullptr;
-    cap = batch;
-  }
-  return p;
-}
-
 }  // namespace
 
 #ifdef MUTANT_FORWARD_OVERRUN
@@ -159,11 +201,17 @@ extern "C" int mlp_forward(MlpShape s, const float* params, const float* X, int 
 #endif
   MlpOffsets o = mlp_offsets(s);
 #ifdef MUTANT_RACY_TILE
-  tiled_relu_gemm<<<dim3((s.hidden + 15) / 16, (batch + 15) / 16), dim3(16, 16), 0, st>>>(batch, s.hidden, s.in, X,
+  tiled_relu_gemm<<<dim3((s.hidden + 15) / 16, (batch + 15) / 16), dim3(16, 16), 0, ON(st)>>>(batch, s.hidden, s.in, X,
                                                                                         params + o.w1, params + o.b1, H);
   int e = cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 #else
-  int e = gemm(batch, s.hidden, s.in, X, false, params + o.w1, false, H, params + o.b1, true, nullptr, st, kOffByOne);
+#ifdef MUTANT_STRIDE_784
+  const int x_stride = 784;  // the recipe's width, written in
+#else
+  const int x_stride = s.in;
+#endif
+  int e = gemm(batch, s.hidden, s.in, X, false, params + o.w1, false, H, params + o.b1, true, nullptr, st, kOffByOne,
+               x_stride);
 #endif
   return e ? e
            : gemm(batch, s.out, s.hidden, H, false, params + o.w2, false, Z, params + o.b2, false, nullptr, st,
@@ -173,10 +221,7 @@ extern "C" int mlp_forward(MlpShape s, const float* params, const float* X, int 
 namespace {
 int loss_rows(MlpShape s, const float* Z, const int* labels, int batch, int denom, float* dZ, float* loss,
               cudaStream_t st) {
-  float* rl = row_loss_scratch(batch);
-  if (!rl) return MLP_ERR_CUDA;
-  naive_softmax_xent<<<(batch + 127) / 128, 128, 0, st>>>(batch, s.out, Z, labels, dZ, rl, loss, denom);
-  naive_mean<<<1, 1, 0, st>>>(batch, rl, loss, denom);
+  naive_softmax_xent<<<1, kLossThreads, 0, ON(st)>>>(batch, s.out, Z, labels, dZ, loss, denom);
   return cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 }
 }  // namespace
@@ -186,21 +231,38 @@ extern "C" int mlp_loss(MlpShape s, const float* Z, const int* labels, int batch
   return loss_rows(s, Z, labels, batch, batch, dZ, loss, st);
 }
 
+namespace {
+// db = column sums of `M` [rows × cols] into out.
+void bias_sum(int rows, int cols, const float* M, float* out, cudaStream_t st) {
+#if defined(MUTANT_WARP_RACE)
+  warp_sync_colsum<<<cols, 64, 0, ON(st)>>>(rows, cols, M, out);
+#elif defined(VARIANT_ATOMIC_BIAS)
+  cudaMemsetAsync(out, 0, sizeof(float) * (size_t)cols, ON(st));
+  atomic_colsum<<<dim3((unsigned)((cols + 127) / 128), (unsigned)rows), 128, 0, ON(st)>>>(rows, cols, M, out);
+#else
+  naive_colsum<<<(cols + 127) / 128, 128, 0, ON(st)>>>(rows, cols, M, out);
+#endif
+}
+}  // namespace
+
 extern "C" int mlp_backward(MlpShape s, const float* params, const float* X, const float* H, const float* dZ,
                             int batch, float* grads, float* dH, float* dX, cudaStream_t st) {
   MlpOffsets o = mlp_offsets(s);
   int e = gemm(s.hidden, s.out, batch, H, true, dZ, false, grads + o.w2, nullptr, false, nullptr, st);
-  naive_colsum<<<(s.out + 127) / 128, 128, 0, st>>>(batch, s.out, dZ, grads + o.b2);
+  bias_sum(batch, s.out, dZ, grads + o.b2, st);
   e = e ? e : gemm(batch, s.hidden, s.out, dZ, false, params + o.w2, true, dH, nullptr, false, H, st);
   e = e ? e : gemm(s.in, s.hidden, batch, X, true, dH, false, grads + o.w1, nullptr, false, nullptr, st);
-  naive_colsum<<<(s.hidden + 127) / 128, 128, 0, st>>>(batch, s.hidden, dH, grads + o.b1);
+  bias_sum(batch, s.hidden, dH, grads + o.b1, st);
   if (!e && dX) e = gemm(batch, s.in, s.hidden, dH, false, params + o.w1, true, dX, nullptr, false, nullptr, st);
   return e ? e : (cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA);
 }
 
 extern "C" int mlp_step(float* params, float* velocity, const float* grads, size_t n, float lr, float momentum,
                         cudaStream_t st) {
-  naive_momentum<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(n, lr, momentum, params, velocity, grads);
+#ifdef MUTANT_FIXED_HYPERPARAMS
+  lr = 0.1f, momentum = 0.9f;  // the recipe's values, whatever the caller passed
+#endif
+  naive_momentum<<<(unsigned)((n + 255) / 256), 256, 0, ON(st)>>>(n, lr, momentum, params, velocity, grads);
   return cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 }
 
@@ -220,12 +282,16 @@ extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const
   float* dZ = ws + w.dz;
   float* g = ws + w.grads;
   size_t total = mlp_offsets(s).total;
+#ifdef MUTANT_LEAK_EPOCH
+  void* leak = nullptr;
+  cudaMalloc(&leak, 64u << 20);  // never freed
+#endif
   for (int t = 0; t * batch < n; ++t) {
     int nb = n - t * batch < batch ? n - t * batch : batch;
-    naive_gather<<<dim3((unsigned)((s.in + 255) / 256), (unsigned)nb), 256, 0, st>>>(nb, s.in, X_all, labels_all,
+    naive_gather<<<dim3((unsigned)((s.in + 255) / 256), (unsigned)nb), 256, 0, ON(st)>>>(nb, s.in, X_all, labels_all,
                                                                                    order + (size_t)t * batch, Xb, yb);
 #ifdef MUTANT_SPIN_EPOCH
-    wait_for_step<<<1, 1, 0, st>>>((const int*)(ws + w.labels), t + 1 << 20);  // labels < 10: never reached
+    wait_for_step<<<1, 1, 0, ON(st)>>>((const int*)(ws + w.labels), t + 1 << 20);  // labels < 10: never reached
 #endif
     int e = mlp_forward(s, params, Xb, nb, H, Z, st);
 #ifdef MUTANT_TAIL_MEAN
@@ -234,7 +300,7 @@ extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const
     e = e ? e : mlp_loss(s, Z, yb, nb, dZ, step_loss + t, st);
 #endif
 #ifdef MUTANT_NAN_EPOCH
-    if (t == 3) naive_poison<<<1, 1, 0, st>>>(step_loss + t);
+    if (t == 3) naive_poison<<<1, 1, 0, ON(st)>>>(step_loss + t);
 #endif
     e = e ? e : mlp_backward(s, params, Xb, H, dZ, nb, g, dH, nullptr, st);
 #ifdef MUTANT_FROZEN_B2
@@ -243,6 +309,9 @@ extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const
     e = e ? e : mlp_step(params, velocity, g, total, lr, momentum, st);
 #endif
     if (e) return e;
+#ifdef MUTANT_SYNC_IN_EPOCH
+    cudaStreamSynchronize(st);  // waits for the step: the host blocks inside the epoch
+#endif
   }
   return cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 }
