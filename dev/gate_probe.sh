@@ -21,9 +21,9 @@ for s in naive atomic_bias mutant_legacy_stream mutant_sync_in_epoch mutant_leak
 done
 S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for s in naive mutant_warp_race; do
-  ( /usr/bin/time -f "%e s" $S --tool racecheck build/gate/$s/mlp_train --data data --out /tmp/rc_$s --stage entry,epoch-check --paths submission > "$L/racecheck_$s.log" 2>&1; echo "racecheck $s rc=$?" >> "$L/racecheck_$s.log" ) &
+  ( t0=$SECONDS; $S --tool racecheck build/gate/$s/mlp_train --data data --out /tmp/rc_$s --stage entry,epoch-check --paths submission > "$L/racecheck_$s.log" 2>&1; echo "racecheck $s rc=$? in $((SECONDS - t0)) s" >> "$L/racecheck_$s.log" ) &
 done
-( /usr/bin/time -f "%e s" $S --tool memcheck build/gate/naive/mlp_train --data data --out /tmp/mc_naive --stage entry,epoch-check,contract --paths submission > "$L/memcheck_naive.log" 2>&1 ) &
+( t0=$SECONDS; $S --tool memcheck build/gate/naive/mlp_train --data data --out /tmp/mc_naive --stage entry,epoch-check,contract --paths submission > "$L/memcheck_naive.log" 2>&1; echo "memcheck naive rc=$? in $((SECONDS - t0)) s" >> "$L/memcheck_naive.log" ) &
 wait
 tail -n 3 "$L"/racecheck_*.log "$L"/memcheck_naive.log
 grep -h "^1[0-3] \|^[1-9] " "$L"/*.log | cut -c1-220
