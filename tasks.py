@@ -130,21 +130,20 @@ def sanitize(c, paths=None, tools=None):
 @task(positional=["dir"],
       help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked",
             "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
-            "jobs": "submissions gated at once on the GPU (default 1: timings undisturbed)",
+            "gpus": "'all' (default) or comma-separated GPU indices: the node's GPUs side by side",
+            "jobs": "submissions gated at once on each GPU (default 1); their timed stages still run alone",
             "limit": "each run's time limit in seconds (default: derived from our fastest path)",
-            "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))",
             "strict-determinism": "a submission's one-epoch rerun must be bitwise identical (default: within the "
                                   "parity limit, with a note)"})
-def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None, strict_determinism=False):  # noqa: A002
-    """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
+def gate(c, dir=None, aggregate=None, gpus=None, jobs=None, limit=None, strict_determinism=False):  # noqa: A002
+    """Gate every submission in DIR (cases 1-13: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
     from harness.gate.course import main as gate_main
-    args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
-    if limit:
-        args += ["--limit", str(limit)]
-    if sanitize_jobs and not aggregate:
-        args += ["--sanitize-jobs", str(sanitize_jobs)]
+    args = ["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []
+    for flag, value in (("--gpus", gpus), ("--jobs", jobs), ("--limit", limit)):
+        if value is not None and not aggregate:
+            args += [flag, str(value)]
     if strict_determinism and not aggregate:
         args += ["--strict-determinism"]
     _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")

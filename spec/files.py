@@ -74,6 +74,9 @@ def write_all(contents: dict) -> None:
         for path, data in contents.items():
             path = Path(path)
             temps.append((_write_temp(path, _as_bytes(data)), path))
+        for _, path in temps:   # a rename that would fail must fail before the first one is made
+            if path.is_dir() and not path.is_symlink():
+                raise IsADirectoryError(f"{path}: a folder is in the way of this output")
         for tmp, path in temps:
             os.replace(tmp, path)
     finally:

@@ -23,7 +23,7 @@ def FIX(tmp_path):
 
 def test_aggregate_ranks_and_says_what_failed(tmp_path, FIX):
     names = ("naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch", "broken")
-    folders = gate_dir.folders_of([FIX / n for n in names])
+    folders, _ = gate_dir.folders_of([FIX / n for n in names])
     rows = gate_dir.leaderboard(folders, tmp_path, results=FIX / "ours")
     assert [r["submission"] for r in rows] == ["naive", "mutant_frozen_b2", "mutant_racy_tile", "mutant_spin_epoch",
                                                "broken"]

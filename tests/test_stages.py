@@ -130,7 +130,10 @@ def test_no_stage_that_started_writes_a_short_doc_or_nothing(gate):
     outcome, doc, _ = gate(plan, write_unstarted=False)
     assert not outcome.started and outcome.child_rc == 3 and doc is None
     outcome, doc, _ = gate(plan)
-    assert doc["mode"] == "supervised" and "gpu" not in doc and outcome.rc == 1
+    # no GPU reached: exit 3, and the later stages were not started (they would say the same)
+    assert doc["mode"] == "supervised" and "gpu" not in doc and outcome.rc == 3
+    assert [s["ended"] for s in doc["supervisor"]["stages"]][1:] == \
+        ["not run: exited 3: mlp_train: CUDA error: no CUDA device found"] * (len(STAGE_NAMES) - 1)
     assert all(not c["passed"] for c in doc["cases"])
     assert doc["supervisor"]["ended"].startswith("stage entry: exited 3: mlp_train: CUDA error: no CUDA device")
     validate(doc, "run_supervised", "run.json")

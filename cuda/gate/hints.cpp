@@ -53,6 +53,10 @@ const char* const kHintTimeout =
 const char* const kHintFault =
     "an illegal address or a fault usually means an index past a buffer: run `invoke sanitize` (memcheck names the "
     "kernel and the address)";
+const char* const kHintNoDevice =
+    "no GPU reached: the stage exited 3 (a CUDA error before any case: no CUDA device, no code for this GPU, or a "
+    "driver problem); nothing of the submission was judged: run the gate where `nvidia-smi -L` lists a GPU, built for "
+    "it (`invoke build --arch`)";
 const char* const kHintNoSanitizer =
     "cases 11-12 need compute-sanitizer (it ships with the CUDA toolkit, cuda/bin): put it on PATH or set "
     "COMPUTE_SANITIZER";
@@ -68,7 +72,7 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
   // ending speaks for it, not the case's own hint.
   auto unjudged = [](const CaseResult& c) {
     return starts(c.detail, "not run: stage") || starts(c.detail, "timed out") || starts(c.detail, "died") ||
-           starts(c.detail, "CUDA error");
+           starts(c.detail, "CUDA error") || starts(c.detail, "exited ");
   };
   auto failed = [&](int id) { const CaseResult* c = row(id); return c && !c->passed && !unjudged(*c); };
   auto stub = [&](int id) { const CaseResult* c = row(id); return c && has(c->detail, "not implemented"); };
@@ -83,10 +87,12 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
   for (const auto& e : endings) {  // a stage that timed out or died: its running case's row says so
     if (starts(e, "timed out")) add({}, kHintTimeout);
     else if (starts(e, "died") || starts(e, "CUDA error")) add({}, kHintFault);
+    else if (starts(e, "exited 3")) add({}, kHintNoDevice);
   }
   for (const auto& c : cases)
     if (starts(c.detail, "timed out")) add({c.id}, kHintTimeout);
     else if (starts(c.detail, "died") || starts(c.detail, "CUDA error")) add({c.id}, kHintFault);
+    else if (starts(c.detail, "exited 3")) add({c.id}, kHintNoDevice);
     else if (starts(c.detail, "not run: stage")) add({c.id}, "");
   for (const auto& c : gate_cases())
     if (*c.entry_point && stub(c.id))

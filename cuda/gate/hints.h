@@ -11,6 +11,8 @@
 // What a stage that timed out, or died or faulted, usually means.
 extern const char* const kHintTimeout;
 extern const char* const kHintFault;
+// A stage that exited 3 before any case: the GPU was never reached.
+extern const char* const kHintNoDevice;
 // Cases 11-12 without compute-sanitizer.
 extern const char* const kHintNoSanitizer;
 

@@ -154,14 +154,15 @@ def _pump(pipe, log, echo) -> None:
     pipe.close()
 
 
-def run_child(cmd: list[str], limit: float, stdout_log: Path, stderr_log: Path, echo: bool = True) -> Child:
+def run_child(cmd: list[str], limit: float, stdout_log: Path, stderr_log: Path, echo: bool = True,
+              env: dict[str, str] | None = None) -> Child:
     """`cmd` in its own process group (killed whole at `limit` seconds), its stdout and stderr
-    written to the logs as they come and, with `echo`, to ours."""
+    written to the logs as they come and, with `echo`, to ours; `env` on top of our environment."""
     t0 = time.time()
     timed_out = False
     with open(stdout_log, "w") as so, open(stderr_log, "w") as se:
         child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                                 start_new_session=True)
+                                 start_new_session=True, env={**os.environ, **env} if env else None)
         pumps = [threading.Thread(target=_pump, args=(child.stdout, so, sys.stdout if echo else None), daemon=True),
                  threading.Thread(target=_pump, args=(child.stderr, se, sys.stderr if echo else None), daemon=True)]
         for t in pumps:

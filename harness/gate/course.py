@@ -1,51 +1,106 @@
 """Many submissions, the form a course uses: build every *.cu of a folder in its own build folder,
-gate each in isolation (harness/gate/supervisor.py), and write the leaderboard.
+gate each in isolation (harness/gate/supervisor.py) on the node's GPUs, and write the leaderboard.
 
-    python -m harness.gate.course DIR [--jobs N] [--out results/gate]    build, gate, leaderboard
+    python -m harness.gate.course DIR [--gpus all|0,1] [--jobs N] [--out results/gate]   build, gate, leaderboard
     python -m harness.gate.course --one FILE [--out results/gate]         one submission (a Slurm array task)
     python -m harness.gate.course --aggregate FOLDER... [--out results/gate]   leaderboard from existing folders
 
-Each submission gets build/gate/<name>/ (our objects copied from build/, so only its own file,
-mlp_train.o and the link are compiled; builds run in parallel on the CPU cores) and
-results/gate/<name>/ (run.json, RESULTS.md rendered from it, stdout.log, stderr.log; build.json with the compiler's
-first error line when it does not compile). The leaderboard (leaderboard.csv, leaderboard.md) has one
-row per submission: cases passed, each case's verdict, the submission path's median epoch, its
-ratio to our fastest path (results/run.json) and the first hint. Every submission also gets cases
-11-12 (compute-sanitizer memcheck and racecheck on a short run of its binary,
-harness/gate/sanitizer_cases.py; their logs OUT/<name>/memcheck.log, racecheck.log).
+Names. A submission's folders are named after its file's stem when that is a safe name
+(spec/validate.py); any other stem (a space, a quote, '$(HOME)', '..', 'leaderboard.csv') gets a
+derived safe name (its safe characters and a hash of the stem). The build never sees the original
+name: the file and the headers beside it are copied under safe names into build/gate/<name>/src/,
+and make gets only that copy's path. The leaderboard shows both names.
+
+Folders. Each submission gets build/gate/<name>/ (our objects copied from build/, so only its own
+file, mlp_train.o and the link are compiled; builds run in parallel on the CPU cores) and
+OUT/<name>/ (run.json, RESULTS.md, the stages' logs and parts, memcheck.log, racecheck.log; or
+build.json with the compiler's first error line). A run is written into OUT/.<name>.running-*/ and
+replaces OUT/<name>/ only once a case has run, so a run that reached no GPU leaves the folder as it
+was.
+
+GPUs. harness/gate/schedule.py: `--jobs` submissions at once on each GPU of `--gpus`, each child
+seeing its GPU alone; the stages that time epochs or read the free memory run alone on their GPU.
+run.json records the GPU a submission ran on ("gate_gpu": index, name, UUID).
+
+The leaderboard (leaderboard.csv, leaderboard.md, written together or not at all) has one row per
+submission: cases passed, each case's verdict, the submission path's median epoch (none when the
+stream contract failed: its work may have escaped the timed stream), its ratio to our fastest
+path (results/run.json, read when the board is written), the first hint (never empty for a FAIL),
+the notes and the GPU. Exit status: 0 a leaderboard was written; 1 nothing could be gated (no
+submission built); 2 bad input; 3 no submission reached a GPU. In the last two cases OUT is left
+as it was.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.gate import sanitizer_cases
 from harness.build import DEFAULT_ARCH, ENTRY_POINTS
+from harness.gate import schedule
 from harness.gate.child import fastest_ms
-from harness.gate.supervisor import supervise
-from spec import catalog
-from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, write_all, write_json
+from harness.gate.supervisor import supervise_run
+from spec import catalog, validate
+from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, InputError, write_all, write_json
 
 GATE_ARGS = ("--paths", "submission", "--reference", "shipped")
 STRICT = "--strict-determinism"   # a submission's rerun must then be bitwise identical, as ours must
+GATED = "submission"   # the path cases 6-7 and the sanitizer cases 11-12 gate
+OUT_DIR = RESULTS_DIR / "gate"
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".inl")   # what a submission may include from beside it
+EXIT_NOTHING_BUILT, EXIT_BAD_INPUT, EXIT_NO_GPU = 1, 2, 3
 
 
 def gate_args(strict_determinism: bool = False) -> list[str]:
     return [*GATE_ARGS, *([STRICT] if strict_determinism else [])]
-GATED = "submission"   # the path cases 6-7 and the sanitizer cases 11-12 gate
-OUT_DIR = RESULTS_DIR / "gate"
 
 
 def _rel(p: Path) -> str:
     return os.path.relpath(Path(p).resolve(), ROOT)
+
+
+@dataclass(frozen=True)
+class Submission:
+    src: Path   # the file as given (never handed to make or a shell)
+    name: str   # its safe name: build/gate/<name>/, OUT/<name>/
+
+
+def name_of(src: Path) -> str:
+    """The stem when it is a safe name, else its safe characters and the first 8 hex digits of the
+    stem's SHA-256 (always a safe name; the hash keeps two unsafe stems apart)."""
+    stem = Path(src).name[:-3] if Path(src).name.endswith(".cu") else Path(src).stem
+    try:
+        return validate.safe_name(stem, "submission")
+    except InputError:
+        kept = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_-")[:40]
+        digest = hashlib.sha256(stem.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        return validate.safe_name(f"{kept}-{digest}" if kept else f"submission-{digest}", "submission")
+
+
+def submissions_in(src_dir: Path) -> list[Submission]:
+    """Every regular *.cu file of SRC_DIR (not a subfolder's), by name."""
+    src_dir = Path(src_dir)
+    if not src_dir.is_dir():
+        raise InputError(f"error: {src_dir}: not a folder of submissions")
+    subs = [Submission(p, name_of(p)) for p in sorted(src_dir.iterdir()) if p.name.endswith(".cu") and p.is_file()]
+    seen: dict[str, Path] = {}
+    for s in subs:
+        if s.name in seen:
+            raise InputError(f"error: {s.src.name!r} and {seen[s.name].name!r}: both would be gated as {s.name!r}; "
+                             f"rename one")
+        seen[s.name] = s.src
+    return subs
 
 
 def first_error(log: str) -> str:
@@ -64,10 +119,24 @@ def build_common(arch: str) -> Path:
     return BUILD_DIR
 
 
-def build_one(src: Path, arch: str, common: Path, jobs: int = 2) -> tuple[Path | None, str]:
+def copy_sources(sub: Submission, into: Path) -> Path:
+    """The submission as INTO/<name>.cu, beside copies of the sources next to it whose names are safe
+    (what it may #include "..."); the copy's path, the one make sees."""
+    into.mkdir(parents=True, exist_ok=True)
+    for p in sorted(sub.src.parent.iterdir()):
+        if p.suffix in SOURCE_SUFFIXES and p.suffix != ".cu" and p.is_file():
+            try:
+                shutil.copyfile(p, into / validate.safe_name(p.name, "header"))
+            except InputError:
+                continue   # an #include of it then fails to compile, naming it
+    target = into / f"{sub.name}.cu"
+    shutil.copyfile(sub.src, target)
+    return target
+
+
+def build_one(sub: Submission, arch: str, common: Path, jobs: int = 2) -> tuple[Path | None, str]:
     """(binary, "") or (None, the compiler's first error line / what is missing)."""
-    name = Path(src).stem
-    bdir = BUILD_DIR / "gate" / name
+    bdir = BUILD_DIR / "gate" / sub.name
     shutil.rmtree(bdir, ignore_errors=True)
     for obj in Path(common).rglob("*.o"):
         rel = obj.relative_to(common)
@@ -76,15 +145,20 @@ def build_one(src: Path, arch: str, common: Path, jobs: int = 2) -> tuple[Path |
         (bdir / rel.parent).mkdir(parents=True, exist_ok=True)
         shutil.copy2(obj, bdir / rel)
     bdir.mkdir(parents=True, exist_ok=True)
+    try:
+        source = copy_sources(sub, bdir / "src")
+    except OSError as exc:
+        return None, f"cannot read {sub.src.name!r}: {exc.strerror or exc}"
     stamp = bdir / "config.stamp"
     shutil.copy2(Path(common) / "config.stamp", stamp)
     # -o config.stamp: our copied objects count as up to date although SUBMISSION differs.
     cmd = ["make", "--no-print-directory", "-C", str(ROOT), f"-j{jobs}", f"ARCH={arch}", f"BUILD={_rel(bdir)}",
-           f"SUBMISSION={_rel(src)}", "-o", f"{_rel(stamp)}", f"{_rel(bdir)}/mlp_train"]
+           f"SUBMISSION={_rel(source)}", "-o", f"{_rel(stamp)}", f"{_rel(bdir)}/mlp_train"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         return None, first_error(res.stdout + res.stderr)
-    nm = subprocess.run(["nm", "--defined-only", "-g", str(bdir / "submission.o")], capture_output=True, text=True)
+    nm = subprocess.run(["nm", "--defined-only", "-g", str(bdir / "obj" / "submission.o")], capture_output=True,
+                        text=True)
     have = {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.strip()}
     missing = [f for f in ENTRY_POINTS if f not in have]
     if missing:
@@ -92,41 +166,31 @@ def build_one(src: Path, arch: str, common: Path, jobs: int = 2) -> tuple[Path |
     return bdir / "mlp_train", ""
 
 
-def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None = None,
-             strict_determinism: bool = False) -> int:
-    binary, error = build_one(src, arch, common)
-    folder = Path(out) / Path(src).stem
-    folder.mkdir(parents=True, exist_ok=True)
-    if binary is None:
-        write_json(folder / "build.json", {"submission": _rel(src), "build_error": error})
-        (folder / "run.json").unlink(missing_ok=True)
-        print(f"gate: {src}: does not build: {error}", flush=True)
-        return 1
-    (folder / "build.json").unlink(missing_ok=True)
-    rc = supervise(binary, folder, gate_args(strict_determinism), limit, sanitize=GATED)
-    render_report(folder)
-    return rc
-
-
 STREAM_CASE = "stream-contract"   # a submission that fails it gets no time: its work may escape the timed stream
 
 
 def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None = None) -> dict:
     """One leaderboard row: every verdict case, the submission path's median epoch and its ratio to
-    ours, the first hint (never empty for a FAIL) and the run's notes."""
+    ours, the first hint (never empty for a FAIL), the run's notes and the GPU it ran on."""
     folder = Path(folder)
     case_ids = case_ids or catalog.verdict_case_ids()
-    row = {"submission": folder.name, "passed": "0/%d" % len(case_ids), "verdict": "FAIL",
-           **{f"case{i}": "" for i in case_ids}, "median_ms": "", "ratio": "", "first_hint": "", "notes": ""}
+    row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL",
+           **{f"case{i}": "" for i in case_ids}, "median_ms": "", "ratio": "", "first_hint": "", "notes": "",
+           "gpu": ""}
     build = folder / "build.json"
     if build.exists():
-        row["first_hint"] = "does not build: " + json.loads(build.read_text())["build_error"]
+        doc = json.loads(build.read_text())
+        row["file"] = str(doc.get("submission", ""))
+        row["first_hint"] = "does not build: " + str(doc.get("build_error", ""))
         return row
     try:
         doc = json.loads((folder / "run.json").read_text())
     except (OSError, ValueError):
         row["first_hint"] = "no run.json"
         return row
+    row["file"] = str((doc.get("gate_submission") or {}).get("file", ""))
+    gpu = doc.get("gate_gpu") or {}
+    row["gpu"] = (f"{gpu['index']}: " if gpu.get("index") is not None else "") + str(gpu.get("name") or "")
     cases = {c["id"]: c for c in doc.get("cases", [])}
     n = 0
     for i in case_ids:
@@ -162,14 +226,41 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     return row
 
 
-def folders_of(dirs) -> list[Path]:
-    out = []
+def _is_gate_folder(p: Path) -> bool:
+    return (p / "run.json").is_file() or (p / "build.json").is_file()
+
+
+def folders_of(dirs) -> tuple[list[Path], list[dict]]:
+    """(the submission folders among DIRS: each one itself or its subfolders, in order; the ones
+    skipped, each {"name", "why"}). Hidden folders (a run in progress) are passed over."""
+    found: list[Path] = []
+    skipped: list[dict] = []
+
+    def take(p: Path) -> None:
+        try:
+            validate.safe_name(p.name, "folder")
+        except InputError:
+            skipped.append({"name": ascii(p.name), "why": "not a safe name"})
+            return
+        found.append(p)
+
     for d in map(Path, dirs):
-        if (d / "run.json").exists() or (d / "build.json").exists():
-            out.append(d)
-        elif d.is_dir():
-            out += sorted(p for p in d.iterdir() if (p / "run.json").exists() or (p / "build.json").exists())
-    return out
+        if _is_gate_folder(d):
+            take(d)
+        elif not d.exists():
+            skipped.append({"name": str(d), "why": "no such folder"})
+        elif not d.is_dir():
+            skipped.append({"name": str(d), "why": "not a folder"})
+        else:
+            subs = sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+            for p in subs:
+                if _is_gate_folder(p):
+                    take(p)
+                else:
+                    skipped.append({"name": str(p), "why": "no run.json or build.json"})
+            if not subs:
+                skipped.append({"name": str(d), "why": "no run.json or build.json, and no submission folders"})
+    return found, skipped
 
 
 def render_report(folder: Path) -> bool:
@@ -187,8 +278,10 @@ def render_report(folder: Path) -> bool:
         return False
 
 
-def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, reports: bool = True) -> list[dict]:
-    """The leaderboard of `folders` into OUT; with `reports`, each folder's RESULTS.md too."""
+def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, reports: bool = True,
+                skipped=()) -> list[dict]:
+    """The leaderboard of `folders` into OUT (both files or neither); with `reports`, each folder's
+    RESULTS.md too. `skipped`: {"name", "why"} of what was left out, listed under the table."""
     if reports:
         for f in folders:
             render_report(f)
@@ -201,57 +294,161 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    head = ["submission", "passed", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes"]
+    head = ["submission", "passed", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes", "GPU"]
     md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch (results/run.json).\n" if ours else
           "# Gate leaderboard\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["submission"], r["passed"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
-                 r["first_hint"].replace("|", "\\|"), r["notes"].replace("|", "\\|")]
+        shown = r["submission"] + (f" ({_md(r['file'])})" if r["file"] and r["file"] != r["submission"] + ".cu" else "")
+        cells = [shown, r["passed"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
+                 _md(r["first_hint"]), _md(r["notes"]), _md(r["gpu"])]
         md.append("| " + " | ".join(cells) + " |")
+    if skipped:
+        md.append("\nLeft out: " + "; ".join(f"{_md(s['name'])} ({_md(s['why'])})" for s in skipped) + ".")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_all({out / "leaderboard.csv": buf.getvalue(), out / "leaderboard.md": "\n".join(md) + "\n"})
-    print(f"gate: leaderboard of {len(rows)} submissions -> {_rel(out / 'leaderboard.md')}", flush=True)
+    print(f"gate: leaderboard of {len(rows)} submissions -> {_rel(out / 'leaderboard.md')}"
+          + (f"; left out {len(skipped)}: " + "; ".join(f"{s['name']} ({s['why']})" for s in skipped) if skipped else ""),
+          flush=True)
     return rows
 
 
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: one line, no cell separators, no HTML."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _replace_folder(new: Path, final: Path) -> None:
+    """NEW becomes FINAL (an older FINAL is removed once NEW is in place)."""
+    old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
+    if final.exists():
+        final.rename(old)
+    new.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _build_failure_folder(sub: Submission, error: str, out: Path) -> None:
+    tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    write_json(tmp / "build.json", {"submission": sub.src.name, "name": sub.name, "build_error": error})
+    _replace_folder(tmp, out / sub.name)
+
+
+def _gpu_record(folder: Path, gpu: schedule.Gpu | None) -> dict:
+    """The GPU the run ran on: the scheduler's, else what the binary saw (CUDA_VISIBLE_DEVICES
+    as the caller set it, e.g. by Slurm)."""
+    try:
+        seen = json.loads((folder / "run.json").read_text()).get("gpu") or {}
+    except (OSError, ValueError):
+        seen = {}
+    if gpu is not None:
+        return gpu.record()
+    return {"index": None, "name": seen.get("name"), "uuid": seen.get("uuid")}
+
+
+def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | None, strict: bool,
+                    gpu: schedule.Gpu | None = None, lock: schedule.GpuLock | None = None,
+                    env_extra: dict[str, str] | None = None, keep_unstarted: bool = False) -> tuple[str, int]:
+    """Gate one built submission into OUT/<name>: ("gated", status) once a case ran, else
+    ("unstarted", status) with OUT/<name> as it was (`keep_unstarted`: the supervisor's short
+    doc of why is kept there when OUT/<name> did not exist)."""
+    tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
+    env = {**(gpu.env() if gpu else {}), **(env_extra or {})}
+    guard = lock.stage if lock else None
+    outcome = supervise_run(binary, tmp, gate_args(strict), limit, sanitize=GATED, env=env or None, guard=guard)
+    final = out / sub.name
+    if not outcome.started:
+        if keep_unstarted and not final.exists() and (tmp / "run.json").exists():
+            _replace_folder(tmp, final)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return "unstarted", outcome.rc
+    doc = json.loads((tmp / "run.json").read_text())
+    doc["gate_gpu"] = _gpu_record(tmp, gpu)
+    doc["gate_submission"] = {"file": sub.src.name, "name": sub.name}
+    write_json(tmp / "run.json", doc)
+    _replace_folder(tmp, final)
+    render_report(final)
+    return "gated", outcome.rc
+
+
+def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None = None,
+             strict_determinism: bool = False) -> int:
+    """One submission (a Slurm array task): its GPU is what CUDA_VISIBLE_DEVICES gives it. A task
+    that reaches no GPU leaves a run.json saying so where none was (its row then names it) and
+    exits 3."""
+    if not Path(src).is_file():
+        raise InputError(f"error: --one {str(src)!r}: no such file")
+    sub = Submission(Path(src), name_of(Path(src)))
+    binary, error = build_one(sub, arch, common)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    if binary is None:
+        _build_failure_folder(sub, error, Path(out))
+        print(f"gate: {sub.src.name}: does not build: {error}", flush=True)
+        return EXIT_NOTHING_BUILT
+    state, rc = gate_submission(sub, binary, Path(out), limit, strict_determinism, keep_unstarted=True)
+    return rc
+
+
 def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFAULT_ARCH,
-             limit: float | None = None, sanitize_jobs: int | None = None, strict_determinism: bool = False) -> int:
-    """Build every *.cu of SRC_DIR, gate each (`jobs` at a time: timings undisturbed at 1), then
-    run cases 11-12 (compute-sanitizer) on every one that built, `sanitize_jobs` at a time (they
-    are correctness runs, bound by the tool's host work, not timings), then the leaderboard."""
-    sources = sorted(Path(src_dir).glob("*.cu"))
-    if not sources:
-        print(f"error: {src_dir}: no *.cu files", file=sys.stderr)
-        return 2
+             limit: float | None = None, strict_determinism: bool = False, gpus: str | None = None,
+             available: list | None = None) -> int:
+    """Build every *.cu of SRC_DIR, gate each on the GPUs of `gpus` (`jobs` at a time on each;
+    harness/gate/schedule.py), then the leaderboard of those gated. See the module's text."""
+    subs = submissions_in(src_dir)
+    if not subs:
+        raise InputError(f"error: {src_dir}: no *.cu files")
+    chosen = schedule.select_gpus(gpus, available)
     common = build_common(arch)
-    # Builds in parallel on the CPU cores; then the gate runs, `jobs` at a time on the GPU.
+    print(f"gate: {len(subs)} submissions; building them on {max(1, (os.cpu_count() or 2) // 2)} cores", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
-        built = list(pool.map(lambda s: (s, *build_one(s, arch, common)), sources))
+        built = list(pool.map(lambda s: (s, *build_one(s, arch, common)), subs))
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runnable = [(s, b) for s, b, _ in built if b is not None]
+    workers = max(1, len(chosen)) * max(1, jobs)
+    # The float64 work of the shared stages must not starve the timed one of host cores.
+    env_extra = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // (workers + 1)))} if workers > 1 else {}
+    where = ", ".join(f"GPU {g.index} ({g.name})" for g in chosen) or "the GPU CUDA sees (nvidia-smi lists none)"
+    print(f"gate: {len(runnable)} built; gating {jobs} at a time on {where}", flush=True)
+    done = [0]
 
-    def run(item):
-        src, binary, error = item
-        folder = out / src.stem
-        folder.mkdir(parents=True, exist_ok=True)
+    def work(item, gpu, lock):
+        sub, binary = item
+        state, rc = gate_submission(sub, binary, out, limit, strict_determinism, gpu, lock, env_extra)
+        done[0] += 1
+        print(f"gate: [{done[0]}/{len(runnable)}] {sub.name}: {state}, exit {rc}"
+              f"{f' (GPU {gpu.index})' if gpu else ''}", flush=True)
+        return state, rc
+
+    results = schedule.run_on_gpus(runnable, chosen, jobs, work)
+    gated = [s for (s, _), (state, _) in zip(runnable, results) if state == "gated"]
+    if not gated:
+        no_gpu = any(rc == EXIT_NO_GPU for _, rc in results)
+        why = ("no GPU reached (every first stage exited 3)" if no_gpu else
+               "no submission built" if not runnable else "no submission's run started")
+        print(f"error: gate: no submission could be gated: {why}; {_rel(out)} left as it was", file=sys.stderr)
+        return EXIT_NO_GPU if no_gpu else EXIT_NOTHING_BUILT
+    for sub, binary, error in built:
         if binary is None:
-            write_json(folder / "build.json", {"submission": _rel(src), "build_error": error})
-            (folder / "run.json").unlink(missing_ok=True)
-            return
-        (folder / "build.json").unlink(missing_ok=True)
-        return supervise(binary, folder, gate_args(strict_determinism), limit)
+            _build_failure_folder(sub, error, out)
+    unstarted = [{"name": s.name, "why": f"not gated in this run (exit {rc}); its folder keeps its last run"}
+                 for (s, _), (state, rc) in zip(runnable, results) if state != "gated"]
+    folders = [out / s.name for s in subs if (out / s.name).exists() and s.name not in {u["name"] for u in unstarted}]
+    leaderboard(folders, out, skipped=unstarted)
+    return 0
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        rcs = list(pool.map(run, built))
 
-    def sanitize(item):
-        (src, binary, _), rc = item
-        if binary is not None and rc in (0, 1):
-            sanitizer_cases.apply(binary, out / src.stem, GATED, rc)
-
-    with ThreadPoolExecutor(max_workers=max(1, sanitize_jobs or min(6, os.cpu_count() or 1))) as pool:
-        list(pool.map(sanitize, zip(built, rcs)))
-    leaderboard([out / s.stem for s in sources], out)
+def aggregate(dirs, out: Path) -> int:
+    """The leaderboard of existing gate folders: each DIR a submission's folder or a folder of
+    them; every folder given keeps its rows, and each one skipped is named with why."""
+    folders, skipped = folders_of(dirs)
+    if not folders:
+        raise InputError("error: --aggregate: no folder with a run.json or build.json"
+                         + (f" ({'; '.join(s['name'] + ': ' + s['why'] for s in skipped[:5])})" if skipped else ""))
+    leaderboard(folders, Path(out), skipped=skipped)
     return 0
 
 
@@ -261,29 +458,29 @@ def main(argv=None) -> int:
     ap.add_argument("--one", help="gate one submission into OUT/<name> (a Slurm array task)")
     ap.add_argument("--aggregate", nargs="+", help="folders to build the leaderboard from")
     ap.add_argument("--out", default=str(OUT_DIR))
-    ap.add_argument("--jobs", type=int, default=1, help="submissions gated at once on the GPU")
+    ap.add_argument("--gpus", default=None, help="'all' (default) or comma-separated GPU indices to gate on")
+    ap.add_argument("--jobs", default="1", help="submissions gated at once on each GPU (their timed stages run alone)")
     ap.add_argument("--arch", default=DEFAULT_ARCH)
-    ap.add_argument("--limit", type=float, default=None, help="each run's time limit, s (default: derived)")
+    ap.add_argument("--limit", default=None, help="each run's time limit, s (default: derived)")
     ap.add_argument(STRICT, action="store_true",
                     help="a submission's one-epoch rerun must be bitwise identical (default: within the parity limit, "
                          "with a note)")
-    ap.add_argument("--sanitize-jobs", type=int, default=None,
-                    help="compute-sanitizer runs (cases 11-12) at once (default min(6, CPU cores))")
     a = ap.parse_args(argv)
-    if a.aggregate:
-        folders = folders_of(a.aggregate)
-        if not folders:
-            print("error: --aggregate: no folder with a run.json or build.json", file=sys.stderr)
-            return 2
-        leaderboard(folders, Path(a.out))
-        return 0
-    if a.one:
-        # An array task links the build/ that `invoke build` made (concurrent tasks must not remake it).
-        common = BUILD_DIR if (BUILD_DIR / "mlp_train").exists() else build_common(a.arch)
-        return gate_one(Path(a.one), Path(a.out), a.arch, common, a.limit, a.strict_determinism)
-    if not a.dir:
-        ap.error("give DIR, --one FILE or --aggregate FOLDER...")
-    return gate_dir(Path(a.dir), Path(a.out), a.jobs, a.arch, a.limit, a.sanitize_jobs, a.strict_determinism)
+    try:
+        jobs = validate.count(a.jobs, "--jobs", 1, 64)
+        limit = validate.positive_seconds(a.limit, "--limit") if a.limit is not None else None
+        if sum(x is not None for x in (a.dir, a.one, a.aggregate)) != 1:
+            raise InputError("error: give one of DIR, --one FILE or --aggregate FOLDER...")
+        if a.aggregate:
+            return aggregate(a.aggregate, Path(a.out))
+        if a.one:
+            # An array task links the build/ that `invoke build` made (concurrent tasks must not remake it).
+            common = BUILD_DIR if (BUILD_DIR / "mlp_train").exists() else build_common(a.arch)
+            return gate_one(Path(a.one), Path(a.out), a.arch, common, limit, a.strict_determinism)
+        return gate_dir(Path(a.dir), Path(a.out), jobs, a.arch, limit, a.strict_determinism, a.gpus)
+    except InputError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

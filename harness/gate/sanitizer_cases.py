@@ -20,6 +20,7 @@ time limit (time_limit), printed; its output is kept in OUT/<tool>.log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -138,7 +139,7 @@ def _ended(rc: int | None, timed_out: bool, limit: float, text: str) -> str:
 
 
 def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: float, why: str,
-             sanitizer: str | None, data: Path = DATA_DIR) -> dict:
+             sanitizer: str | None, data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None) -> dict:
     """One tool on the short run: its case row (plus "seconds", "limit_s", "log", "command")."""
     cid = case_of(tool)
     if sanitizer is None:
@@ -155,8 +156,9 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     print(f"{tool}: time limit {why}", flush=True)
     t0 = time.time()
     timed_out = False
-    with open(log, "w") as fh:
-        child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    with open(log, "w") as fh, (guard(False) if guard else contextlib.nullcontext()):
+        child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
+                                 env={**os.environ, **env} if env else None)
         try:
             rc = child.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -221,7 +223,7 @@ def unsanitized_seconds(doc: dict) -> float | None:
 
 
 def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None, batch: int | None = None,
-                    tools=None, data: Path = DATA_DIR) -> list[dict]:
+                    tools=None, data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None) -> list[dict]:
     """Case rows 11 and 12 for `binary` (the gated path `gated`); `doc`, the run's run.json, gives
     the unsanitized time the limits derive from and says when a hang makes the runs pointless."""
     doc = doc or {}
@@ -235,7 +237,7 @@ def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None
             rows.append(_case(tool, case_of(tool), False, None, skip))
             print(format_row(rows[-1]), flush=True)
             continue
-        rows.append(run_case(tool, binary, out, gated, batch, limit, why, sanitizer, data))
+        rows.append(run_case(tool, binary, out, gated, batch, limit, why, sanitizer, data, env, guard))
     return rows
 
 
@@ -266,7 +268,8 @@ def verdict(doc: dict) -> bool:
     return ok and not sup.get("path_failures") and not sup.get("stage_failures")
 
 
-def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, logs: Path | None = None) -> int:
+def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, logs: Path | None = None,
+          env: dict[str, str] | None = None, guard=None) -> int:
     """Cases 11-12 added to OUT/run.json (the tools' logs and parts in LOGS, default OUT); the new
     exit status (1 when they fail, else `rc`)."""
     run_json = Path(out) / "run.json"
@@ -275,7 +278,7 @@ def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, l
     except (OSError, ValueError):
         print(f"error: {run_json}: no run.json to add cases 11-12 to", file=sys.stderr)
         return rc or 1
-    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data)
+    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data, env=env, guard=guard)
     for r in rows:   # the log as a path from run.json's folder
         if "log" in r:
             r["log"] = os.path.relpath(Path(logs or out) / r["log"], Path(out))

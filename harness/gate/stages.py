@@ -18,6 +18,7 @@ printed passed (supervisor.stage_failures). The hints are the binary's (harness/
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from dataclasses import dataclass
@@ -80,15 +81,19 @@ def _part(path: Path, run_id: str, stage: str) -> dict | None:
     return doc if ok and isinstance(doc.get("cases"), list) else None
 
 
-def run_stage(stage: Stage, base: list[str], run_id: str, limit: float, why: str, out: Path, logs: Path) -> dict:
+def run_stage(stage: Stage, base: list[str], run_id: str, limit: float, why: str, out: Path, logs: Path,
+              env: dict[str, str] | None = None, guard=None) -> dict:
     """One stage's process: {"record" (the supervisor block's entry), "part" (its JSON or None),
-    "cases" (its rows), "synthetic" (ids the supervisor failed), "rc", "stderr"}."""
+    "cases" (its rows), "synthetic" (ids the supervisor failed), "rc", "stderr"}. `env`: on top of
+    ours for the child; `guard(exclusive)`: a context held while it runs (the course's GPU lock)."""
     cmd = [*base, "--stage", stage.name, "--run-id", run_id]
     print(f"supervisor: stage {stage.name} (cases {', '.join(map(str, stage.cases))}): {' '.join(cmd)}", flush=True)
     print(f"supervisor: stage {stage.name}: time limit {why}", flush=True)
     produced = out / f"stage-{stage.name}.json"
     produced.unlink(missing_ok=True)
-    ch = run_child(cmd, limit, logs / f"stage-{stage.name}.stdout.log", logs / f"stage-{stage.name}.stderr.log")
+    with guard(stage.exclusive) if guard else contextlib.nullcontext():
+        ch = run_child(cmd, limit, logs / f"stage-{stage.name}.stdout.log", logs / f"stage-{stage.name}.stderr.log",
+                       env=env)
     part = _part(produced, run_id, stage.name)
     if produced.exists() and produced.resolve() != (logs / produced.name).resolve():
         produced.replace(logs / produced.name)
@@ -161,8 +166,11 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
 
 
 def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
-               logs: Path | None = None, write_unstarted: bool = True, results: Path = RESULTS_DIR) -> Outcome:
-    """Every stage, one after another, into OUT/run.json (see the module's text)."""
+               logs: Path | None = None, write_unstarted: bool = True, results: Path = RESULTS_DIR,
+               env: dict[str, str] | None = None, guard=None) -> Outcome:
+    """Every stage, one after another, into OUT/run.json (see the module's text). A first stage
+    that exits 3 (a CUDA error: no device, no code for it) before any case row ends the run there:
+    the later stages would only say the same (the not-run stages' cases fail naming it)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     logs = Path(logs) if logs else out
@@ -174,10 +182,13 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
     stages = binary_stages()
     for st in stages:
         lim, why = (limit, f"{limit:.0f} s (--limit)") if limit else stage_limit(st, args, results)
-        r = run_stage(st, base, run_id, lim, why, out, logs)
+        r = run_stage(st, base, run_id, lim, why, out, logs, env, guard)
         if r["rc"] == 2 and not r["timed_out"]:      # bad input: every stage would say the same
             return Outcome(2, False, "exited 2: bad input", 2)
         done.append(r)
+        if len(done) == 1 and r["rc"] == 3 and not (set(c["id"] for c in r["cases"]) - set(r["synthetic"])):
+            done += [_not_run(later, r["record"]["ended"]) for later in stages[1:]]
+            break
     _combined_logs(done, logs)
     started = any(r["part"] is not None or (set(c["id"] for c in r["cases"]) - set(r["synthetic"])) for r in done)
     first = done[0]
@@ -198,6 +209,16 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
           f"stages; every path's parity and rerun)" if ok else
           f"gate: FAIL ({why})", flush=True)
     return Outcome(0 if ok else 1, started, doc["supervisor"]["ended"], first["rc"])
+
+
+def _not_run(stage: Stage, why: str) -> dict:
+    """A stage the supervisor did not start after the first one could not reach the GPU."""
+    cases = [{"id": i, "name": catalog.case_names().get(i, "?"), "value": None, "limit": None, "passed": False,
+              "detail": f"not run: stage entry ended before any case ({why})"} for i in stage.cases]
+    record = {"name": stage.name, "cases": list(stage.cases), "limit_s": 0.0, "limit_why": "not run", "seconds": 0.0,
+              "exit_status": None, "ended": f"not run: {why}"}
+    return {"record": record, "part": None, "cases": cases, "synthetic": list(stage.cases), "rc": None,
+            "timed_out": False, "stdout": "", "stderr": ""}
 
 
 def _combined_logs(done: list[dict], logs: Path) -> None:

@@ -32,34 +32,39 @@ from spec.files import DATA_DIR, ROOT, write_json
 
 
 def supervise(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
-              sanitize: str | None = None, logs: Path | None = None, staged: bool = True) -> int:
+              sanitize: str | None = None, logs: Path | None = None, staged: bool = True,
+              env: dict[str, str] | None = None, guard=None) -> int:
     """The gate of `binary` into OUT/run.json, in stages (harness/gate/stages.py: each a fresh process
     under its own time limit) or, with `staged` False, in one child under one limit; with
     `sanitize` (the gated path's name) also cases 11-12, compute-sanitizer memcheck and racecheck
     on a short run (harness/gate/sanitizer_cases.py). `limit`: every stage's (or the one child's)
-    time limit instead of the derived ones. The exit status: 0 pass, 1 fail, 2 bad input."""
-    return supervise_run(binary, out, args, limit, data, sanitize, logs, staged=staged).rc
+    time limit instead of the derived ones. `env`: on top of ours for every child (the course's
+    CUDA_VISIBLE_DEVICES); `guard(exclusive)`: a context each child runs in (the course's GPU lock).
+    The exit status: 0 pass, 1 fail, 2 bad input, 3 no GPU reached."""
+    return supervise_run(binary, out, args, limit, data, sanitize, logs, staged=staged, env=env, guard=guard).rc
 
 
 def supervise_run(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
                   sanitize: str | None = None, logs: Path | None = None, write_unstarted: bool = True,
-                  staged: bool = True) -> Outcome:
+                  staged: bool = True, env: dict[str, str] | None = None, guard=None) -> Outcome:
     """supervise(), with what happened. `logs`: where the logs (and the stages' parts) go
     (default OUT). `write_unstarted` False: a run that stopped before any case leaves
     OUT/run.json as it was (`invoke run`: a machine without a GPU keeps the committed results)."""
     if staged:
         from harness.gate.stages import run_staged
-        outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted)
+        outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted, env=env, guard=guard)
     else:
-        outcome = _supervise(binary, out, args, limit, data, logs, write_unstarted)
+        outcome = _supervise(binary, out, args, limit, data, logs, write_unstarted, env)
     if sanitize and outcome.rc != 2 and outcome.started:
         from harness.gate import sanitizer_cases
-        outcome.rc = sanitizer_cases.apply(binary, out, sanitize, outcome.rc, data, logs)
+        outcome.rc = sanitizer_cases.apply(binary, out, sanitize, outcome.rc, data, logs, env=env, guard=guard)
+    if not outcome.started and outcome.child_rc == 3:
+        outcome.rc = 3   # no GPU reached (or no code for it): not a verdict on the submission
     return outcome
 
 
 def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, data: Path, logs: Path | None,
-               write_unstarted: bool) -> Outcome:
+               write_unstarted: bool, env: dict[str, str] | None = None) -> Outcome:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     logs = Path(logs) if logs else out
@@ -72,7 +77,7 @@ def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, da
            "--data", rel(data), "--out", rel(out), *args, "--run-id", run_id]
     print(f"supervisor: {' '.join(cmd)}", flush=True)
     print(f"supervisor: time limit {why}", flush=True)
-    ch = run_child(cmd, limit, logs / "stdout.log", logs / "stderr.log")
+    ch = run_child(cmd, limit, logs / "stdout.log", logs / "stderr.log", env=env)
     rc, timed_out, seconds, stdout, stderr = ch.rc, ch.timed_out, ch.seconds, ch.stdout, ch.stderr
     run_json = out / "run.json"
     if not timed_out and rc in (0, 1):

@@ -4,7 +4,8 @@ what it does: "pass" or "fail" (print its rows, write OUT/stage-NAME.json, exit 
 (print its first row, then sleep), "segv" (first row, then SIGSEGV), "cuda" (first row, then exit 3
 with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevice" (exit 3 before
 any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_PATH_FAILURES (JSON list)
-goes into the train part."""
+goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
+gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times."""
 import json
 import os
 import signal
@@ -21,6 +22,8 @@ args = sys.argv[1:]
 get = lambda f: args[args.index(f) + 1] if f in args else None  # noqa: E731
 stage, out, run_id = get("--stage"), get("--out"), get("--run-id")
 mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
+t_start = time.time()
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 print("#  case value limit verdict", flush=True)
 if mode == "badinput":
     print("mlp_train: error: --epochs: 0 is out of range", file=sys.stderr)
@@ -50,4 +53,8 @@ if stage == "train":
              "reference_fp64": {"test_accuracy": 0.8}, "path_failures": json.loads(os.environ.get("FAKE_PATH_FAILURES", "[]"))}
 if mode != "nopart":
     json.dump(part, open(os.path.join(out, f"stage-{stage}.json"), "w"))
+if os.environ.get("FAKE_LOG"):
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(json.dumps({"stage": stage, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "t0": t_start,
+                              "t1": time.time(), "out": out}) + "\n")
 sys.exit(1 if mode == "fail" or part.get("path_failures") else 0)

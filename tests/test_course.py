@@ -1,0 +1,214 @@
+"""CPU: the course gate (harness/gate/course.py, harness/gate/schedule.py) with a fake device list and a
+stand-in mlp_train (tests/fakes/staged_mlp_train.py): untrusted file names never reach make or a
+shell and never become paths outside OUT (issue 28), a run that reaches no GPU leaves OUT as it
+was and exits 3, the node's GPUs are used side by side with each child on its own GPU and the
+exclusive stages alone on theirs, and the GPU is recorded (issue 26)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.gate import course, schedule
+from spec import catalog
+from spec.files import BUILD_DIR, ROOT
+
+FAKE = ROOT / "tests" / "fakes" / "staged_mlp_train.py"
+GPUS = [schedule.Gpu(0, "Fake GPU A", "GPU-aaaa"), schedule.Gpu(1, "Fake GPU B", "GPU-bbbb")]
+HOSTILE = ["x`touch PWNED`.cu", "...cu", "..cu", "leaderboard.csv.cu", "a b.cu", "it's.cu", "$(HOME).cu", "-x.cu"]
+
+
+def tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(Path(root).rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def fake_gate(tmp_path, monkeypatch):
+    """course.gate_dir with every submission 'built' as the stand-in binary."""
+    exe = tmp_path / "mlp_train"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    exe.chmod(0o755)
+    monkeypatch.setattr(course, "build_common", lambda arch: BUILD_DIR)
+    monkeypatch.setattr(course, "build_one", lambda sub, arch, common, jobs=2: (exe, ""))
+    monkeypatch.setenv("COMPUTE_SANITIZER", str(tmp_path / "no-sanitizer"))   # cases 11-12: "not found", at once
+    log = tmp_path / "stages.jsonl"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+
+    def go(files, plan=None, gpus=None, jobs=1, sleep=0.0, available=GPUS):
+        src = tmp_path / "subs"
+        src.mkdir(exist_ok=True)
+        for f in files:
+            (src / f).write_text("// a submission\n")
+        monkeypatch.setenv("FAKE_PLAN", json.dumps(plan or {}))
+        monkeypatch.setenv("FAKE_SLEEP", str(sleep))
+        out = tmp_path / "out"
+        rc = course.gate_dir(src, out, jobs=jobs, limit=30, gpus=gpus, available=available)
+        lines = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        return rc, out, lines
+    return go
+
+
+def test_every_name_is_a_safe_folder_and_two_never_collide():
+    names = [course.name_of(Path(f)) for f in HOSTILE + ["naive.cu", "mutant_a.cu"]]
+    assert names[-2:] == ["naive", "mutant_a"]
+    assert len(set(names)) == len(names)
+    for n in names:
+        assert Path(n).name == n and n not in (".", "..") and n[0].isalnum() and "leaderboard" != n.split("-")[0]
+
+
+def test_hostile_names_are_gated_under_safe_folders_and_nothing_escapes(fake_gate, tmp_path):
+    rc, out, _ = fake_gate(HOSTILE + ["naive.cu"])
+    assert rc == 0
+    made = sorted(p.name for p in out.iterdir())
+    assert made == sorted([course.name_of(Path(f)) for f in HOSTILE + ["naive.cu"]] + ["leaderboard.csv",
+                                                                                       "leaderboard.md"])
+    assert not (ROOT / "PWNED").exists() and not (tmp_path / "PWNED").exists()
+    assert BUILD_DIR.is_dir() and (BUILD_DIR / "mlp_host").exists()          # '...cu' did not remove build/
+    board = (out / "leaderboard.md").read_text()
+    assert "x`touch PWNED`.cu" not in board or "\\`" not in board             # shown, not run
+    for f in HOSTILE:
+        doc = json.loads((out / course.name_of(Path(f)) / "run.json").read_text())
+        assert doc["gate_submission"] == {"file": f, "name": course.name_of(Path(f))}
+
+
+def test_a_run_that_reaches_no_gpu_exits_3_and_leaves_out_as_it_was(fake_gate, tmp_path):
+    rc, out, _ = fake_gate(["naive.cu", "other.cu"])
+    assert rc == 0
+    before = tree_hash(out)
+    rc, out, _ = fake_gate(["naive.cu", "other.cu"], plan={"entry": "nodevice"})
+    assert rc == 3 and tree_hash(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]           # no temp folder left behind
+
+
+def test_no_submission_that_builds_exits_1_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "build_common", lambda arch: BUILD_DIR)
+    monkeypatch.setattr(course, "build_one", lambda sub, arch, common, jobs=2: (None, "x.cu(1): error: nope"))
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "x.cu").write_text("nope")
+    out = tmp_path / "out"
+    assert course.gate_dir(tmp_path / "subs", out, available=[]) == 1
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_the_gpus_run_side_by_side_each_child_on_its_own_and_exclusive_stages_alone(fake_gate):
+    files = [f"s{i}.cu" for i in range(6)]
+    rc, out, lines = fake_gate(files, gpus="all", jobs=2, sleep=0.15)
+    assert rc == 0
+    uuids = {g.uuid: g for g in GPUS}
+    assert {ln["gpu"] for ln in lines} == set(uuids)                         # both GPUs used
+    for f in files:                                                          # one GPU per submission, recorded
+        doc = json.loads((out / f[:-3] / "run.json").read_text())
+        ran = {ln["gpu"] for ln in lines if Path(ln["out"]).name.startswith(f".{f[:-3]}.")}
+        assert len(ran) == 1 and doc["gate_gpu"] == uuids[ran.pop()].record()
+    exclusive = {s["name"] for s in catalog.stages() if s["exclusive"]}
+    for gpu in uuids:
+        on = [ln for ln in lines if ln["gpu"] == gpu]
+        for a in on:
+            if a["stage"] not in exclusive:
+                continue
+            others = [b for b in on if b is not a and b["t0"] < a["t1"] and a["t0"] < b["t1"]]
+            assert not others, (a, others)                                   # alone on its GPU
+    shared_overlap = any(a["t0"] < b["t1"] and b["t0"] < a["t1"] for a in lines for b in lines
+                         if a is not b and a["gpu"] == b["gpu"])
+    assert shared_overlap                                                    # jobs 2: shared stages did overlap
+    import csv
+    rows = list(csv.DictReader(open(out / "leaderboard.csv")))
+    assert len(rows) == len(files) and all(r["gpu"] in ("0: Fake GPU A", "1: Fake GPU B") for r in rows), rows
+
+
+def test_one_named_gpu_takes_every_submission(fake_gate):
+    rc, out, lines = fake_gate(["a.cu", "b.cu"], gpus="1")
+    assert rc == 0 and {ln["gpu"] for ln in lines} == {"GPU-bbbb"}
+
+
+@pytest.mark.parametrize("argv, words", [(["d", "--jobs", "abc"], "--jobs"), (["d", "--jobs", "0"], "--jobs"),
+                                         (["d", "--limit", "-5"], "--limit"), (["d", "--limit", "nan"], "--limit"),
+                                         (["d", "--limit", "inf"], "--limit"), (["d", "--gpus", "7"], "--gpus"),
+                                         (["d", "--gpus", "x"], "--gpus"), ([], "give one of")])
+def test_bad_options_are_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.cu").write_text("x")
+    monkeypatch.setattr(course, "build_common", lambda arch: pytest.fail("built despite bad input"))
+    monkeypatch.setattr(schedule, "list_gpus", lambda: GPUS)
+    assert course.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+
+
+def test_the_lock_keeps_an_exclusive_user_alone_and_is_not_starved():
+    lock = schedule.GpuLock()
+    events: list[tuple[str, float]] = []
+    active = {"shared": 0, "exclusive": 0}
+    guard = threading.Lock()
+
+    def use(kind, hold):
+        with lock.stage(kind == "exclusive"):
+            with guard:
+                active[kind] += 1
+                assert active["exclusive"] <= 1 and not (active["exclusive"] and active["shared"])
+            events.append((kind, time.time()))
+            time.sleep(hold)
+            with guard:
+                active[kind] -= 1
+
+    threads = [threading.Thread(target=use, args=("shared", 0.2)) for _ in range(3)]
+    threads += [threading.Thread(target=use, args=("exclusive", 0.05))]
+    threads += [threading.Thread(target=use, args=("shared", 0.05)) for _ in range(3)]
+    for t in threads[:3]:
+        t.start()
+    time.sleep(0.05)
+    for t in threads[3:]:
+        t.start()
+        time.sleep(0.01)
+    for t in threads:
+        t.join(5)
+    kinds = [k for k, _ in events]
+    assert kinds.index("exclusive") == 3   # after the first three shared users, before the later ones
+
+
+def test_aggregate_keeps_every_folder_and_names_what_it_left_out(tmp_path, fake_gate, capsys):
+    rc, out, _ = fake_gate(["a.cu", "b.cu"])
+    (out / "empty").mkdir()
+    board = tmp_path / "board"
+    assert course.main(["--aggregate", str(out / "a"), str(out), str(tmp_path / "missing"), "--out",
+                        str(board)]) == 0
+    md = (board / "leaderboard.md").read_text()
+    assert "| a " in md and "| b " in md
+    assert "Left out:" in md and "missing (no such folder)" in md and "empty (no run.json or build.json)" in md
+    # all or nothing: with leaderboard.md in the way as a folder, neither file is replaced
+    csv_before = (board / "leaderboard.csv").read_bytes()
+    (board / "leaderboard.md").unlink()
+    (board / "leaderboard.md").mkdir()
+    with pytest.raises(OSError):
+        course.main(["--aggregate", str(out), "--out", str(board)])
+    assert (board / "leaderboard.csv").read_bytes() == csv_before
+
+
+@pytest.mark.slow
+def test_a_hostile_file_name_builds_from_its_safe_copy_and_never_reaches_a_shell(tmp_path):
+    """The real make: a learner's valid file named like a shell command builds (make sees only the
+    copy under its safe name, beside the headers it includes) and runs nothing."""
+    if not (BUILD_DIR / "mlp_train").exists():
+        pytest.skip("build/mlp_train missing: `invoke build --arch sm_90` first")
+    src = tmp_path / "subs"
+    src.mkdir()
+    shutil.copy(ROOT / "tests" / "submissions" / "naive_base.cuh", src)
+    hostile = src / "n`touch PWNED`; $(touch PWNED2).cu"
+    hostile.write_text('#include "naive_base.cuh"\n')
+    sub = course.Submission(hostile, course.name_of(hostile))
+    binary, error = course.build_one(sub, "sm_90", BUILD_DIR)
+    assert binary is not None and binary.exists(), error
+    for d in (ROOT, tmp_path, src, BUILD_DIR / "gate" / sub.name):
+        assert not (d / "PWNED").exists() and not (d / "PWNED2").exists()
