@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import uuid
 from pathlib import Path
 
 from harness.build import load_build_info
@@ -56,9 +58,22 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     cmd = [rel(binary), "--data", rel(data_dir), "--out", rel(results_dir), *extra_args]
     shown = shlex.join(cmd)                     # the command as a user would repeat it
     run_json = Path(results_dir) / "run.json"
+    # The run's logs go to a new folder beside the committed ones; it replaces them once a case ran,
+    # else it becomes logs/run_supervised.unstarted (the committed logs stay as they were).
     logs = Path(results_dir) / "logs" / "run_supervised"
-    outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir, logs=logs,
-                            write_unstarted=False, staged=staged)
+    fresh = logs.with_name(f".{logs.name}.running-{uuid.uuid4().hex[:8]}")
+    try:
+        outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir, logs=fresh,
+                                write_unstarted=False, staged=staged)
+    finally:
+        keep = logs if "outcome" in locals() and outcome.started and outcome.rc != EXIT_BAD_INPUT else \
+            logs.with_name(f"{logs.name}.unstarted")
+        if fresh.exists():
+            old = keep.with_name(f".{keep.name}.old-{uuid.uuid4().hex[:8]}")
+            if keep.exists():
+                keep.rename(old)
+            fresh.rename(keep)
+            shutil.rmtree(old, ignore_errors=True)
     rc = outcome.child_rc if outcome.child_rc is not None else outcome.rc
     if outcome.rc == EXIT_BAD_INPUT or not outcome.started:
         if rc in (EXIT_PASS, EXIT_GATE_FAILED):

@@ -170,3 +170,33 @@ def test_a_staged_run_on_a_machine_without_a_gpu_keeps_run_json(staged):
     with pytest.raises(run.RunFailed, match=r"status 3 \(CUDA error;") as exc:
         go({s["name"]: "nodevice" for s in catalog.stages("mlp_train")})
     assert exc.value.code == 3 and (results / "run.json").read_bytes() == before
+
+
+def _tree(root):
+    import hashlib
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_run_that_reaches_no_gpu_keeps_the_committed_logs_and_stops_after_its_first_stage(staged):
+    """Issue 28: without a GPU, the committed logs stay as they were (this run's go beside them), the
+    later stages never start, and the exit status is 3."""
+    go, results = staged
+    assert go({}) == 0
+    committed = _tree(results / "logs" / "run_supervised")
+    run_json = (results / "run.json").read_bytes()
+    with pytest.raises(run.RunFailed) as exc:
+        go({s["name"]: "nodevice" for s in catalog.stages("mlp_train")})
+    assert exc.value.code == 3
+    assert _tree(results / "logs" / "run_supervised") == committed and (results / "run.json").read_bytes() == run_json
+    beside = results / "logs" / "run_supervised.unstarted"
+    assert (beside / "stage-entry.stderr.log").exists() and not (beside / "stage-epoch-check.stderr.log").exists()
+
+
+def test_bad_input_keeps_the_committed_logs(staged):
+    go, results = staged
+    assert go({}) == 0
+    committed = _tree(results / "logs" / "run_supervised")
+    with pytest.raises(run.RunFailed) as exc:
+        go({"entry": "badinput"})
+    assert exc.value.code == 2 and _tree(results / "logs" / "run_supervised") == committed

@@ -21,12 +21,30 @@ std::string case_json(const CaseResult& c) {
   return o.done();
 }
 
+namespace {
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi prints it.
+std::string uuid_text(const cudaUUID_t& u) {
+  static const int groups[] = {4, 2, 2, 2, 6};
+  std::string s = "GPU";
+  int k = 0;
+  for (int g : groups) {
+    s += '-';
+    for (int i = 0; i < g; ++i, ++k) {
+      char b[3];
+      std::snprintf(b, sizeof b, "%02x", (unsigned)(unsigned char)u.bytes[k]);
+      s += b;
+    }
+  }
+  return s;
+}
+}  // namespace
+
 std::string gpu_json(const cudaDeviceProp& prop) {
   int driver = 0, runtime = 0;
   CUDA_CHECK(cudaDriverGetVersion(&driver));
   CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
   return Json::object()
-      .set("name", Json::str(prop.name))
+      .set("name", Json::str(prop.name)).set("uuid", Json::str(uuid_text(prop.uuid)))
       .set("compute_capability", Json::str(std::to_string(prop.major) + "." + std::to_string(prop.minor)))
       .set("sm_count", Json::num(prop.multiProcessorCount)).set("l2_bytes", Json::num(prop.l2CacheSize))
       .set("driver_api_version", Json::num(driver)).set("runtime_version", Json::num(runtime))
