@@ -1,7 +1,8 @@
 // cuda/contract/submission.h — the contract a submission implements.
 //
 // Five C-ABI entry points train a two-layer ReLU MLP with softmax cross-entropy and SGD with
-// momentum. `mlp_train` gates any implementation of them (cases 1–7) and times it (case 8);
+// momentum. `mlp_train` gates any implementation of them and times it (`mlp_host catalog` lists
+// the cases; README's "submission.h, clause by clause" says which case holds each promise below);
 // `harness/binding.py` calls them from Python on arbitrary arrays. Our own implementation is
 // cuda/contract/submission_ref.cu; a learner's file replaces it with `invoke build --submission FILE`.
 // cuda/contract/submission_starter.cu holds documented stubs to start from.
@@ -14,7 +15,10 @@
 //    Gradients and the momentum velocity use the same layout.
 //  * Work is enqueued on `stream` and may run asynchronously; the caller synchronises. Return
 //    MLP_OK when everything was enqueued; never call exit() or print on success.
-//  * No host synchronisation is needed inside mlp_train_epoch: losses stay on the device.
+//  * No host synchronisation and no allocation inside any entry point: losses stay on the device,
+//    and scratch comes from the `workspace` and `dH_scratch` arguments.
+//  * Inputs (const pointers) are read-only. Shapes are not only the recipe's 784-256-10.
+//  * Results need not be bitwise reproducible (atomics are fine), but must stay within rounding.
 //  * Return MLP_ERR_NOT_IMPLEMENTED from an entry point you have not written yet: the gate then
 //    reports that case as "not implemented" instead of comparing garbage.
 //  * Any shape the implementation does not support: return MLP_ERR_UNSUPPORTED.
