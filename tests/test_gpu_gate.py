@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -45,11 +46,23 @@ HINT = {  # mutant -> words its failure output must carry
 ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL)\s*(.*)$")
 
 
+_BUILT: dict[str, Path] = {}
+
+
+def built(submission: str) -> Path:
+    """The submission's mlp_train, built once per session the way the course gate builds it (our
+    objects from build/, only the submission and mlp_train.o compiled: harness/gate/course.py)."""
+    if submission not in _BUILT:
+        from harness.gate import course
+        src = ROOT / submission
+        binary, error = course.build_one(course.Submission(src, course.name_of(src)), "sm_90", ROOT / "build")
+        assert binary is not None, error
+        _BUILT[submission] = binary
+    return _BUILT[submission]
+
+
 def build_and_gate(submission: str, *args: str):
-    build = ROOT / "build" / "sub" / submission.replace("/", "_").removesuffix(".cu")
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
-                    f"SUBMISSION={submission}", f"{build}/mlp_train"], check=True, capture_output=True)
-    res = subprocess.run([str(build / "mlp_train"), "--data", "data", "--quick", *args], capture_output=True,
+    res = subprocess.run([str(built(submission)), "--data", "data", "--quick", *args], capture_output=True,
                          text=True, cwd=ROOT, timeout=600)
     rows = {}
     for line in res.stdout.splitlines():
@@ -104,10 +117,8 @@ def test_hanging_and_faulting_epochs_end_in_bounded_time(mutant, words, tmp_path
     run.json with the finished cases and a FAIL row naming what happened."""
     import json
     import sys
-    build = ROOT / "build" / "sub" / mutant
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
-                    f"SUBMISSION=tests/submissions/{mutant}.cu", f"{build}/mlp_train"], check=True, capture_output=True)
-    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(build / "mlp_train"),
+    binary = built(f"tests/submissions/{mutant}.cu")
+    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(binary),
                           "--out", str(tmp_path), "--limit", "20", "--", "--paths", "submission", "--reference",
                           "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -124,11 +135,8 @@ def test_hanging_and_faulting_epochs_end_in_bounded_time(mutant, words, tmp_path
 def test_racy_tile_is_caught_by_racecheck():
     import shutil
     san = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
-    build = ROOT / "build" / "sub" / "mutant_racy_tile"
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
-                    "SUBMISSION=tests/submissions/mutant_racy_tile.cu", f"{build}/mlp_train"], check=True,
-                   capture_output=True)
-    res = subprocess.run([san, "--tool", "racecheck", str(build / "mlp_train"), "--data", "data", "--smoke",
+    binary = built("tests/submissions/mutant_racy_tile.cu")
+    res = subprocess.run([san, "--tool", "racecheck", str(binary), "--data", "data", "--smoke",
                           "--train-size", "300", "--paths", "submission"], capture_output=True, text=True, cwd=ROOT,
                          timeout=600)
     m = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", res.stdout + res.stderr)
@@ -163,11 +171,8 @@ def test_racy_tile_fails_case_12_of_the_supervised_gate(tmp_path):
     with the race hint; memcheck (case 11) stays clean."""
     import json
     import sys
-    build = ROOT / "build" / "sub" / "mutant_racy_tile"
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
-                    "SUBMISSION=tests/submissions/mutant_racy_tile.cu", f"{build}/mlp_train"], check=True,
-                   capture_output=True)
-    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(build / "mlp_train"),
+    binary = built("tests/submissions/mutant_racy_tile.cu")
+    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(binary),
                           "--out", str(tmp_path), "--sanitize", "submission", "--", "--paths", "submission",
                           "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -183,11 +188,8 @@ def test_warp_synchronous_reduction_fails_case_12_on_its_warnings(tmp_path):
     only; case 12 counts them, with the __syncwarp() hint."""
     import json
     import sys
-    build = ROOT / "build" / "sub" / "mutant_warp_race"
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j8", f"BUILD={build}",
-                    "SUBMISSION=tests/submissions/mutant_warp_race.cu", f"{build}/mlp_train"], check=True,
-                   capture_output=True)
-    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(build / "mlp_train"),
+    binary = built("tests/submissions/mutant_warp_race.cu")
+    res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(binary),
                           "--out", str(tmp_path), "--sanitize", "submission", "--", "--paths", "submission",
                           "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=900)
     doc = json.loads((tmp_path / "run.json").read_text())
