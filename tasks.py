@@ -133,9 +133,11 @@ def sanitize(c, paths=None, tools=None):
             "gpus": "'all' (default) or comma-separated GPU indices: the node's GPUs side by side",
             "jobs": "submissions gated at once on each GPU (default 1); their timed stages still run alone",
             "limit": "each run's time limit in seconds (default: derived from our fastest path)",
+            "out": "the gate folder (default: results/gate)",
             "strict-determinism": "a submission's one-epoch rerun must be bitwise identical (default: within the "
                                   "parity limit, with a note)"})
-def gate(c, dir=None, aggregate=None, gpus=None, jobs=None, limit=None, strict_determinism=False):  # noqa: A002
+def gate(c, dir=None, aggregate=None, gpus=None, jobs=None, limit=None, out=None,  # noqa: A002
+         strict_determinism=False):
     """Gate every submission in DIR (cases 1-13: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
@@ -144,6 +146,8 @@ def gate(c, dir=None, aggregate=None, gpus=None, jobs=None, limit=None, strict_d
     for flag, value in (("--gpus", gpus), ("--jobs", jobs), ("--limit", limit)):
         if value is not None and not aggregate:
             args += [flag, str(value)]
+    if out is not None:
+        args += ["--out", str(out)]
     if strict_determinism and not aggregate:
         args += ["--strict-determinism"]
     _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")

@@ -5,7 +5,7 @@ GPU machine:
     invoke gpu.session --commit <commit> [--stages build,run,...] [--run-paths unfused,fused]
 
 Stages, in the order they run (DEFAULT_STAGES without --stages): build, ceilings, run, phases,
-profile, torchprof, oursstudies, pytest, sanitize; sweep, ncu and accum only on request. A full
+profile, torchprof, oursstudies, pytest, sanitize; gate, gate0, sweep, ncu and accum only on request. A full
 set takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
 compile alone is about 4 minutes), so split it: "build,ceilings,run,phases,profile", then
 "build,pytest,sanitize".
@@ -54,6 +54,11 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
         Stage("oursstudies", 180, (*INVOKE, "gpu.ours-studies")),
         Stage("pytest", 500, (sys.executable, "-m", "pytest", "-q", "-ra", *GPU_TESTS)),
         Stage("sanitize", 600, (*INVOKE, "sanitize")),
+        # tests/submissions/ on every GPU, 4 at a time on each (their timed stages alone) -> results/gate/
+        Stage("gate", 560, (*INVOKE, "gate", "tests/submissions", "--gpus", "all", "--jobs", "4")),
+        # the same folder on GPU 0 alone, beside it: the two leaderboards' verdicts must agree
+        Stage("gate0", 560, (*INVOKE, "gate", "tests/submissions", "--gpus", "0", "--jobs", "4", "--out",
+                             "results/experiments/gate_gpu0")),
         Stage("sweep", 580, (*INVOKE, "sweep")),
         Stage("ncu", 300, (*INVOKE, "gpu.ncu")),
         Stage("accum", 200, (*INVOKE, "gpu.accumulate-ab")),
