@@ -74,11 +74,8 @@ def results_context(inp: Inputs) -> dict:
         "run": run, "recipe": run["recipe"], "gpu": run.get("gpu") or {},
         "build": run.get("build") or {}, "torch": torch, "steps": steps,
         "summary": summary_mod.summary(run, torch, inp.phases, profs,
-                                       {k: getattr(inp, k) for k in (
-                                           "phases", "sweep", "full_split", "sanitize",
-                                           "ceilings", "stationary_phases", "torch_memory",
-                                           "torch_batch", "torch_linear", "ours_batch",
-                                           "ours_linear", "profiles", "ncu")}),
+                                       {k: getattr(inp, k) for k, _ in summary_mod.EVIDENCE
+                                        if k != "pytorch"}),
         "cases": gate.cases(run), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
