@@ -1,5 +1,5 @@
-"""Readers for Nsight Compute's CSV pages, as harness/ncu_counters.sh writes them
-(`ncu --import R.ncu-rep --csv --page details` and `--page raw`).
+"""Readers for Nsight Compute's CSV pages, as harness/studies/ncu_counters.py (`invoke gpu.ncu`)
+writes them (`ncu --import R.ncu-rep --csv --page details` and `--page raw`).
 
 details page: one row per (kernel launch ID, section, metric) with "Metric Unit" and "Metric Value"
               (values as ncu prints them: "2,335,294", "12.50").

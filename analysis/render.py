@@ -74,11 +74,8 @@ def results_context(inp: Inputs) -> dict:
         "run": run, "recipe": run["recipe"], "gpu": run.get("gpu") or {},
         "build": run.get("build") or {}, "torch": torch, "steps": steps,
         "summary": summary_mod.summary(run, torch, inp.phases, profs,
-                                       {k: getattr(inp, k) for k in (
-                                           "phases", "sweep", "full_split", "sanitize",
-                                           "ceilings", "stationary_phases", "torch_memory",
-                                           "torch_batch", "torch_linear", "ours_batch",
-                                           "ours_linear")}),
+                                       {k: getattr(inp, k) for k, _ in summary_mod.EVIDENCE
+                                        if k != "pytorch"}),
         "cases": gate.cases(run), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
@@ -195,6 +192,7 @@ def render_results(inp: Inputs, out_path, profiles_path, plots_dir, sweep_md,
     files["profiles_md"] = link(profiles_path, out_path.parent)
     files["sweep_md"] = link(sweep_md, out_path.parent)
     files["results_md"] = link(out_path, profiles_path.parent)
+    files["ncu_dir"] = shown_name(inp.paths["ncu"], out_path.parent)
     files["ncu"] = [shown_name(x, out_path.parent) for page in inp.ncu
                     for x in (page["details"], page["raw"]) if x is not None]
     ctx["files"] = files

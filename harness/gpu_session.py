@@ -11,7 +11,8 @@ compile alone is about 4 minutes), so split it: "build,ceilings,run,phases,profi
 "build,pytest,sanitize".
 --commit names the commit in run.json (MLP_COMMIT; the machine's tree copy can carry a stale
 .git); --run-paths picks the paths the run stage times. Each stage's output goes to
-results/logs/<stage>.log and its exit status to results/logs/stages.txt (124: its time limit).
+results/logs/<stage>.log and its exit status to results/logs/stages.txt (124: its time limit),
+after a "# session DATE, MLP_COMMIT=..., stages ..." line.
 With $OUT set (the lent machine) the session ends by packing results/, profile/ and SWEEP.md into
 $OUT/evidence.tgz without .npy and .sqlite files: unpack it in the repository root.
 """
@@ -25,6 +26,7 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
+from spec import provenance
 from spec.files import PROFILE_DIR, RESULTS_DIR, ROOT
 
 TIME_LIMIT_STATUS = 124          # as timeout(1) reports it
@@ -155,6 +157,13 @@ def pack_evidence(out_dir: Path, root: Path = ROOT) -> Path:
     return dest
 
 
+def session_header(stage_names: Sequence[str], commit: str | None) -> str:
+    """The comment line stages.txt gets at the start of a session: its date, its commit and its
+    stages."""
+    return (f"# session {provenance.utc_now()}, MLP_COMMIT={commit or 'unset'}, "
+            f"stages {','.join(stage_names)}")
+
+
 def session(stage_names: Sequence[str], commit: str | None = None, run_paths: str | None = None,
             out: str | None = None, results_dir: Path = RESULTS_DIR, profile_dir: Path = PROFILE_DIR,
             stages: list[Stage] | None = None, root: Path = ROOT) -> int:
@@ -169,6 +178,8 @@ def session(stage_names: Sequence[str], commit: str | None = None, run_paths: st
     log_dir = Path(results_dir) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     gpu_snapshot(log_dir / "nvidia-smi.csv")
+    with open(log_dir / "stages.txt", "a") as fh:   # which commit and when, before its stages' lines
+        fh.write(session_header(stage_names, env.get("MLP_COMMIT")) + "\n")
     failed = []
     for stage in stages or all_stages(run_paths):
         if stage.name in stage_names and run_stage(stage, log_dir, env, cwd=root) != 0:

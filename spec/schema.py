@@ -321,7 +321,7 @@ TORCH_LINEAR = Obj(_STUDY | {
 }, required=("schema", "batches"))
 
 # harness/studies/ours_studies.py: our binary's side of the batch and Linear studies (nsys).
-_OURS = {"schema": Const(1), "commit": OSTR, "gpu": OSTR, "shape": Arr(INT)}
+_OURS = {"schema": Const(1), "commit": OSTR, "date_utc": STR, "gpu": OSTR, "shape": Arr(INT)}
 OURS_BATCH_STEPS = Obj(_OURS | {
     "epochs_timed": INT, "tried": Arr(STR),
     "batches": Arr(Obj({

@@ -1,4 +1,5 @@
-"""The small statistics every reader of a run uses, with cuda/main.cu's summarise definitions.
+"""The small statistics every reader of a run uses, with the binary's definitions
+(summarise_epochs in cuda/common/run_stats.cpp, which `build/mlp_host stats MS...` prints).
 
 The caller drops what is not timed: epoch 0 (module load, first launches, graph capture) is
 excluded BY THE CALLER, e.g. summary(epoch_ms[1:]).

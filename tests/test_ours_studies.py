@@ -142,6 +142,7 @@ def test_batch_study_writes_a_valid_file_and_the_profiles(tmp_path):
     on_disk = json.loads((res / "ours_batch_steps.json").read_text())
     validate(on_disk, "ours_batch_steps", "ours_batch_steps.json")
     assert on_disk == json.loads(json.dumps(doc))
+    assert on_disk["commit"] and on_disk["date_utc"].endswith("Z")   # spec.provenance.stamp
     rows = on_disk["batches"]
     assert [r["path"] for r in rows] == ["stationary", "stationary", "persistent", "persistent"]
     assert [r["untraced_us_per_step"] for r in rows] == pytest.approx([5.0, 5.0, 10.0, 10.0])

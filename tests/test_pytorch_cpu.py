@@ -196,7 +196,7 @@ def test_run_all_writes_json(small, tmp_path, monkeypatch):
                      data=small["data"])
     written = json.loads((tmp_path / "pytorch.json").read_text())
     assert written == json.loads(json.dumps(out))
-    assert set(written) >= {"torch_version", "cuda_version", "gpu", "variants"}
+    assert set(written) >= {"torch_version", "cuda_version", "gpu", "variants", "commit", "date_utc"}
     eager = written["variants"]["eager"]
     for key in ("epoch_ms", "mean_ms", "median_ms", "min_ms", "max_ms", "cv_pct", "test_accuracy",
                 "test_accuracy_per_epoch", "loss_per_epoch"):

@@ -54,7 +54,9 @@ def context(results: Path) -> dict:
 
 
 def summary_lines(text: str) -> list[str]:
-    return text.split("## Summary\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    """The summary's bullets, without the indented list of evidence from other commits."""
+    return [ln for ln in text.split("## Summary\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+            if not ln.startswith("  - ")]
 
 
 def add_stationary(results: Path, median_ms: float = 0.47) -> None:

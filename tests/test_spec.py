@@ -132,6 +132,54 @@ def test_git_commit_prefers_mlp_commit(monkeypatch):
     assert re.fullmatch(r"[0-9a-f]{4,40}(-dirty)?|unknown", provenance.git_commit())
 
 
+
+def test_stamp_is_a_commit_and_a_utc_date(monkeypatch):
+    monkeypatch.setenv("MLP_COMMIT", "abc1234")
+    st = provenance.stamp()
+    assert st["commit"] == "abc1234"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", st["date_utc"])
+
+
+def _git(repo, *args):
+    import subprocess
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path):
+    """A repository: a -> b -> c on main, and d on a side branch from a."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    ids = {}
+    for name in ("a", "b", "c"):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", name)
+        ids[name] = _git(repo, "rev-parse", "--short", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "side", ids["a"])
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "d")
+    ids["d"] = _git(repo, "rev-parse", "HEAD")
+    return repo, ids
+
+
+def test_age_counts_commits_between_two_recorded_commits(history):
+    repo, ids = history
+    assert provenance.age(ids["a"], ids["c"], repo) == {"state": "older", "commits": 2}
+    assert provenance.age(ids["b"] + "-dirty", ids["c"], repo) == {"state": "older", "commits": 1}
+    assert provenance.age(ids["c"], ids["a"], repo) == {"state": "newer", "commits": 2}
+    assert provenance.age(ids["c"][:7], ids["c"], repo)["state"] == "same"
+    assert provenance.age(ids["d"], ids["c"], repo) == {"state": "apart", "commits": 2, "ahead": 1}
+    assert provenance.age("0123abc", ids["c"], repo)["state"] == "unknown"
+    assert provenance.age(ids["a"], "0123abc", repo)["state"] == "unknown"
+    assert provenance.age("--all", ids["c"], repo)["state"] == "unknown"
+    for none in (None, "", "unknown"):
+        assert provenance.age(none, ids["c"], repo) == {"state": "none", "commits": None}
+    assert not provenance.is_shallow(repo)
+
+
 def test_spec_imports_neither_harness_nor_analysis():
     for f in (files.ROOT / "spec").glob("*.py"):
         src = f.read_text()

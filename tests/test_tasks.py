@@ -3,6 +3,7 @@ accumulate_ab.py), run on the CPU with stand-in commands."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -81,8 +82,10 @@ def test_session_limits_logs_and_packs(tmp_path, monkeypatch):
                              results_dir=results, profile_dir=profile, stages=stages, root=tmp_path)
     assert rc == 1
     logs = results / "logs"
-    assert (logs / "stages.txt").read_text().splitlines() == [
-        "build: exit 0", "run: exit 124 (time limit)", "phases: exit 3"]
+    header, *lines = (logs / "stages.txt").read_text().splitlines()
+    assert re.fullmatch(r"# session \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, MLP_COMMIT=abc123, stages phases,run,build",
+                        header), header
+    assert lines == ["build: exit 0", "run: exit 124 (time limit)", "phases: exit 3"]
     assert (logs / "build.log").read_text() == "built abc123\n"
     assert (logs / "run.log").read_text() == "slow\n"
     assert not (logs / "sweep.log").exists()
@@ -148,6 +151,7 @@ def test_accumulate_ab_alternates_the_two_builds(tmp_path, monkeypatch):
     monkeypatch.setattr(accumulate_ab, "make_command",
                         lambda *a: made.append(a) or [sys.executable, "-c", "print('made')"])
     out = tmp_path / "ab"
+    monkeypatch.setenv("MLP_COMMIT", "abc1234")
     assert accumulate_ab.main(out_dir=out, build_dir=build, data_dir=tmp_path) == 0
     assert made[0][0] == "sm_90" and made[0][-1] == "float"
     for rnd in (1, 2):
@@ -155,6 +159,7 @@ def test_accumulate_ab_alternates_the_two_builds(tmp_path, monkeypatch):
             doc = json.loads((out / f"{acc}_{rnd}" / "run.json").read_text())
             assert doc["bin"] == acc and doc["argv"][-4:] == ["--paths", "unfused,fused,graph",
                                                               "--reference", "shipped"]
+            assert doc["commit"] == "abc1234"   # the binary dates its run.json; the commit is added
             assert not list((out / f"{acc}_{rnd}").glob("*.npy"))
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
     assert accumulate_ab.main(out_dir=out, build_dir=build, data_dir=tmp_path) == 2

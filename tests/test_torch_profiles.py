@@ -165,6 +165,7 @@ def test_memory_study_on_cpu(setup_small, tmp_path):
     doc = tp.memory_study(s, tmp_path / "profile", tmp_path / "results", batch=16)
     written = json.loads((tmp_path / "results" / "torch_memory.json").read_text())
     assert written == json.loads(json.dumps(doc))
+    assert written["commit"] and written["date_utc"].endswith("Z")   # spec.provenance.stamp
     p_bytes = layout.n_params(shape) * 4
     assert set(doc["optimizers"]) == {"sgd", "sgd_momentum", "adam"}
     for key, state in (("sgd", 0), ("sgd_momentum", p_bytes), ("adam", 2 * p_bytes)):

@@ -1,30 +1,42 @@
 """RESULTS.md's opening summary, computed: the gate verdict; the fastest passing CUDA path
 against PyTorch's fastest passing variant and against eager (both from pytorch.json, the same
 `invoke run`, and whether it records the recipe it trained); what limits that path (its kernel's phase breakdown when the phase file has one,
-else its own profile); and the commit and date of each section whose file names another commit
-than run.json's."""
+else its own profile); and every evidence file whose commit is not run.json's (the run of record),
+with its commit, its date and how many commits it is older (or newer) than the run:
+spec.provenance.age, `git rev-list --count` in this repository when the report is rendered, so
+the words depend on the inputs and the repository's history only. A file whose commit this
+repository lacks says "commit not in this repository"; one that records none, "no commit
+recorded"."""
 from __future__ import annotations
 
 from analysis.sections import common as c
 from analysis.sections.floor import stationary, stationary_limit
 from analysis.sections.phases import kernel_breakdown
 from analysis.sections.profiles import limit
+from spec.provenance import age as commit_age
 
-# Sections whose input names its own commit: (key in the sources dict, the section's title).
-OTHER_RUN_SECTIONS = (("phases", "Where the persistent epoch's time goes"),
-                      ("sweep", "Memory and cost"), ("full_split", "The full train split"),
-                      ("sanitize", "Sanitizers"), ("ceilings", "Roofline"),
-                      ("stationary_phases", "Where the stationary epoch's time goes"),
-                      ("torch_memory", "PyTorch memory"), ("torch_batch", "PyTorch step time "
-                                                           "against batch size"),
-                      ("torch_linear", "PyTorch's Linear kernels"),
-                      ("ours_batch", "our step time against batch size"),
-                      ("ours_linear", "our kernels by Linear layer"))
+# The evidence beside run.json, in the order the summary lists it: (key in the sources dict, the
+# section that shows it). "pytorch" is the torch argument; "profiles" and "ncu" (CSV pages, which
+# record no commit) are listed when present.
+EVIDENCE = (("pytorch", "Epoch time (PyTorch's half)"),
+            ("phases", "Where the persistent epoch's time goes"),
+            ("stationary_phases", "Where the stationary epoch's time goes"),
+            ("ceilings", "Roofline"), ("sanitize", "Sanitizers"),
+            ("sweep", "Memory and cost"), ("full_split", "The full train split"),
+            ("torch_memory", "PyTorch memory"),
+            ("torch_batch", "PyTorch step time against batch size"),
+            ("torch_linear", "PyTorch's Linear kernels"),
+            ("ours_batch", "our step time against batch size"),
+            ("ours_linear", "our kernels by Linear layer"),
+            ("profiles", "Profiles"), ("ncu", "Hardware counters"))
+CSV_EVIDENCE = ("profiles", "ncu")
 
 
 def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
-            sources: dict) -> dict:
-    """sources: {key: document or None} of the optional inputs that may carry a commit."""
+            sources: dict, age=None) -> dict:
+    """sources: {key: document or None} of the optional inputs (EVIDENCE's keys but pytorch);
+    age: how a file's commit stands to the run's (default spec.provenance.age in this
+    repository)."""
     paths = run["paths"]
     steps = run["recipe"]["steps_per_epoch"]
     failed_cases = [x["name"] for x in run["cases"] if x["passed"] is False]
@@ -50,7 +62,7 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
            "n_paths": len(paths), "fastest": None, "torch_run": torch is not None,
            # the loaders refuse a pytorch.json whose recipe differs; one without any is unverified
            "torch_recipe_recorded": "recipe" in (torch or {}),
-           "limit": None, "other_runs": []}
+           "limit": None, "evidence": []}
     if best is not None:
         m = c.passed_median(paths[best])
         bt = c.passed_median(variants.get(best_torch)) if best_torch else None
@@ -63,12 +75,27 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
         bd = kernel_breakdown(phases, best, steps) if phases is not None else None
         out["limit"] = (stationary_limit(stationary(sources.get("stationary_phases"), run), best)
                         or limit(best, profiles.get(best), bd))
-    commit, date = run.get("commit"), run.get("date_utc")
-    for key, title in OTHER_RUN_SECTIONS:
+    out["evidence"] = evidence(run, {"pytorch": torch, **sources}, age)
+    return out
+
+
+def evidence(run: dict, sources: dict, age=None) -> list[dict]:
+    """[{key, section, commit, date, age}] of every present evidence file whose commit is not
+    run.json's; age is spec.provenance.age's record ({"state": "none"} for a CSV page, and
+    {"state": "no_run_commit"} for all when run.json records none)."""
+    age = age or commit_age
+    of_record = run.get("commit")
+    out = []
+    for key, section in EVIDENCE:
         doc = sources.get(key)
-        if doc is None or not doc.get("commit"):
+        if not doc:
             continue
-        if doc["commit"] != commit:
-            out["other_runs"].append({"section": title, "commit": doc["commit"],
-                                      "date": doc.get("date_utc")})
+        if key in CSV_EVIDENCE:
+            commit, date, how = None, None, {"state": "none", "commits": None}
+        else:
+            commit, date = doc.get("commit"), doc.get("date_utc")
+            how = (age(commit, of_record) if of_record else
+                   {"state": "no_run_commit" if commit else "none", "commits": None})
+        if how["state"] != "same":
+            out.append({"key": key, "section": section, "commit": commit, "date": date, "age": how})
     return out

@@ -94,12 +94,12 @@ std::unique_ptr<KernelPath> make_path(const std::string& name);
 // cuda/paths/persistent_path.cu: one cooperative launch an epoch, three grid barriers a step. Where its
 // time goes: dev/persistent_phases.cu (build/persistent_phases).
 std::unique_ptr<KernelPath> make_persistent_path();
-// persistent2: two grid barriers a step; measured faster than persistent on the H200 (0.909 vs
-// 1.126 ms an epoch at e68877a, RESULTS.md) and sanitizer-clean, yet opt-in: only run when named
-// in --paths, not in the default set of paths/registry.h, so a default run does not depend on it.
+// persistent2: two grid barriers a step; opt-in: only run when named in --paths, not in the
+// default set of paths/registry.h, so a default run does not depend on it (its times: RESULTS.md
+// when a run named it, docs/PERFLOG.md).
 std::unique_ptr<KernelPath> make_persistent2_path();
 // cuda/paths/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
-// chip, one cross-SM wait a step (recipe shape, sm_90+); the fastest path on the H200.
+// chip, one cross-SM wait a step (recipe shape, sm_90+).
 std::unique_ptr<KernelPath> make_stationary_path();
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused

@@ -89,7 +89,7 @@ class Setup:
 
     def meta(self) -> dict:
         dev = self.device
-        return {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__,
+        return {"schema": 1, **provenance.stamp(), "torch_version": torch.__version__,
                 "cuda_version": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 "device": str(dev), "shape": list(self.shape)}
 

@@ -308,7 +308,7 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
-    out = {"schema": 1, "commit": provenance.git_commit(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+    out = {"schema": 1, **provenance.stamp(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
            "recipe": recipe, "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
            "inductor_cache": inductor_cache(), "variants": {}}

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     init, order = load_inputs()
     data, recipe = load_data(), load_recipe()
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
-    doc = {"schema": 1, "commit": provenance.git_commit(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
+    doc = {"schema": 1, **provenance.stamp(), "gpu": gpu, "torch_version": torch.__version__, "variants": {}}
     for name in names:
         print(f"[traces] {name} ...", flush=True)
         doc["variants"][name] = trace_variant(name, init, order, data, recipe, args.device)

@@ -5,16 +5,18 @@ binaries: build/mlp_train (the default, double) and build/f32acc/mlp_train (ACCU
 here for the last build's architecture). They run back to back on one GPU, alternating (double,
 float, double, float), so a drift of the machine shows as a difference between the two rounds of
 one build. Each run: the stepwise paths (unfused, fused, graph) for the recipe's epochs, case 7
-against the shipped float64 reference, into OUT_DIR/<accumulator>_<round>/ (run.json, run.log;
-the .npy files removed). `python -m analysis.accumulate_ab OUT_DIR` summarises them."""
+against the shipped float64 reference, into OUT_DIR/<accumulator>_<round>/ (run.json with the
+commit added, run.log; the .npy files removed). `python -m analysis.accumulate_ab OUT_DIR` summarises them."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 from harness.build import load_build_info, make_command
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec import provenance
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 DEFAULT_OUT = RESULTS_DIR / "experiments" / "accumulate"
 PATHS = "unfused,fused,graph"
@@ -27,6 +29,17 @@ def _rel(p) -> str:
 
 def binaries(build_dir: Path = BUILD_DIR) -> dict[str, Path]:
     return {"double": Path(build_dir) / "mlp_train", "float": Path(build_dir) / "f32acc" / "mlp_train"}
+
+
+def record_commit(run_json: Path) -> None:
+    """The binary dates its run.json; the commit is the tree's (as harness/run.py adds it)."""
+    try:
+        doc = json.loads(Path(run_json).read_text())
+    except (OSError, ValueError):
+        return                       # no run.json: the run's status and run.log say why
+    if isinstance(doc, dict):
+        doc["commit"] = provenance.git_commit()
+        write_json(run_json, doc)
 
 
 def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR,
@@ -53,6 +66,7 @@ def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Pat
             with open(run_dir / "run.log", "w") as fh:
                 rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
             print(f"{acc} round {rnd}: exit {rc}", flush=True)
+            record_commit(run_dir / "run.json")
             for f in run_dir.glob("*.npy"):
                 f.unlink()
     return 0

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
+from spec import provenance
 from spec.files import RESULTS_DIR, write_json
 from spec.stats import summary
 
@@ -110,7 +110,7 @@ def measure(torch) -> dict:
     props = torch.cuda.get_device_properties(0)
     doc = {
         "schema": SCHEMA,
-        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **provenance.stamp(),
         "gpu": torch.cuda.get_device_name(0),
         "compute_capability": f"{props.major}.{props.minor}",
         "torch_version": torch.__version__,

@@ -248,7 +248,7 @@ def _keep(files: dict[str, Path], profile_dir: Path, stem: str, out: dict) -> st
 
 def _meta(run: dict) -> dict:
     r = run["recipe"]
-    return {"schema": 1, "commit": provenance.git_commit(), "gpu": (run.get("gpu") or {}).get("name"),
+    return {"schema": 1, **provenance.stamp(), "gpu": (run.get("gpu") or {}).get("name"),
             "shape": [r["input_dim"], r["hidden_dim"], r["output_dim"]]}
 
 

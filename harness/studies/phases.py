@@ -1,9 +1,10 @@
 """The persistent kernel's phase breakdown (`invoke gpu.phases`): makes the dev experiment
 build/persistent_phases (dev/persistent_phases.cu) for the last build's architecture, then runs
 
-    build/persistent_phases --data data --out results
+    build/persistent_phases --data data --out results --commit COMMIT
 
-which writes results/persistent_phases.json (docs/formats.md)."""
+which writes results/persistent_phases.json (docs/formats.md), its date and COMMIT
+(spec.provenance.git_commit) in it."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from harness.build import load_build_info, make_command
+from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
 
 BINARY = "persistent_phases"
@@ -38,6 +40,6 @@ def phases(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: 
     if subprocess.run(make).returncode != 0:
         print(f"error: make {_rel(binary)} failed (see the compiler output above)", flush=True)
         return 2
-    cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(results_dir)]
+    cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(results_dir), "--commit", provenance.git_commit()]
     print("phases: " + shlex.join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT).returncode

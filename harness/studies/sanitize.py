@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -89,13 +90,14 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
                   "tests/test_gpu_entry_points.py", "-k", "shape0 or step"]
         plan.append((tool, target, "entry points (binding)"))
     rows: list[dict | None] = [None] * len(plan)
+    made = provenance.stamp()   # the commit, and the date the set started
     lock = threading.Lock()
 
     def save(complete: bool) -> bool:
         done = [r for r in rows if r is not None]
         clean = complete and len(done) == len(plan) and all(r["errors"] == 0 and r["exit_code"] == 0 for r in done)
         write_json(Path(results_dir) / "sanitize.json",
-                          {"schema": 1, "complete": complete, "clean": clean, "planned_runs": len(plan),
+                          {"schema": 1, **made, "complete": complete, "clean": clean, "planned_runs": len(plan),
                            "runs": done})
         return clean
 
