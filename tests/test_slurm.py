@@ -606,3 +606,18 @@ def test_the_fixture_skips_only_when_the_packages_cannot_be_installed(monkeypatc
     assert mod._install_packages().startswith("no apt-get: cannot install Debian's slurmctld slurmd slurm-client munge")
     monkeypatch.setattr(mod, "_missing_programs", lambda: [])
     assert mod._install_packages() is None
+
+
+def test_readme_and_the_scripts_give_the_same_two_sbatch_lines():
+    lines = ("jid=$(sbatch --parsable --array=0-$((N-1)) slurm/gate_array.sbatch SUBS)",
+             "sbatch --dependency=afterany:$jid slurm/gate_aggregate.sbatch $jid SUBS")
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Gating on a Slurm cluster"):]
+    section = section[:section.index("\n## ")]
+    for text in (section, ARRAY.read_text(), AGGREGATE.read_text()):
+        assert all(line in text for line in lines)
+    # The defaults README's table gives are the array script's #SBATCH lines.
+    for option, value, cell in (("--gres", "gpu:1", "`gpu:1`"), ("--cpus-per-task", "4", "4"),
+                                ("--time", "00:20:00", "00:20:00")):
+        assert f"#SBATCH {option}={value}\n" in ARRAY.read_text()
+        assert f"| array | `{option}` | {cell} |" in section
