@@ -158,7 +158,7 @@ def _start(cluster: Cluster, name: str, argv: list[str]) -> subprocess.Popen:
     return proc
 
 
-def _stop(name: str, proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM to the daemon's own pid, SIGKILL to that pid after 15 s."""
     if proc.poll() is not None:
         return
@@ -199,7 +199,10 @@ def _stop_child(pid: int, started: str | None) -> None:
             if _start_time(pid) != started or started is None:
                 return
             time.sleep(0.2)
-        os.kill(pid, sig)
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
 
 
 SLURM_CONF = """\
@@ -249,7 +252,9 @@ def slurm_cluster():
     for d in ("munge", "state", "spool", "log"):
         (base / d).mkdir(mode=0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SALLOC_", "SRUN_"))}
-    env.update(SLURM_CONF=str(base / "slurm.conf"), PYTHON=sys.executable)
+    # The jobs see no GPU on any machine (this cluster has no GRES): the gate's no-GPU path, and
+    # the test's seconds, on a GPU machine too.
+    env.update(SLURM_CONF=str(base / "slurm.conf"), PYTHON=sys.executable, CUDA_VISIBLE_DEVICES="")
     cluster = Cluster(base=base, conf=base / "slurm.conf", env=env)
     helpers: list[tuple[int, str]] = []
     try:
@@ -283,11 +288,16 @@ def slurm_cluster():
                 if all(s in ENDED for s in states):
                     break
                 time.sleep(0.5)
-        for name, proc in reversed(cluster.daemons):
-            _stop(name, proc)
-        for pid, started in helpers:
-            _stop_child(pid, started)
+        errors = []
+        for stop, what in [*((lambda p=proc: _stop(p), name) for name, proc in reversed(cluster.daemons)),
+                           *((lambda a=h: _stop_child(*a), "slurmscriptd") for h in helpers)]:
+            try:
+                stop()
+            except Exception as exc:  # noqa: BLE001 - every daemon gets its stop, then the first error
+                errors.append(f"{what}: {type(exc).__name__}: {exc}")
         shutil.rmtree(base, ignore_errors=True)
+        if errors:
+            raise RuntimeError("stopping the cluster: " + "; ".join(errors))
 
 
 def _records_or_none(cluster: Cluster, job: str) -> list[dict[str, str]]:
@@ -400,7 +410,7 @@ def _kill_leftovers(srcs: list[Path]) -> list[int]:
                 groups.add(os.getpgid(pid))
             except ProcessLookupError:
                 pass
-    for g in groups:
+    for g in groups - {0, 1, os.getpgrp()}:
         try:
             os.killpg(g, signal.SIGKILL)
         except ProcessLookupError:
@@ -464,7 +474,9 @@ def test_sbatch_array_afterany_aggregate_on_a_real_slurm(slurm_cluster, tmp_path
         _wait_for(f"{killed}'s compile waiting on its FIFO", lambda: _blocked_on_fifo(src[killed]), 60, cl)
         pid = _gate_pid(src[killed])
         assert pid is not None, _procs_with(src[killed])
-        os.killpg(os.getpgid(pid), signal.SIGKILL)   # the task's own group: the gate and its compile at once
+        # The task leads its own process group (slurmstepd makes it so): the gate and its compile, at once.
+        assert os.getpgid(pid) == pid != os.getpgrp(), (pid, os.getpgid(pid))
+        os.killpg(pid, signal.SIGKILL)
         tasks = {int(r["ArrayTaskId"]): r for r in cl.wait_ended(jid, 90)}
         (done,) = cl.wait_ended(agg, 90)
     finally:
