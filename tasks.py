@@ -13,7 +13,8 @@ import shlex
 import subprocess
 import sys
 
-from invoke import Collection, Exit, task
+from invoke import Collection, Exit, Task, task
+from invoke.parser import Argument
 
 
 def _exit_on(rc: int, message: str) -> None:
@@ -127,29 +128,71 @@ def sanitize(c, paths=None, tools=None):
     _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
 
-@task(positional=["dir"],
-      help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked",
-            "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
+class _DirUnlessAggregate(Argument):
+    """gate's positional DIR, which --aggregate makes optional: invoke requires every positional
+    whose value is None, so once --aggregate has a value an absent DIR reads as "" (a bare word
+    is still taken as DIR while --aggregate has none)."""
+    aggregate: Argument | None = None
+
+    @property
+    def value(self):
+        got = Argument.value.fget(self)
+        return "" if got is None and self.aggregate is not None and self.aggregate.value is not None else got
+
+    @value.setter
+    def value(self, arg):
+        Argument.value.fset(self, arg)
+
+
+class _GateTask(Task):
+    def get_arguments(self, ignore_unknown_help=None):
+        args = super().get_arguments(ignore_unknown_help)
+        by = {a.name: a for a in args}
+        by["dir"].__class__ = _DirUnlessAggregate
+        by["dir"].aggregate = by["aggregate"]
+        return args
+
+
+@task(klass=_GateTask, positional=["dir"],
+      help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked (not with --aggregate)",
+            "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files "
+                         "(no DIR then)",
+            "out": "where the submissions' folders and the leaderboard go (default: results/gate)",
             "gpus": "'all' (default) or comma-separated GPU indices: the node's GPUs side by side",
             "jobs": "submissions gated at once on each GPU (default 1); their timed stages still run alone",
             "limit": "each run's time limit in seconds (default: derived from our fastest path)",
-            "out": "the gate folder (default: results/gate)",
             "strict-determinism": "a submission's one-epoch rerun must be bitwise identical (default: within the "
                                   "parity limit, with a note)"})
-def gate(c, dir=None, aggregate=None, gpus=None, jobs=None, limit=None, out=None,  # noqa: A002
+def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None,  # noqa: A002
          strict_determinism=False):
-    """Gate every submission in DIR (cases 1-13: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
+    """Gate every submission in DIR (every case of `mlp_host catalog`, sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}.
+
+    `invoke gate DIR` gates; `invoke gate --aggregate a,b` (no DIR) only rebuilds the leaderboard
+    and the reports from existing folders, as the Slurm array's last job does."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
+    if aggregate is not None:
+        folders = aggregate.split(",")
+        gating = [flag for flag, given in (("DIR", dir), ("--gpus", gpus), ("--jobs", jobs), ("--limit", limit),
+                                           ("--strict-determinism", strict_determinism)) if given]
+        if gating:
+            raise Exit(f"error: --aggregate takes no {', '.join(gating)} (those gate a folder of submissions; "
+                       f"--aggregate only rebuilds the leaderboard)", code=2)
+        if any(not f.strip() for f in folders):
+            raise Exit(f"error: --aggregate: an empty folder name in {aggregate!r} (comma-separated folders)", code=2)
+        args = ["--aggregate", *folders]
+    elif dir:
+        args = [dir]
+        for flag, value in (("--gpus", gpus), ("--jobs", jobs), ("--limit", limit)):
+            if value is not None:
+                args += [flag, str(value)]
+        if strict_determinism:
+            args += ["--strict-determinism"]
+    else:
+        raise Exit("error: give DIR (a folder of submissions) or --aggregate FOLDER[,FOLDER...]", code=2)
+    if out:
+        args += ["--out", out]
     from harness.gate.course import main as gate_main
-    args = ["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []
-    for flag, value in (("--gpus", gpus), ("--jobs", jobs), ("--limit", limit)):
-        if value is not None and not aggregate:
-            args += [flag, str(value)]
-    if out is not None:
-        args += ["--out", str(out)]
-    if strict_determinism and not aggregate:
-        args += ["--strict-determinism"]
     _exit_on(gate_main(args), "gate: no leaderboard (the message is above)")
 
 
