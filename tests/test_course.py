@@ -186,7 +186,7 @@ def test_aggregate_keeps_every_folder_and_names_what_it_left_out(tmp_path, fake_
                         str(board)]) == 0
     md = (board / "leaderboard.md").read_text()
     assert "| a " in md and "| b " in md
-    assert "Left out:" in md and "missing (no such folder)" in md and "empty (no run.json or build.json)" in md
+    assert "Left out:" in md and "missing (no such folder)" in md and "empty (no run.json, build.json or slurm.json)" in md
     # all or nothing: with leaderboard.md in the way as a folder, neither file is replaced
     csv_before = (board / "leaderboard.csv").read_bytes()
     (board / "leaderboard.md").unlink()

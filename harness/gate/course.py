@@ -177,6 +177,10 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL",
            **{f"case{i}": "" for i in case_ids}, "median_ms": "", "ratio": "", "first_hint": "", "notes": "",
            "gpu": ""}
+    slurm = _slurm_ending(folder)
+    if slurm is not None:
+        row["first_hint"] = slurm
+        return row
     build = folder / "build.json"
     if build.exists():
         doc = json.loads(build.read_text())
@@ -227,7 +231,21 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
 
 
 def _is_gate_folder(p: Path) -> bool:
-    return (p / "run.json").is_file() or (p / "build.json").is_file()
+    """A submission's folder: its verdict (run.json, build.json), or the Slurm record of a task that
+    wrote none (slurm.json, slurm/gate_aggregate.sbatch)."""
+    return any((p / f).is_file() for f in ("run.json", "build.json", "slurm.json"))
+
+
+def _slurm_ending(folder: Path) -> str | None:
+    """slurm.json's "ended" when its task wrote no verdict or was cut short (then whatever verdict
+    it wrote is not the submission's), else None."""
+    try:
+        doc = json.loads((folder / "slurm.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(doc, dict) and (not doc.get("verdict_written") or doc.get("cut_short")):
+        return str(doc.get("ended") or "the Slurm task ended without a verdict")
+    return None
 
 
 def folders_of(dirs) -> tuple[list[Path], list[dict]]:
@@ -257,9 +275,9 @@ def folders_of(dirs) -> tuple[list[Path], list[dict]]:
                 if _is_gate_folder(p):
                     take(p)
                 else:
-                    skipped.append({"name": str(p), "why": "no run.json or build.json"})
+                    skipped.append({"name": str(p), "why": "no run.json, build.json or slurm.json"})
             if not subs:
-                skipped.append({"name": str(d), "why": "no run.json or build.json, and no submission folders"})
+                skipped.append({"name": str(d), "why": "no run.json, build.json or slurm.json, and no submission folders"})
     return found, skipped
 
 
