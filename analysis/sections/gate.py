@@ -15,6 +15,7 @@ def cases(run: dict) -> dict:
     return {"rows": rows, "passed": sum(1 for x in run["cases"] if x["passed"] is True),
             "total": len(rows), "failed": [x["name"] for x in run["cases"] if x["passed"] is False],
             "hints": [h for h in run.get("hints", []) if isinstance(h, str)],
+            "notes": [n for n in run.get("notes", []) if isinstance(n, str)],
             "failed_paths": [n for n, r in run["paths"].items()
                              if not c.passed(r) and not c.is_skipped(r)]}
 

@@ -36,6 +36,7 @@ def short(run: dict) -> dict:
             "passed": sum(1 for c in cases if c["passed"] is True),
             "failed": [c["name"] for c in cases if c["passed"] is False],
             "hints": [h for h in run.get("hints", []) if isinstance(h, str)],
+            "notes": [n for n in run.get("notes", []) if isinstance(n, str)],
             "run_command": run.get("run_command", ""), "commit": run.get("commit"),
             "submission": (run.get("build") or {}).get("submission") or run.get("submission"),
             "date_utc": run.get("date_utc")}

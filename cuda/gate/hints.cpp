@@ -42,7 +42,7 @@ std::string path_hint(const std::string& failure) {
   if (has(failure, "reruns of one epoch differ"))
     return "rerun: two runs of one epoch from the same state differ by more than the parity limit: a race (run "
            "`invoke sanitize`) or memory read before it is written";
-  return "";
+  return "path check: " + failure;  // any other failure of a trained path is its own explanation
 }
 
 }  // namespace
