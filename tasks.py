@@ -15,6 +15,16 @@ import sys
 
 from invoke import Collection, Exit, task
 
+from spec import validate
+
+MAX_JOBS = 64   # --jobs and --sanitize-jobs: runs at once
+
+
+def _epochs(text, flag: str) -> int:
+    """An epoch count inside the recipe's bound (spec.recipe.BOUNDS)."""
+    from spec.recipe import BOUNDS
+    return validate.count(text, flag, int(BOUNDS["epochs"].lo), int(BOUNDS["epochs"].hi))
+
 
 def _exit_on(rc: int, message: str) -> None:
     if rc:
@@ -46,10 +56,10 @@ def build(c, arch=None, submission=None, accumulate="double"):
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
             "pytorch": "also run the PyTorch baseline (default: on)",
-            "epochs": "override the recipe's epoch count",
+            "epochs": "override the recipe's epoch count (1-1000)",
             "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)",
             "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path",
-            "limit": "each stage's time limit in seconds (default: derived from our last run, printed)",
+            "limit": "each stage's time limit in seconds, finite and > 0 (default: derived from our last run, printed)",
             "one-process": "the whole gate in one child process under one limit, not in stages"})
 def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None, one_process=False):
     """Gate the build (cases 1-10; --strict adds 11-12) under the supervisor, write results/run.json, then the PyTorch baseline.
@@ -61,14 +71,15 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
     variant set leaves out compiled-max-autotune-no-cudagraphs (its compile alone is ~3 minutes
     on the H200); --full runs it too. pytorch.json lists what ran."""
     from harness.run import RunFailed, run_gate
+    epochs = None if epochs is None else _epochs(epochs, "--epochs")
+    limit = None if limit is None else validate.positive_seconds(limit, "--limit")
     extra = []
     if paths:
         extra += ["--paths", paths]
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
-        rc = run_gate(extra_args=extra, strict=strict, limit=float(limit) if limit else None,
-                      staged=not one_process)
+        rc = run_gate(extra_args=extra, strict=strict, limit=limit, staged=not one_process)
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:
@@ -130,19 +141,22 @@ def sanitize(c, paths=None, tools=None):
 @task(positional=["dir"],
       help={"dir": "a folder of submissions (*.cu): each built, gated in isolation, ranked",
             "aggregate": "comma-separated gate folders: only rebuild the leaderboard from their run.json files",
-            "jobs": "submissions gated at once on the GPU (default 1: timings undisturbed)",
-            "limit": "each run's time limit in seconds (default: derived from our fastest path)",
+            "jobs": "submissions gated at once on the GPU, 1-64 (default 1: timings undisturbed)",
+            "limit": "each run's time limit in seconds, finite and > 0 (default: derived from our fastest path)",
             "sanitize-jobs": "compute-sanitizer runs (cases 11-12) at once (default: min(6, CPU cores))",
             "strict-determinism": "a submission's one-epoch rerun must be bitwise identical (default: within the "
                                   "parity limit, with a note)"})
-def gate(c, dir=None, aggregate=None, jobs=1, limit=None, sanitize_jobs=None, strict_determinism=False):  # noqa: A002
+def gate(c, dir=None, aggregate=None, jobs=None, limit=None, sanitize_jobs=None, strict_determinism=False):  # noqa: A002
     """Gate every submission in DIR (cases 1-12: sanitizers included) or aggregate existing folders: results/gate/leaderboard.{csv,md}."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
     from harness.gate.course import main as gate_main
+    jobs = 1 if jobs is None else validate.count(jobs, "--jobs", 1, MAX_JOBS)
+    limit = None if limit is None else validate.positive_seconds(limit, "--limit")
+    sanitize_jobs = None if sanitize_jobs is None else validate.count(sanitize_jobs, "--sanitize-jobs", 1, MAX_JOBS)
     args = (["--aggregate", *aggregate.split(",")] if aggregate else [dir] if dir else []) + ["--jobs", str(jobs)]
     if limit:
-        args += ["--limit", str(limit)]
+        args += ["--limit", repr(limit)]
     if sanitize_jobs and not aggregate:
         args += ["--sanitize-jobs", str(sanitize_jobs)]
     if strict_determinism and not aggregate:
@@ -159,22 +173,25 @@ def reference(c):
 
 @task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",
             "batches": "comma-separated batches at width 256 (default 32,128,512,2048; none: skip)",
-            "epochs": "epochs per point (epoch 0 is a warm-up, not timed)",
+            "epochs": "epochs per point, at least 2 (epoch 0 is a warm-up, not timed; default 20)",
             "pytorch": "also run PyTorch eager and cuda-graph at every point (default: on)",
             "full": "train on data/full, the 60,000-image split (`invoke data --full` first)"})
-def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
+def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False):
     """Width and batch sweep of the best CUDA path against PyTorch: results/sweep.json, SWEEP.md.
 
-    Each point runs build/mlp_train --perf-only into results/sweep/<point>/, then PyTorch eager
-    and cuda-graph on that point's weights and order; SWEEP.md and its two plots follow."""
-    from harness.studies.sweep import BATCHES, WIDTHS, data_for, parse_ints, sweep as run_sweep
-    from analysis.sweep_report import main as render_sweep
+    Each point runs build/mlp_train --perf-only into a staging folder, then PyTorch eager and
+    cuda-graph on that point's weights and order; a point that produced a CUDA timing replaces
+    results/sweep/<point>/, and sweep.json, SWEEP.md and its two plots are written together. A
+    sweep in which no point produced one writes nothing of the committed results."""
+    from harness.studies.sweep import SWEEP_MD, data_for, parse_epochs, parse_points, sweep as run_sweep
+    widths, batches = parse_points(widths, batches)
+    epochs = parse_epochs(epochs)
     data_dir, train_size = data_for(full)
-    doc = run_sweep(widths=parse_ints(widths, WIDTHS), batches=parse_ints(batches, BATCHES),
-                    epochs=int(epochs), pytorch=pytorch, data_dir=data_dir, train_size=train_size)
-    render_sweep([])
+    doc = run_sweep(widths=widths, batches=batches, epochs=epochs, pytorch=pytorch, data_dir=data_dir,
+                    train_size=train_size, report=SWEEP_MD)
     if not any(p["best_cuda"] is not None for p in doc["points"]):
-        raise Exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)", code=1)
+        raise Exit("sweep: no point produced a CUDA timing; the committed results are untouched "
+                   "(results/sweep/<point>.failed/ hold this run's logs)", code=1)
 
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})

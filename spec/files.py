@@ -87,14 +87,20 @@ def _check_target(path: Path) -> None:
         raise InputError(f"error: {parent}: not a folder, but {path} is to be written inside it")
 
 
+def check_targets(paths) -> None:
+    """InputError naming the first of `paths` that cannot be an output (_check_target): what a
+    writer calls before long work whose outputs write_all writes at the end."""
+    for path in paths:
+        _check_target(Path(path))
+
+
 def write_all(contents: dict) -> None:
     """Write every {path: bytes or str} or none: every target checked first (a folder or another
     non-file in a target's place, or a file where its folder should be, is an InputError naming
     it, before anything is written), then all temp files, then the renames. A failure while
     writing the temp files leaves every target untouched (the temp files are removed)."""
     targets = [(Path(path), data) for path, data in contents.items()]
-    for path, _ in targets:
-        _check_target(path)
+    check_targets(path for path, _ in targets)
     temps: list[tuple[str, Path]] = []
     try:
         for path, data in targets:

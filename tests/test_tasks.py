@@ -165,3 +165,44 @@ def test_gate_help_shows_the_task_help_not_the_module_usage():
     out = subprocess.run([sys.executable, "-m", "invoke", "gate", "--help"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "Docstring:" in out.stdout and "Gate every submission" in out.stdout
+
+
+# ----------------------------------------------------------------------------- numeric options (issue 28 items 6-8)
+
+def _evidence_hashes() -> dict:
+    import hashlib
+    roots = [ROOT / "results" / "sweep", ROOT / "results" / "plots", ROOT / "results" / "logs"]
+    files = [p for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()]
+    files += [ROOT / n for n in ("SWEEP.md", "RESULTS.md", "PROFILES.md", "results/sweep.json", "results/run.json",
+                                 "build/build_info.json", "build/config.stamp") if (ROOT / n).is_file()]
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "--limit", "abc"], "error: --limit 'abc'"),
+    (["run", "--limit", "-5"], "error: --limit '-5'"),
+    (["run", "--limit", "nan"], "error: --limit 'nan'"),
+    (["run", "--limit", "inf"], "error: --limit 'inf'"),
+    (["run", "--limit", "0"], "error: --limit '0'"),
+    (["run", "--epochs", "0"], "error: --epochs '0'"),
+    (["run", "--epochs", "1001"], "error: --epochs '1001'"),
+    (["gate", "tests/submissions", "--jobs", "abc"], "error: --jobs 'abc'"),
+    (["gate", "tests/submissions", "--jobs", "0"], "error: --jobs '0'"),
+    (["gate", "tests/submissions", "--limit", "-5"], "error: --limit '-5'"),
+    (["gate", "tests/submissions", "--sanitize-jobs", "1.5"], "error: --sanitize-jobs '1.5'"),
+    (["sweep", "--epochs", "abc"], "error: --epochs"),
+    (["sweep", "--epochs", "1"], "epoch 0 is a warm-up"),
+    (["sweep", "--widths", "abc"], "error: --widths 'abc'"),
+    (["sweep", "--widths", "0"], "error: --widths '0'"),
+    (["sweep", "--batches", "99999999"], "error: --batches '99999999'"),
+    (["sweep", "--widths", "none", "--batches", "none"], "no sweep point to run"),
+    (["build", "--arch", "sm_10"], "error: --arch 'sm_10'"),
+    (["build", "--arch", "sm_٩٠"], "error: --arch 'sm_٩٠'"),
+    (["build", "--arch", "sm_900"], "error: --arch 'sm_900'"),
+])
+def test_a_bad_numeric_option_is_one_line_exit_2_and_nothing_changes(args, words):
+    before = _evidence_hashes()
+    res = _invoke(*args)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+    assert _evidence_hashes() == before
