@@ -16,6 +16,7 @@ import sys
 from invoke import Collection, Exit, task
 
 from spec import validate
+from spec.files import EXIT_BAD_INPUT
 
 MAX_JOBS = 64   # --jobs and --sanitize-jobs: runs at once
 
@@ -27,6 +28,10 @@ def _epochs(text, flag: str) -> int:
 
 
 def _exit_on(rc: int, message: str) -> None:
+    """Exit with rc when it is not 0: with `message`, save after a bad input (rc 2), whose one
+    line the entry point has printed already."""
+    if rc == EXIT_BAD_INPUT:
+        raise Exit(code=rc)
     if rc:
         raise Exit(message, code=rc)
 
