@@ -6,7 +6,6 @@ data/SHA256SUMS first; any problem raises DataError, whose str is one line namin
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import io
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from spec import files, validate
 from spec.files import DATA_DIR, ROOT, InputError, read_input, write_bytes
 
 # --- the source --------------------------------------------------------------------------------
@@ -493,7 +493,7 @@ def build_data(data_dir=DATA_DIR, deb=None, full: bool = False, check: bool = Tr
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.data.dataset",
+    ap = validate.ArgParser(prog="python -m harness.data.dataset",
                                  description="Rebuild data/ from the Debian package"
                                              f" {DEB_PACKAGE} {DEB_VERSION}.")
     ap.add_argument("--full", action="store_true",
@@ -506,11 +506,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         build_data(args.data_dir, deb=args.deb, full=args.full, check=not args.no_check)
-    except DataError as exc:
+    except DataError as exc:   # a missing, damaged or wrong .deb or data file: a bad input
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return files.EXIT_BAD_INPUT
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)
