@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -111,6 +112,20 @@ def write_all(contents: dict) -> None:
         for tmp, _ in temps:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def replace_folder(new, dest) -> None:
+    """The folder `new` renamed to `dest` (same file system): an old `dest` is renamed aside to
+    `dest`.old first and removed only once `new` is in its place, so no failure leaves neither."""
+    new, dest = Path(new), Path(dest)
+    old = dest.with_name(dest.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(new, dest)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 # A bad input file or value: one line (str()). The invoke tasks (tasks.py) and the `python -m`

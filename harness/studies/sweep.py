@@ -65,7 +65,7 @@ LOG_TAIL_LINES = 20
 DEFAULT_EPOCHS = 20
 MIN_EPOCHS, MAX_EPOCHS = 2, 1000   # epoch 0 is a warm-up, not timed; the recipe's bound
 MAX_WIDTH, MAX_BATCH = 16384, 65536   # the recipe bounds of hidden_dim and batch (spec.recipe.BOUNDS)
-STAGING, FAILED, OLD = ".new", ".failed", ".old"   # a point folder's suffixes while it runs, when it failed
+STAGING, FAILED = ".new", ".failed"   # a point folder's suffixes while it runs, when it failed
 SWEEP_MD = ROOT / "SWEEP.md"
 
 def label(hidden: int, batch: int) -> str:
@@ -343,18 +343,6 @@ def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch,
     }
 
 
-def _replace_folder(new: Path, dest: Path) -> None:
-    """`new` renamed to `dest`; an old `dest` is renamed aside first and removed only after."""
-    old = dest.with_name(dest.name + OLD)
-    if old.exists():
-        shutil.rmtree(old)
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(new, dest)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 def _check_point_folders(sweep_root: Path, points: list[dict]) -> None:
     """InputError naming the first path in the way of a point's folders (a file where a folder goes)."""
     for path in [sweep_root] + [sweep_root / (p["label"] + sfx) for p in points for sfx in ("", STAGING, FAILED)]:
@@ -453,7 +441,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
             "command": rec["command"], "pytorch_command": rec["pytorch_command"],
             "exit_code": rc, "commit": doc["commit"], "driver": doc["driver"],
             "config": {k: doc["config"][k] for k in POINT_CONFIG_KEYS}})
-        _replace_folder(pdir, final)
+        files.replace_folder(pdir, final)
         doc["points"].append(rec)
         doc.update(_summary(doc["points"]))
         doc["complete"] = i == n
