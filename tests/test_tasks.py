@@ -206,3 +206,39 @@ def test_a_bad_numeric_option_is_one_line_exit_2_and_nothing_changes(args, words
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
     assert res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
     assert _evidence_hashes() == before
+
+
+def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monkeypatch):
+    """Issue 28 (a failed run destroys no evidence): an ncu target that fails leaves its committed
+    log and CSVs; an A/B run that stops before run.json (no GPU: exit 3) leaves its folder."""
+    out = tmp_path / "ncu"
+    out.mkdir()
+    for name in ("fused.log", "fused_details.csv", "fused_raw.csv", "fused.ncu-rep"):
+        (out / name).write_text("committed " + name)
+    failing = tmp_path / "bin" / "ncu"
+    failing.parent.mkdir()
+    failing.write_text(f"#!{sys.executable}\nimport sys\nprint('==ERROR== no CUDA device'); sys.exit(1)\n")
+    failing.chmod(0o755)
+    fused = next(t for t in ncu_counters.TARGETS if t.name == "fused")
+    assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(failing),
+                             targets=[fused]) == 1
+    assert all((out / n).read_text() == "committed " + n for n in ("fused.log", "fused_details.csv", "fused_raw.csv"))
+    assert "no CUDA device" in (out / "fused.failed.log").read_text() and not list(out.glob(".*"))
+
+    build = tmp_path / "build"
+    (build / "f32acc").mkdir(parents=True)
+    (build / "build_info.json").write_text(json.dumps({"arch": "sm_90"}))
+    for path in accumulate_ab.binaries(build).values():
+        path.write_text(f"#!/bin/sh\necho 'mlp_train: CUDA error: no CUDA device found' >&2\nexit 3\n")
+        path.chmod(0o755)
+    ab = tmp_path / "ab"
+    (ab / "double_1").mkdir(parents=True)
+    (ab / "double_1" / "run.json").write_text("committed")
+    (ab / "build_float.log").write_text("committed build log")
+    monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "print('made')"])
+    assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 0
+    assert (ab / "double_1" / "run.json").read_text() == "committed"
+    assert "no CUDA device" in (ab / "double_1.failed" / "run.log").read_text()
+    monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
+    assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 2
+    assert (ab / "build_float.log").read_text().startswith(sys.executable)   # the last good build's log
