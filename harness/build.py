@@ -203,8 +203,14 @@ def build(arch: str | None = None, submission: str | None = None, build_dir: Pat
 
 
 def load_build_info(build_dir: Path = BUILD_DIR) -> dict:
+    """build_dir/build_info.json; missing, special or malformed: one InputError line."""
     path = Path(build_dir) / "build_info.json"
+    if not path.exists():
+        raise InputError(f"error: {path} missing: run `invoke build` first")
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"error: {path} missing: run `invoke build` first") from None
+        info = json.loads(read_input(path))
+    except ValueError as exc:
+        raise InputError(f"error: {path}: malformed JSON ({exc}): run `invoke build` again") from None
+    if not isinstance(info, dict) or not isinstance(info.get("arch"), str):
+        raise InputError(f"error: {path}: no build of this harness (no arch): run `invoke build` again")
+    return info

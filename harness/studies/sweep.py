@@ -137,11 +137,13 @@ def _ratio(a, b):
 
 def _read_json(path: Path):
     """(object, None) or (None, one-line reason)."""
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not Path(path).exists():
         return None, f"{path.name} not written"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    try:
+        obj = json.loads(files.read_input(path).decode("utf-8"))
+    except InputError as exc:
+        return None, f"{path.name}: " + str(exc).removeprefix(f"error: {path}: ")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"{path.name}: malformed JSON: {exc}"
     if not isinstance(obj, dict):
         return None, f"{path.name}: malformed JSON: the top level is not an object"
