@@ -21,6 +21,13 @@ from spec.files import EXIT_BAD_INPUT
 MAX_JOBS = 64   # --jobs and --sanitize-jobs: runs at once
 
 
+def _names(text, flag: str) -> list[str]:
+    """A comma-separated list of names (kernel paths, tools), each a safe name (spec.validate):
+    they become file names (profile/<path>.nsys-rep) and arguments."""
+    names = [x.strip() for x in str(text).split(",")]
+    return [validate.safe_name(x, f"{flag}: name") for x in names]
+
+
 def _epochs(text, flag: str) -> int:
     """An epoch count inside the recipe's bound (spec.recipe.BOUNDS)."""
     from spec.recipe import BOUNDS
@@ -80,7 +87,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
     limit = None if limit is None else validate.positive_seconds(limit, "--limit")
     extra = []
     if paths:
-        extra += ["--paths", paths]
+        extra += ["--paths", ",".join(_names(paths, "--paths"))]
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
@@ -100,7 +107,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
 def profile(c, paths=None, pytorch=True):
     """Nsight Systems on one epoch of each path: profile/<path>.nsys-rep and three stats CSVs each."""
     from harness.profiling import profile_all
-    profile_all(paths.split(",") if paths else None, pytorch=pytorch)
+    profile_all(_names(paths, "--paths") if paths else None, pytorch=pytorch)
 
 
 @task
@@ -139,7 +146,10 @@ def all(c):  # noqa: A001 - the task's name on the command line
 def sanitize(c, paths=None, tools=None):
     """compute-sanitizer on a short run of every kernel path and on the entry points; results/sanitize.json."""
     from harness.studies.sanitize import TOOLS, sanitize as run_sanitize
-    rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
+    tools = tuple(_names(tools, "--tools")) if tools else TOOLS
+    if set(tools) - set(TOOLS):
+        raise Exit(f"error: --tools {','.join(tools)!r}: expected some of {', '.join(TOOLS)}", code=EXIT_BAD_INPUT)
+    rc = run_sanitize(_names(paths, "--paths") if paths else None, tools)
     _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
 

@@ -167,7 +167,7 @@ def test_gate_help_shows_the_task_help_not_the_module_usage():
     assert out.returncode == 0 and "Docstring:" in out.stdout and "Gate every submission" in out.stdout
 
 
-# ----------------------------------------------------------------------------- numeric options (issue 28 items 6-8)
+# ----------------------------------------------------------------------------- options (issue 28 items 6-8 and their siblings)
 
 def _evidence_hashes() -> dict:
     import hashlib
@@ -199,8 +199,12 @@ def _evidence_hashes() -> dict:
     (["build", "--arch", "sm_10"], "error: --arch 'sm_10'"),
     (["build", "--arch", "sm_٩٠"], "error: --arch 'sm_٩٠'"),
     (["build", "--arch", "sm_900"], "error: --arch 'sm_900'"),
+    (["profile", "--paths", "fused,../../elsewhere/evil"], "error: --paths: name '../../elsewhere/evil'"),
+    (["sanitize", "--paths", "a b"], "error: --paths: name 'a b'"),
+    (["sanitize", "--tools", "memcheck,bogus"], "expected some of memcheck"),
+    (["run", "--paths", "$(id)"], "error: --paths: name '$(id)'"),
 ])
-def test_a_bad_numeric_option_is_one_line_exit_2_and_nothing_changes(args, words):
+def test_a_bad_option_is_one_line_exit_2_and_nothing_changes(args, words):
     before = _evidence_hashes()
     res = _invoke(*args)
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
