@@ -316,28 +316,28 @@ _GROUPS = ("parameters", "gradients", "optimizer_state", "activations", "inputs"
 TORCH_MEMORY = Obj(_STUDY | {
     "batch": INT, "plot": OSTR, "ledger": _LEDGER,
     "optimizers": Map(Obj({
-        "label": STR, "timeline": STR, "html": OSTR, "peak_total_bytes": NUM,
-        "peak_at_us": ONUM, "groups_peak": Obj({g: NUM for g in _GROUPS}, required=_GROUPS),
-        "ledger_bytes": Map(NUM), "max_memory_allocated_bytes": ONUM},
+        "label": STR, "timeline": STR, "html": OSTR, "peak_total_bytes": NONNEG,
+        "peak_at_us": ONONNEG, "groups_peak": Obj({g: NONNEG for g in _GROUPS}, required=_GROUPS),
+        "ledger_bytes": Map(NONNEG), "max_memory_allocated_bytes": ONONNEG},
         required=("label", "peak_total_bytes", "groups_peak", "ledger_bytes"))),
 }, required=("schema", "batch", "optimizers"))
 
 TORCH_BATCH_STEPS = Obj(_STUDY | {
     "optimizer": STR, "steps_traced": INT, "steps_timed": INT,
     "batches": Arr(Obj({
-        "batch": INT, "untraced_us_per_step": NUM, "wall_us_per_step": NUM,
-        "host_us_per_step": NUM, "kernel_us_per_step": NUM, "gpu_busy_us_per_step": ONUM,
-        "gpu_busy_fraction": ONUM, "kernels_per_step": NUM, "launches_per_step": NUM,
-        "work_vs_first": NUM, "untraced_time_vs_first": NUM, "trace": STR},
+        "batch": INT, "untraced_us_per_step": NONNEG, "wall_us_per_step": NONNEG,
+        "host_us_per_step": NONNEG, "kernel_us_per_step": NONNEG, "gpu_busy_us_per_step": ONONNEG,
+        "gpu_busy_fraction": OFRAC, "kernels_per_step": NONNEG, "launches_per_step": NONNEG,
+        "work_vs_first": NONNEG, "untraced_time_vs_first": NONNEG, "trace": STR},
         required=("batch", "untraced_us_per_step", "wall_us_per_step", "host_us_per_step",
                   "kernel_us_per_step", "gpu_busy_fraction", "work_vs_first",
                   "untraced_time_vs_first")), nonempty=True),
 }, required=("schema", "batches"))
 
-_KERNEL = Obj({"name": STR, "op": OSTR, "kind": STR, "instances_per_step": NUM,
-               "mean_us": NUM, "us_per_step": NUM},
+_KERNEL = Obj({"name": STR, "op": OSTR, "kind": STR, "instances_per_step": NONNEG,
+               "mean_us": NONNEG, "us_per_step": NONNEG},
               required=("name", "instances_per_step", "mean_us", "us_per_step"))
-_PHASE = Obj({"kernels": Arr(_KERNEL), "gpu_us_per_step": NUM},
+_PHASE = Obj({"kernels": Arr(_KERNEL), "gpu_us_per_step": NONNEG},
              required=("kernels", "gpu_us_per_step"))
 TORCH_LINEAR = Obj(_STUDY | {
     "optimizer": STR, "steps_traced": INT,
@@ -352,20 +352,20 @@ OURS_BATCH_STEPS = Obj(_OURS | {
     "epochs_timed": INT, "tried": Arr(STR),
     "batches": Arr(Obj({
         "batch": INT, "path": STR, "steps": INT, "untraced_us_per_step": POS,
-        "candidates": Arr(Obj({"path": STR, "us_per_step": ONUM, "why": OSTR},
+        "candidates": Arr(Obj({"path": STR, "us_per_step": ONONNEG, "why": OSTR},
                               required=("path", "us_per_step"))),
-        "wall_us_per_step": NUM, "host_us_per_step": NUM, "kernel_us_per_step": NUM,
-        "gpu_busy_us_per_step": ONUM, "gpu_busy_fraction": ONUM, "kernels_per_step": NUM,
-        "launches_per_step": NUM, "work_vs_first": NUM, "untraced_time_vs_first": NUM,
+        "wall_us_per_step": NONNEG, "host_us_per_step": NONNEG, "kernel_us_per_step": NONNEG,
+        "gpu_busy_us_per_step": ONONNEG, "gpu_busy_fraction": OFRAC, "kernels_per_step": NONNEG,
+        "launches_per_step": NONNEG, "work_vs_first": NONNEG, "untraced_time_vs_first": NONNEG,
         "profile": STR},
         required=("batch", "path", "untraced_us_per_step", "wall_us_per_step",
                   "host_us_per_step", "kernel_us_per_step", "gpu_busy_fraction",
                   "work_vs_first", "untraced_time_vs_first")), nonempty=True),
 }, required=("schema", "batches"))
-_OUR_KERNEL = Obj({"name": STR, "what": STR, "instances_per_step": NUM, "mean_us": NUM,
-                   "us_per_step": NUM}, required=("name", "instances_per_step", "mean_us",
+_OUR_KERNEL = Obj({"name": STR, "what": STR, "instances_per_step": NONNEG, "mean_us": NONNEG,
+                   "us_per_step": NONNEG}, required=("name", "instances_per_step", "mean_us",
                                                   "us_per_step"))
-_OUR_PHASE = Obj({"kernels": Arr(_OUR_KERNEL), "gpu_us_per_step": NUM},
+_OUR_PHASE = Obj({"kernels": Arr(_OUR_KERNEL), "gpu_us_per_step": NONNEG},
                  required=("kernels", "gpu_us_per_step"))
 OURS_LINEAR = Obj(_OURS | {
     "path": STR,
@@ -379,10 +379,10 @@ OURS_LINEAR = Obj(_OURS | {
 STATIONARY_PHASES = Obj({
     "schema": Const(1), "source": STR, "kernel": STR, "shape": STR, "commit": OSTR,
     "date_utc": STR, "step_us": POS,
-    "phases": Arr(Obj({"name": STR, "slowest_us": NUM, "mean_us": NUM},
+    "phases": Arr(Obj({"name": STR, "slowest_us": NONNEG, "mean_us": NONNEG},
                       required=("name", "slowest_us", "mean_us")), nonempty=True),
-    "wait_skew_us": ONUM,
-    "variants": Arr(Obj({"name": STR, "us_per_step": POS, "cv_pct": ONUM, "shipped": BOOL},
+    "wait_skew_us": ONONNEG,
+    "variants": Arr(Obj({"name": STR, "us_per_step": POS, "cv_pct": ONONNEG, "shipped": BOOL},
                         required=("name", "us_per_step", "shipped"))),
 }, required=("schema", "step_us", "phases"))
 

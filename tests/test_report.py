@@ -445,6 +445,7 @@ def _set(path: list, value):
     ("pytorch.json", _set(["variants", "eager", "test_accuracy_per_epoch"], [0.5, -0.1]),
      "test_accuracy_per_epoch[1]"),
     ("sweep.json", _set(["points", 0, "best_cuda", "median_ms"], -1.0), "points[0].best_cuda.'median_ms'"),
+    ("ceilings.json", _set(["copy", "gb_per_s"], -5), "copy.'gb_per_s': expected a positive number"),
 ])
 def test_values_outside_their_physical_range_are_one_line_exit_2(inputs, capsys, name, change, words):
     edit(inputs[0], name, change)
