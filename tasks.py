@@ -183,7 +183,7 @@ def gate(c, dir=None, aggregate=None, jobs=None, limit=None, sanitize_jobs=None,
 def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
     from harness.data.reference import main as reference_main
-    _exit_on(reference_main(), "reference: regeneration failed")
+    _exit_on(reference_main([]), "reference: regeneration failed")
 
 
 @task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",

@@ -62,3 +62,41 @@ def test_bad_input_files_are_one_line_exit_2(tmp_path):
     (tmp_path / "ceilings.json").mkdir()
     one_line_exit_2(python_m("harness.studies.ceilings", "--out", tmp_path / "ceilings.json"), "is in the way")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ceilings.json", "results", "sweep.json"]
+
+
+@pytest.fixture
+def scratch_repo(tmp_path):
+    """A copy of the working tree (build/ included, .git left out) to break recipe.toml in."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".git", "__pycache__", "full", "asan", "f32acc"),
+                    symlinks=True)
+    return repo
+
+
+def _hashes(root):
+    import hashlib
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.mark.parametrize("breakage, words", [
+    (lambda t: "".join(ln + "\n" for ln in t.splitlines() if not ln.startswith("epochs")), "missing key epochs"),
+    (None, "recipe.toml: file not found"),
+    (lambda t: t.replace("momentum = 0.9", "momentum = 1"), "momentum = 1 is out of range"),
+    (lambda t: t.replace("batch = 128", "batch = 1_28"), "batch: '1_28' is not a number"),
+])
+@pytest.mark.parametrize("task", [["run", "--one-process", "--no-pytorch"], ["reference"]])
+def test_invoke_with_a_bad_or_missing_recipe_is_one_line_exit_2(scratch_repo, breakage, words, task):
+    if not (scratch_repo / "build" / "mlp_train").exists():
+        pytest.skip("build/mlp_train missing")
+    recipe = scratch_repo / "recipe.toml"
+    if breakage is None:
+        recipe.unlink()
+    else:
+        recipe.write_text(breakage(recipe.read_text()))
+    before = _hashes(scratch_repo)
+    res = subprocess.run([sys.executable, "-m", "invoke", *task], cwd=scratch_repo, capture_output=True, text=True,
+                         timeout=300)
+    one_line_exit_2(res, words)
+    assert _hashes(scratch_repo) == before
