@@ -17,6 +17,8 @@
 //                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
 //                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
 //                                a JSON array of hints per set
+// Each command takes only the flags listed above (kFlags); another flag, one given twice, or a flag
+// whose value is missing or starts with `--` is one line, exit 2.
 // Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
 #include <cstdio>
 #include <map>
