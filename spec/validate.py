@@ -3,6 +3,7 @@ number before it becomes a limit or a count. Each failure is an InputError (spec
 naming the input and what is wrong, which the invoke tasks turn into exit status 2.
 
     safe_name("mutant_a", "submission")       a file stem or a name from a results file, as a path part
+    is_safe_name("fused")                      the same test as a bool (spec/schema.py's names)
     submission_stem(Path("x.cu"))             the stem of a submission file, checked
     positive_seconds("25", "--limit")         a finite time limit > 0
     count("4", "--jobs", lo=1, hi=64)          an integer inside [lo, hi]
