@@ -16,8 +16,29 @@ import sys
 from invoke import Collection, Exit, Task, task
 from invoke.parser import Argument
 
+from spec import validate
+from spec.files import EXIT_BAD_INPUT
+
+
+
+def _names(text, flag: str) -> list[str]:
+    """A comma-separated list of names (kernel paths, tools), each a safe name (spec.validate):
+    they become file names (profile/<path>.nsys-rep) and arguments."""
+    names = [x.strip() for x in str(text).split(",")]
+    return [validate.safe_name(x, f"{flag}: name") for x in names]
+
+
+def _epochs(text, flag: str) -> int:
+    """An epoch count inside the recipe's bound (spec.recipe.BOUNDS)."""
+    from spec.recipe import BOUNDS
+    return validate.count(text, flag, int(BOUNDS["epochs"].lo), int(BOUNDS["epochs"].hi))
+
 
 def _exit_on(rc: int, message: str) -> None:
+    """Exit with rc when it is not 0: with `message`, save after a bad input (rc 2), whose one
+    line the entry point has printed already."""
+    if rc == EXIT_BAD_INPUT:
+        raise Exit(code=rc)
     if rc:
         raise Exit(message, code=rc)
 
@@ -47,10 +68,10 @@ def build(c, arch=None, submission=None, accumulate="double"):
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
             "pytorch": "also run the PyTorch baseline (default: on)",
-            "epochs": "override the recipe's epoch count",
+            "epochs": "override the recipe's epoch count (1-1000)",
             "full": "also run the slow-compiling PyTorch variant (max-autotune, ~3 minutes of compile)",
             "strict": "also cases 11-12: compute-sanitizer memcheck and racecheck on a short run of the gated path",
-            "limit": "each stage's time limit in seconds (default: derived from our last run, printed)",
+            "limit": "each stage's time limit in seconds, finite and > 0 (default: derived from our last run, printed)",
             "one-process": "the whole gate in one child process under one limit, not in stages"})
 def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limit=None, one_process=False):
     """Gate the build (cases 1-10; --strict adds 11-12) under the supervisor, write results/run.json, then the PyTorch baseline.
@@ -62,14 +83,15 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
     variant set leaves out compiled-max-autotune-no-cudagraphs (its compile alone is ~3 minutes
     on the H200); --full runs it too. pytorch.json lists what ran."""
     from harness.run import RunFailed, run_gate
+    epochs = None if epochs is None else _epochs(epochs, "--epochs")
+    limit = None if limit is None else validate.positive_seconds(limit, "--limit")
     extra = []
     if paths:
-        extra += ["--paths", paths]
+        extra += ["--paths", ",".join(_names(paths, "--paths"))]
     if epochs:
         extra += ["--epochs", str(epochs)]
     try:
-        rc = run_gate(extra_args=extra, strict=strict, limit=float(limit) if limit else None,
-                      staged=not one_process)
+        rc = run_gate(extra_args=extra, strict=strict, limit=limit, staged=not one_process)
     except RunFailed as exc:
         raise Exit(str(exc), code=exc.code) from None
     if pytorch:
@@ -85,7 +107,7 @@ def run(c, paths=None, pytorch=True, epochs=None, full=False, strict=False, limi
 def profile(c, paths=None, pytorch=True):
     """Nsight Systems on one epoch of each path: profile/<path>.nsys-rep and three stats CSVs each."""
     from harness.profiling import profile_all
-    profile_all(paths.split(",") if paths else None, pytorch=pytorch)
+    profile_all(_names(paths, "--paths") if paths else None, pytorch=pytorch)
 
 
 @task
@@ -124,7 +146,10 @@ def all(c):  # noqa: A001 - the task's name on the command line
 def sanitize(c, paths=None, tools=None):
     """compute-sanitizer on a short run of every kernel path and on the entry points; results/sanitize.json."""
     from harness.studies.sanitize import TOOLS, sanitize as run_sanitize
-    rc = run_sanitize(paths.split(",") if paths else None, tuple(tools.split(",")) if tools else TOOLS)
+    tools = tuple(_names(tools, "--tools")) if tools else TOOLS
+    if set(tools) - set(TOOLS):
+        raise Exit(f"error: --tools {','.join(tools)!r}: expected some of {', '.join(TOOLS)}", code=EXIT_BAD_INPUT)
+    rc = run_sanitize(_names(paths, "--paths") if paths else None, tools)
     _exit_on(rc, "sanitize: errors found (results/sanitize.json)")
 
 
@@ -200,27 +225,30 @@ def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None
 def reference(c):
     """Regenerate data/reference/ (the float64 result for the recipe) and say whether it changed."""
     from harness.data.reference import main as reference_main
-    _exit_on(reference_main(), "reference: regeneration failed")
+    _exit_on(reference_main([]), "reference: regeneration failed")
 
 
 @task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",
             "batches": "comma-separated batches at width 256 (default 32,128,512,2048; none: skip)",
-            "epochs": "epochs per point (epoch 0 is a warm-up, not timed)",
+            "epochs": "epochs per point, at least 2 (epoch 0 is a warm-up, not timed; default 20)",
             "pytorch": "also run PyTorch eager and cuda-graph at every point (default: on)",
             "full": "train on data/full, the 60,000-image split (`invoke data --full` first)"})
-def sweep(c, widths=None, batches=None, epochs=20, pytorch=True, full=False):
+def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False):
     """Width and batch sweep of the best CUDA path against PyTorch: results/sweep.json, SWEEP.md.
 
-    Each point runs build/mlp_train --perf-only into results/sweep/<point>/, then PyTorch eager
-    and cuda-graph on that point's weights and order; SWEEP.md and its two plots follow."""
-    from harness.studies.sweep import BATCHES, WIDTHS, data_for, parse_ints, sweep as run_sweep
-    from analysis.sweep_report import main as render_sweep
+    Each point runs build/mlp_train --perf-only into a staging folder, then PyTorch eager and
+    cuda-graph on that point's weights and order; a point that produced a CUDA timing replaces
+    results/sweep/<point>/, and sweep.json, SWEEP.md and its two plots are written together. A
+    sweep in which no point produced one writes nothing of the committed results."""
+    from harness.studies.sweep import SWEEP_MD, data_for, parse_epochs, parse_points, sweep as run_sweep
+    widths, batches = parse_points(widths, batches)
+    epochs = parse_epochs(epochs)
     data_dir, train_size = data_for(full)
-    doc = run_sweep(widths=parse_ints(widths, WIDTHS), batches=parse_ints(batches, BATCHES),
-                    epochs=int(epochs), pytorch=pytorch, data_dir=data_dir, train_size=train_size)
-    render_sweep([])
+    doc = run_sweep(widths=widths, batches=batches, epochs=epochs, pytorch=pytorch, data_dir=data_dir,
+                    train_size=train_size, report=SWEEP_MD)
     if not any(p["best_cuda"] is not None for p in doc["points"]):
-        raise Exit("sweep: no point produced a CUDA timing (results/sweep.json lists the errors)", code=1)
+        raise Exit("sweep: no point produced a CUDA timing; the committed results are untouched "
+                   "(results/sweep/<point>.failed/ hold this run's logs)", code=1)
 
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})

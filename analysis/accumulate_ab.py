@@ -13,15 +13,14 @@ run.json files; a missing or malformed one stops the summary with one line namin
 """
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import statistics
-import sys
 from pathlib import Path
 
 from analysis.sections.common import LOSS_CURVE_EPOCHS as LOSS_EPOCHS, LOSS_CURVE_FLAG as BAND
-from spec.files import RESULTS_DIR, write_text
+from analysis.loaders import load_json
+from spec import files, validate
+from spec.files import RESULTS_DIR, InputError, write_text
 
 DEFAULT_DIR = RESULTS_DIR / "experiments" / "accumulate"
 RUN_DIR = re.compile(r"^(double|float)_(\d+)$")
@@ -32,14 +31,13 @@ def load_runs(root: Path) -> list[dict]:
     runs = []
     for d in sorted(p for p in Path(root).iterdir() if p.is_dir() and RUN_DIR.match(p.name)):
         acc, rnd = RUN_DIR.match(d.name).groups()
-        try:
-            run = json.loads((d / "run.json").read_text())
-            run["paths"], run["reference_fp64"]["loss_per_epoch"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SystemExit(f"error: {d / 'run.json'}: {exc.__class__.__name__}: {exc}") from None
+        run = load_json(d / "run.json")
+        if not isinstance(run.get("paths"), dict) or \
+                not isinstance((run.get("reference_fp64") or {}).get("loss_per_epoch"), list):
+            raise InputError(f"error: {d / 'run.json'}: no paths object or reference_fp64.loss_per_epoch list")
         runs.append({"accumulate": acc, "round": int(rnd), "run": run})
     if not runs:
-        raise SystemExit(f"error: {root}: no double_N or float_N run folders")
+        raise InputError(f"error: {root}: no double_N or float_N run folders")
     return runs
 
 
@@ -84,11 +82,11 @@ def summarise(root: Path) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.accumulate_ab", description=__doc__.split("\n")[0])
+    ap = validate.ArgParser(prog="python -m analysis.accumulate_ab", description=__doc__.split("\n")[0])
     ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR))
     root = Path(ap.parse_args(argv).dir)
     if not root.is_dir():
-        raise SystemExit(f"error: {root}: no such folder (run `invoke gpu.accumulate-ab` on the GPU first)")
+        raise InputError(f"error: {root}: no such folder (run `invoke gpu.accumulate-ab` on the GPU first)")
     text = summarise(root)
     write_text(root / "README.md", text)
     print(f"wrote {root / 'README.md'}")
@@ -96,4 +94,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

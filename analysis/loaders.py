@@ -42,28 +42,40 @@ TORCH_TRACE_FILE = "pytorch_eager_trace.json"  # written by `invoke profile` (to
 NCU_FIRST = ("persistent", "fused")  # the order of the counter tables; other names follow, sorted
 
 
-class InputError(SystemExit):
-    """A bad input: one line naming the file. The CLIs print it and exit 2."""
+class InputError(files.InputError):
+    """A bad input: one line naming the file. The CLIs print it and exit 2 (spec.files.InputError,
+    which write_all raises too, is what they catch)."""
 
     def __init__(self, path, what: str | None = None):
         super().__init__(f"error: {path}: {what}" if what is not None else f"error: {path}")
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is no JSON number")
+
+
+def read_text(path, required: bool = True) -> str | None:
+    """The UTF-8 text of the input `path` (spec.files.read_input: a folder, FIFO or device where
+    the file should be is an InputError); None when it is absent and not required."""
+    path = Path(path)
+    if not required and not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return files.read_input_text(path)
+    except files.InputError as exc:
+        raise InputError(str(exc).removeprefix("error: ")) from None
+
+
 def load_json(path, schema: str | None = None, required: bool = True):
     """The parsed JSON object of `path`, checked against spec.schema `schema`; None when absent
-    and not required."""
+    and not required. NaN and Infinity (which Python's json would read) are malformed JSON."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if required:
-            raise InputError(path, "file not found") from None
+    text = read_text(path, required)
+    if text is None:
         return None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"malformed JSON: not UTF-8 ({exc.reason})") from None
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
         raise InputError(path, f"malformed JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError(path, "malformed JSON: the top level is not an object")
@@ -86,12 +98,9 @@ def load_toml(path) -> dict:
 def load_nvidia_smi(path) -> dict | None:
     """The `nvidia-smi --query-gpu=... --format=csv` text: {"header": [...], "rows": [[...]]}."""
     path = Path(path)
-    if not path.is_file():
+    text = read_text(path, required=False)
+    if text is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "malformed CSV: not UTF-8") from None
     try:
         table = [row for row in csv.reader(text.splitlines(), skipinitialspace=True, strict=True)
                  if row]
@@ -108,8 +117,14 @@ def load_nvidia_smi(path) -> dict | None:
 
 
 def read_log(path) -> str | None:
+    """A log's text (undecodable bytes replaced), None when absent; a special file is an InputError."""
     path = Path(path)
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return files.read_input(path).decode("utf-8", errors="replace")
+    except files.InputError as exc:
+        raise InputError(str(exc).removeprefix("error: ")) from None
 
 
 def _strings(entries, path, what: str, keys) -> None:
@@ -153,13 +168,13 @@ def load_profiles(path_names, profile_dir) -> dict[str, dict]:
     profile CSVs; a path with some but not all three is an error, and so is a malformed CSV."""
     out = {}
     for name in path_names:
-        files = profile_files(name, profile_dir)
-        if not any(f.is_file() for f in files.values()):
+        csvs = profile_files(name, profile_dir)
+        if not any(f.exists() or f.is_symlink() for f in csvs.values()):
             continue
-        entry = {"files": {k: f.name for k, f in files.items()}}
+        entry = {"files": {k: f.name for k, f in csvs.items()}}
         for kind, _, reader in PROFILE_REPORTS:
-            f = files[kind]
-            if not f.is_file():
+            f = csvs[kind]
+            if not f.exists():
                 raise InputError(f, f"file not found (the other CSVs of path {name!r} exist)")
             try:
                 entry[kind] = reader(f)

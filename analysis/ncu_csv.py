@@ -11,9 +11,12 @@ raw page:     one row per kernel launch ID, one column per metric; the first dat
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
+
+from spec.files import InputError, read_input
 
 # (section, metric, label) of the details page that the report quotes, in its column order.
 DETAIL_METRICS = (
@@ -51,12 +54,20 @@ def short_kernel_name(name: str) -> str:
     return str(name).split("(", 1)[0].strip()
 
 
+def _read(path: Path) -> bytes:
+    """The file's bytes (spec.files.read_input: a folder, FIFO or device is an NcuCsvError)."""
+    try:
+        return read_input(path)
+    except InputError as exc:
+        raise NcuCsvError(f"{path}" + str(exc).removeprefix(f"error: {path}")) from None
+
+
 def read_details(path: Path) -> list[dict]:
     """One dict per kernel launch, in ID order: {"id", "kernel" (short), "kernel_full", "metrics":
     {label: "value unit"}} for DETAIL_METRICS (a metric the page lacks is left out)."""
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        df = pd.read_csv(io.BytesIO(_read(path)), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise NcuCsvError(f"{path}: not an ncu details CSV: {e}") from None
     missing = [c for c in DETAIL_COLUMNS if c not in df.columns]
     if missing:
@@ -82,8 +93,8 @@ def read_stalls(path: Path) -> dict[int, list[tuple[str, float, float]]]:
     """{kernel launch ID: [(reason, samples, share of all samples), ...] largest first} from the
     raw page's smsp__pcsamp_warps_issue_stalled_<reason> counters."""
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, low_memory=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        df = pd.read_csv(io.BytesIO(_read(path)), dtype=str, keep_default_na=False, low_memory=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise NcuCsvError(f"{path}: not an ncu raw CSV: {e}") from None
     reasons = [c for c in df.columns if c.startswith(STALL_PREFIX) and not c.endswith("_not_issued")]
     if "ID" not in df.columns or not reasons:

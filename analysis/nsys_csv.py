@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from spec.files import InputError, read_input
+
 # Column order of the returned frames.
 KERN_COLUMNS = ["time_pct", "total_ns", "instances", "avg_ns", "med_ns", "min_ns", "max_ns",
                 "stddev_ns", "name"]
@@ -94,11 +96,9 @@ class _Source:
             path = Path(path_or_text)
             self.label = label or str(path)
             try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                raise NsysCsvError(f"{self.label}: file not found") from None
-            except OSError as exc:
-                raise NsysCsvError(f"{self.label}: cannot read ({exc.strerror})") from None
+                data = read_input(path)
+            except InputError as exc:
+                raise NsysCsvError(self.label + str(exc).removeprefix(f"error: {path}")) from None
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -24,15 +24,15 @@ whose recipe differs from run.json's among them (the line names each differing k
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from analysis import render as renderer
-from analysis.loaders import FILES, InputError, load_inputs, load_json
+from analysis.loaders import FILES, load_inputs, load_json
 from analysis.sections import supervised
 from analysis.sections.profiles import MEASURES
+from spec import files, validate
 from spec.files import PROFILE_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR
 
 
@@ -68,7 +68,7 @@ def default_profile_dir(results_dir) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.report",
+    ap = validate.ArgParser(prog="python -m analysis.report",
                                  description="Render RESULTS.md and PROFILES.md from results/ "
                                              "and profile/.")
     ap.add_argument("--results", default=str(RESULTS_DIR))
@@ -86,9 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         written = render(args.results, args.profile, args.predictions, args.gaps, args.out,
                          args.profiles_out, args.plots, args.sweep_md)
-    except InputError as exc:
-        print(exc.code, file=sys.stderr)
-        return 2
+    except files.InputError as exc:   # a bad input, or an output's place taken (write_all)
+        print(exc, file=sys.stderr)
+        return files.EXIT_BAD_INPUT
     if len(written) == 1:
         print(f"wrote {written[0]} (a supervised run that did not finish: the short report)")
     else:
@@ -97,4 +97,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    files.run_main(main)

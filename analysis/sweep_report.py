@@ -12,13 +12,13 @@ written; SWEEP.md and the plots are written together.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from analysis import render as renderer
-from analysis.loaders import InputError, load_json
+from analysis.loaders import load_json
+from spec import files, validate
 from spec.files import RESULTS_DIR, ROOT, TEMPLATES_DIR
 
 TEMPLATE_NAME = renderer.SWEEP_TEMPLATE
@@ -42,7 +42,7 @@ def render(sweep_path, out_path, plots_dir=None, templates_dir=TEMPLATES_DIR) ->
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.sweep_report",
+    ap = validate.ArgParser(prog="python -m analysis.sweep_report",
                                  description="Render SWEEP.md from results/sweep.json.")
     ap.add_argument("--sweep", default=str(RESULTS_DIR / SWEEP_FILE))
     ap.add_argument("--out", default=str(DEFAULT_OUT))
@@ -50,12 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         out = render(args.sweep, args.out, plots_dir=args.plots)
-    except InputError as exc:
-        print(exc.code, file=sys.stderr)
-        return 2
+    except files.InputError as exc:   # a bad input, or an output's place taken (write_all)
+        print(exc, file=sys.stderr)
+        return files.EXIT_BAD_INPUT
     print(f"wrote {out}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    files.run_main(main)

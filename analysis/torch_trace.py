@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from spec.files import InputError, read_input
+
 # torch.profiler's categories: GPU kernels, and the CUDA runtime calls that launch them.
 KERNEL_CAT = "kernel"
 RUNTIME_CAT = "cuda_runtime"
 
 
 def read_trace(path: Path) -> dict:
-    """The trace's JSON; a missing, unreadable or malformed file is one SystemExit line."""
+    """The trace's JSON; a missing, special (spec.files.read_input) or malformed file is one InputError line."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"error: {path}: file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SystemExit(f"error: {path}: not a Chrome trace JSON ({exc})") from None
+        doc = json.loads(read_input(path).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"error: {path}: not a Chrome trace JSON ({exc})") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
-        raise SystemExit(f"error: {path}: no traceEvents list")
+        raise InputError(f"error: {path}: no traceEvents list")
     return {"events": events}
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import uuid
 from pathlib import Path
 
 from harness.build import load_build_info
 from spec import provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, replace_folder, write_json
 
 
 # mlp_train's exit statuses (cuda/common/exit_status.h, docs/formats.md), one meaning each.
@@ -69,11 +68,7 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
         keep = logs if "outcome" in locals() and outcome.started and outcome.rc != EXIT_BAD_INPUT else \
             logs.with_name(f"{logs.name}.unstarted")
         if fresh.exists():
-            old = keep.with_name(f".{keep.name}.old-{uuid.uuid4().hex[:8]}")
-            if keep.exists():
-                keep.rename(old)
-            fresh.rename(keep)
-            shutil.rmtree(old, ignore_errors=True)
+            replace_folder(fresh, keep)
     rc = outcome.child_rc if outcome.child_rc is not None else outcome.rc
     if outcome.rc == EXIT_BAD_INPUT or not outcome.started:
         if rc in (EXIT_PASS, EXIT_GATE_FAILED):

@@ -1,10 +1,15 @@
-"""The repository's paths, atomic writes (temp file then rename) and the TOML reader."""
+"""The repository's paths, the one reader of input files (regular files only), atomic writes
+(temp file then rename; several outputs all or none), the TOML reader and the `python -m` entry
+points' exit on bad input."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -66,17 +71,42 @@ def write_json(path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def _check_target(path: Path) -> None:
+    """InputError when `path` cannot be an output: something other than a file is in its place,
+    or the nearest existing folder above it is not a folder."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        st = None   # a file where a folder above it should be: found below
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(f"error: {path}: {_kind(st.st_mode)} is in the way of this output")
+    parent = path.parent
+    while not parent.exists() and not parent.is_symlink() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"error: {parent}: not a folder, but {path} is to be written inside it")
+
+
+def check_targets(paths) -> None:
+    """InputError naming the first of `paths` that cannot be an output (_check_target): what a
+    writer calls before long work whose outputs write_all writes at the end."""
+    for path in paths:
+        _check_target(Path(path))
+
+
 def write_all(contents: dict) -> None:
-    """Write every {path: bytes or str}: all temp files first, then the renames. A failure while
+    """Write every {path: bytes or str} or none: every target checked first (a folder or another
+    non-file in a target's place, or a file where its folder should be, is an InputError naming
+    it, before anything is written), then all temp files, then the renames. A failure while
     writing the temp files leaves every target untouched (the temp files are removed)."""
+    targets = [(Path(path), data) for path, data in contents.items()]
+    check_targets(path for path, _ in targets)
     temps: list[tuple[str, Path]] = []
     try:
-        for path, data in contents.items():
-            path = Path(path)
+        for path, data in targets:
             temps.append((_write_temp(path, _as_bytes(data)), path))
-        for _, path in temps:   # a rename that would fail must fail before the first one is made
-            if path.is_dir() and not path.is_symlink():
-                raise IsADirectoryError(f"{path}: a folder is in the way of this output")
         for tmp, path in temps:
             os.replace(tmp, path)
     finally:
@@ -85,9 +115,22 @@ def write_all(contents: dict) -> None:
                 os.unlink(tmp)
 
 
-# A bad input file or value: one line (str()). Uncaught under plain `python -m`, SystemExit prints
-# it and exits 1; the invoke tasks (tasks.py) turn it into exit status EXIT_BAD_INPUT, as the
-# binary's bad-input status.
+def replace_folder(new, dest) -> None:
+    """The folder `new` renamed to `dest` (same file system): an old `dest` is renamed aside to a
+    hidden .`dest`.old-* first and removed only once `new` is in its place, so no failure leaves
+    neither (and what is left aside is never mistaken for a result)."""
+    new, dest = Path(new), Path(dest)
+    old = dest.with_name(f".{dest.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(new, dest)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+# A bad input file or value: one line (str()). The invoke tasks (tasks.py) and the `python -m`
+# entry points (run_main) turn it into exit status EXIT_BAD_INPUT, as the binary's bad-input
+# status; elsewhere uncaught, SystemExit prints the line and exits 1.
 EXIT_BAD_INPUT = 2
 
 
@@ -98,12 +141,77 @@ class InputError(SystemExit):
         return str(self.args[0]) if self.args else ""
 
 
-def load_toml(path) -> dict:
-    """Parse one TOML file; a missing or malformed file raises InputError with one line."""
+def _kind(mode: int) -> str:
+    """What a file system entry is, for messages."""
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+MAX_INPUT_BYTES = 1 << 30   # no input of the harness comes near; a bound for a file that grows
+
+
+def read_input(path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the input file `path`, which must be a regular file (a symlink to one will
+    do): a missing file, a folder, a FIFO, a device (/dev/zero) or a socket is an InputError
+    naming it, and nothing blocks (the file is opened non-blocking and checked before a read)."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(f"error: {path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"error: {path}: a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(f"error: {path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"error: {path}: {_kind(st.st_mode)}, not a file")
+        if st.st_size > max_bytes:
+            raise InputError(f"error: {path}: {st.st_size} bytes, more than an input may hold ({max_bytes})")
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"error: {path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > max_bytes:
+        raise InputError(f"error: {path}: more than {max_bytes} bytes, more than an input may hold")
+    return data
+
+
+def read_input_text(path, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """read_input's bytes as UTF-8 text; bytes that are not UTF-8 are an InputError naming the file."""
+    data = read_input(path, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"error: {path}: line {line}: not UTF-8 text") from None
+
+
+def load_toml(path) -> dict:
+    """Parse one TOML file; a missing, special (read_input) or malformed file raises InputError
+    with one line."""
+    data = read_input(path)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"error: {path}: malformed TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"error: {path}: malformed TOML: {exc}") from None
+
+
+def run_main(main, argv=None) -> None:
+    """The `python -m` entry point of a module: exits with main(argv)'s status; a bad input
+    (InputError) is its one line on stderr and exit status EXIT_BAD_INPUT."""
+    try:
+        rc = main(argv)
+    except InputError as exc:
+        print(str(exc), file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    raise SystemExit(rc or 0)

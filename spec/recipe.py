@@ -2,6 +2,13 @@
 bounds as the binary's (cuda/io/bounds.cpp; `build/mlp_host limits` prints them as JSON and
 tests/test_recipe.py checks that the two agree).
 
+A recipe file is written in the binary's grammar (cuda/io/recipe.cpp; docs/formats.md), a strict
+subset of TOML: printable ASCII, tabs and line ends (LF or CRLF) only; each line blank, a
+`# comment`, or `key = value` with a bare key and a value in the number grammar below, then an
+optional comment. check_grammar holds a file's text to it before tomllib reads the values, so
+that the two readers accept exactly the same files (`1_28`, `0x80`, `"batch"`, `inf`, a table
+are TOML that neither accepts).
+
 A recipe holds exactly the keys of BOUNDS, each once (TOML rejects a duplicate): an integer key
 an integer, a real key an integer or a finite float, each inside its closed interval; and
 batch <= train_size, batch * hidden_dim <= MAX_BATCH_TIMES_HIDDEN. Anything else is a RecipeError:
@@ -11,11 +18,12 @@ them is what run.json and pytorch.json record (`complete`), and `differing_keys`
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import NamedTuple
 
 from spec import layout
-from spec.files import RECIPE_PATH, InputError, load_toml
+from spec.files import RECIPE_PATH, InputError, read_input, tomllib
 
 
 class Bound(NamedTuple):
@@ -73,9 +81,46 @@ def validate(recipe: dict, where: str = "recipe") -> dict:
     return recipe
 
 
+# The binary's grammar (cuda/io/bounds.h): integers [+-]?(0|[1-9][0-9]*), and reals the same
+# with an optional fraction .[0-9]+ and exponent [eE][+-]?[0-9]+; TOML reads both as the binary's
+# strtoll/strtod do.
+NUMBER = r"[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+LINE = re.compile(r"[ \t]*(?:(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>[^#]*?)[ \t]*)?(?:#.*)?")
+BAD_CHARACTER = re.compile(r"[^\t\n\x20-\x7e]")
+
+
+def check_grammar(text: str, where: str) -> None:
+    """RecipeError ("where:line: ...") unless `text` keeps to the recipe grammar (above)."""
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line[:-1] if line.endswith("\r") and lineno <= text.count("\n") else line
+        bad = BAD_CHARACTER.search(line)
+        if bad:
+            raise RecipeError(f"error: {where}:{lineno}: byte 0x{ord(bad.group()):02x} (a recipe holds "
+                              f"printable ASCII, tabs and line ends only)")
+        m = LINE.fullmatch(line)
+        if m is None:
+            raise RecipeError(f"error: {where}:{lineno}: expected key = value (a bare key, a number, "
+                              f"an optional # comment)")
+        if m["key"] is not None and not re.fullmatch(NUMBER, m["value"]):
+            raise RecipeError(f"error: {where}:{lineno}: {m['key']}: {m['value']!r} is not a number "
+                              f"(want e.g. 128, 0.1 or 1e-3)")
+
+
 def load_recipe(path: Path = RECIPE_PATH) -> dict:
     """The validated training recipe as a dict, with steps_per_epoch and n_params added."""
-    return complete(load_toml(path), str(path))
+    data = read_input(path)
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise RecipeError(f"error: {path}:{line}: byte 0x{data[exc.start]:02x} (a recipe holds printable "
+                          f"ASCII, tabs and line ends only)") from None
+    check_grammar(text, str(path))
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"error: {path}: malformed TOML: {exc}") from None
+    return complete(table, str(path))
 
 
 def complete(recipe: dict, where: str = "recipe") -> dict:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from spec.validate import is_safe_name
+
 
 class SchemaError(ValueError):
     """A document that does not fit its schema: one line, the file and the field."""
@@ -37,17 +39,22 @@ class _Any(_Type):
 
 
 class _Scalar(_Type):
-    def __init__(self, kinds, what, positive=False, finite=False):
-        self.kinds, self.what, self.positive, self.finite = kinds, what, positive, finite
+    """A value of one of `kinds`; a number is finite, and inside [lo, hi] where they are given
+    (positive: > 0): a time, a fraction or a count outside its physical range is refused."""
+
+    def __init__(self, kinds, what, positive=False, lo=None, hi=None):
+        self.kinds, self.what, self.positive, self.lo, self.hi = kinds, what, positive, lo, hi
 
     def check(self, value, where, fail):
         if isinstance(value, bool) and bool not in self.kinds:
             fail(where, self.what, value)
         if not isinstance(value, self.kinds):
             fail(where, self.what, value)
-        if self.finite and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             fail(where, self.what, value)
         if self.positive and not value > 0:
+            fail(where, self.what, value)
+        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
             fail(where, self.what, value)
 
 
@@ -97,16 +104,21 @@ class Arr(_Type):
 
 
 class Map(_Type):
-    """An object of any keys, each value of one type."""
+    """An object of any keys, each value of one type; names=True: each key a safe name
+    (spec.validate.is_safe_name), since a reader makes file names of them (a path's profile CSVs
+    and kernel plot, say)."""
     what = "an object"
 
-    def __init__(self, value: _Type):
-        self.value = value
+    def __init__(self, value: _Type, names: bool = False):
+        self.value, self.names = value, names
 
     def check(self, value, where, fail):
         if not isinstance(value, dict):
             fail(where, self.what, value)
         for k, v in value.items():
+            if self.names and not is_safe_name(k):
+                raise SchemaError(f"{where or 'the top level'}: key {k!r} is not a safe name (1-64 of "
+                                  f"A-Z a-z 0-9 _ - ., starting with a letter or digit)")
             self.value.check(v, _join(where, k), fail)
 
 
@@ -140,13 +152,27 @@ def _shown(where: str) -> str:
     return f"{head}{dot}{last!r}"
 
 
+class _Name(_Type):
+    """A string that a reader may make a file name of: a safe name (spec.validate)."""
+    what = "a safe name (1-64 of A-Z a-z 0-9 _ - ., starting with a letter or digit)"
+
+    def check(self, value, where, fail):
+        if not isinstance(value, str) or not is_safe_name(value):
+            fail(where, self.what, value)
+
+
 ANY = _Any()
-NUM = _Scalar((int, float), "a number")
-POS = _Scalar((int, float), "a positive number", positive=True, finite=True)
+NUM = _Scalar((int, float), "a finite number")
+POS = _Scalar((int, float), "a positive number", positive=True)
+NONNEG = _Scalar((int, float), "a finite number >= 0", lo=0)          # times, bytes, counts, losses
+FRAC = _Scalar((int, float), "a fraction in [0, 1]", lo=0, hi=1)      # accuracies
 INT = _Scalar((int,), "an integer")
+COUNT = _Scalar((int,), "an integer >= 0", lo=0)
 STR = _Scalar((str,), "a string")
 BOOL = _Scalar((bool,), "true or false")
+NAME = _Name()
 ONUM, OINT, OSTR, OBOOL = Opt(NUM), Opt(INT), Opt(STR), Opt(BOOL)
+ONONNEG, OFRAC, ONAME = Opt(NONNEG), Opt(FRAC), Opt(NAME)
 
 
 def _describe(value) -> str:
@@ -169,10 +195,10 @@ def _describe(value) -> str:
 # ----------------------------------------------------------------------------- the schemas
 
 # One timed run of a CUDA path (run.json) or a PyTorch variant (pytorch.json).
-_TIMING = {"error": OSTR, "epoch_ms": Arr(NUM), "warmup_epoch_ms": ONUM, "mean_ms": ONUM,
-           "median_ms": ONUM, "min_ms": ONUM, "max_ms": ONUM, "cv_pct": ONUM,
-           "test_accuracy": ONUM, "test_accuracy_per_epoch": Arr(ONUM),
-           "test_accuracy_last5_mean": ONUM, "loss_per_epoch": Arr(ONUM)}
+_TIMING = {"error": OSTR, "epoch_ms": Arr(NONNEG), "warmup_epoch_ms": ONONNEG, "mean_ms": ONONNEG,
+           "median_ms": ONONNEG, "min_ms": ONONNEG, "max_ms": ONONNEG, "cv_pct": ONONNEG,
+           "test_accuracy": OFRAC, "test_accuracy_per_epoch": Arr(OFRAC),
+           "test_accuracy_last5_mean": OFRAC, "loss_per_epoch": Arr(ONONNEG)}
 
 _CASES = Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit": ONUM, "detail": STR},
                  required=("id", "name", "passed", "value", "limit")))
@@ -199,9 +225,9 @@ RUN = Obj({
     "cases": _CASES,
     "hints": Arr(STR), "supervisor": _SUPERVISOR,
     "paths": Map(Obj(_TIMING | {
-        "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONUM,
-        "parity_limit": ONUM, "parity_vs_fp64": ONUM, "deterministic": OBOOL,
-        "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR})),
+        "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONONNEG,
+        "parity_limit": ONONNEG, "parity_vs_fp64": ONONNEG, "deterministic": OBOOL,
+        "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR}), names=True),
     "device_limits": Obj({"smem_per_block_optin": INT, "sms": INT, "threads_per_sm": INT,
                           "capped": Map(NUM)}),
     "reference_fp64": Obj(_TIMING | {"passed": BOOL}),
@@ -219,10 +245,10 @@ RUN_SUPERVISED = Obj({
 PYTORCH = Obj({
     "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
     "date_utc": STR, "commit": STR, "recipe": _RECIPE,
-    "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONUM,
-                                   "compile_seconds": ONUM, "capture_seconds": ONUM,
-                                   "setup_seconds": ONUM, "cudagraph_skips": OINT})),
-    "variants_run": Arr(STR), "variants_left_out": Map(STR), "fastest_variant": OSTR,
+    "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONONNEG,
+                                   "compile_seconds": ONONNEG, "capture_seconds": ONONNEG,
+                                   "setup_seconds": ONONNEG, "cudagraph_skips": OINT}), names=True),
+    "variants_run": Arr(NAME), "variants_left_out": Map(STR, names=True), "fastest_variant": ONAME,
 }, required=("variants",))
 
 PHASES = Obj({
@@ -251,10 +277,10 @@ CEILINGS = Obj({
     "tf32_matmul": Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",)),
 }, required=("copy", "fp32_matmul"))
 
-_METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONUM, "cv_pct": ONUM,
-                    "min_ms": ONUM, "max_ms": ONUM, "test_accuracy": ONUM,
-                    "images_per_s": ONUM, "step_us": ONUM, "gpu_s_per_1000_images": ONUM,
-                    "launches_per_step": ONUM, "max_memory_allocated_bytes": ONUM}))
+_METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pct": ONONNEG,
+                    "min_ms": ONONNEG, "max_ms": ONONNEG, "test_accuracy": OFRAC,
+                    "images_per_s": ONONNEG, "step_us": ONONNEG, "gpu_s_per_1000_images": ONONNEG,
+                    "launches_per_step": ONUM, "max_memory_allocated_bytes": ONONNEG}))
 _LEDGER = Obj({"parameters_bytes": ONUM, "gradients_bytes": ONUM, "activations_bytes": ONUM,
                "data_bytes": ONUM, "order_bytes": ONUM, "total_sgd_momentum_bytes": ONUM,
                "optimizer_state_bytes": Map(ONUM)}, required=("optimizer_state_bytes",))
@@ -269,9 +295,9 @@ SWEEP = Obj({
                   required=("widths", "batches", "width_sweep_batch", "batch_sweep_hidden",
                             "input_dim", "output_dim", "cost_images")),
     "points": Arr(Obj({
-        "label": STR, "hidden": INT, "batch": INT, "status": STR, "sweeps": Arr(STR),
-        "errors": Arr(STR), "cuda": Map(_METRICS), "pytorch": Map(_METRICS),
-        "best_cuda_path": OSTR, "best_cuda": _METRICS, "command": OSTR,
+        "label": NAME, "hidden": INT, "batch": INT, "status": STR, "sweeps": Arr(STR),
+        "errors": Arr(STR), "cuda": Map(_METRICS, names=True), "pytorch": Map(_METRICS, names=True),
+        "best_cuda_path": ONAME, "best_cuda": _METRICS, "command": OSTR,
         "pytorch_command": OSTR,
         "ratio_best_cuda_vs_eager": ONUM, "ratio_best_cuda_vs_cuda_graph": ONUM,
         "steps_per_epoch": ONUM, "n_params": ONUM, "train_size": ONUM, "test_size": ONUM,
@@ -290,28 +316,28 @@ _GROUPS = ("parameters", "gradients", "optimizer_state", "activations", "inputs"
 TORCH_MEMORY = Obj(_STUDY | {
     "batch": INT, "plot": OSTR, "ledger": _LEDGER,
     "optimizers": Map(Obj({
-        "label": STR, "timeline": STR, "html": OSTR, "peak_total_bytes": NUM,
-        "peak_at_us": ONUM, "groups_peak": Obj({g: NUM for g in _GROUPS}, required=_GROUPS),
-        "ledger_bytes": Map(NUM), "max_memory_allocated_bytes": ONUM},
+        "label": STR, "timeline": STR, "html": OSTR, "peak_total_bytes": NONNEG,
+        "peak_at_us": ONONNEG, "groups_peak": Obj({g: NONNEG for g in _GROUPS}, required=_GROUPS),
+        "ledger_bytes": Map(NONNEG), "max_memory_allocated_bytes": ONONNEG},
         required=("label", "peak_total_bytes", "groups_peak", "ledger_bytes"))),
 }, required=("schema", "batch", "optimizers"))
 
 TORCH_BATCH_STEPS = Obj(_STUDY | {
     "optimizer": STR, "steps_traced": INT, "steps_timed": INT,
     "batches": Arr(Obj({
-        "batch": INT, "untraced_us_per_step": NUM, "wall_us_per_step": NUM,
-        "host_us_per_step": NUM, "kernel_us_per_step": NUM, "gpu_busy_us_per_step": ONUM,
-        "gpu_busy_fraction": ONUM, "kernels_per_step": NUM, "launches_per_step": NUM,
-        "work_vs_first": NUM, "untraced_time_vs_first": NUM, "trace": STR},
+        "batch": INT, "untraced_us_per_step": NONNEG, "wall_us_per_step": NONNEG,
+        "host_us_per_step": NONNEG, "kernel_us_per_step": NONNEG, "gpu_busy_us_per_step": ONONNEG,
+        "gpu_busy_fraction": OFRAC, "kernels_per_step": NONNEG, "launches_per_step": NONNEG,
+        "work_vs_first": NONNEG, "untraced_time_vs_first": NONNEG, "trace": STR},
         required=("batch", "untraced_us_per_step", "wall_us_per_step", "host_us_per_step",
                   "kernel_us_per_step", "gpu_busy_fraction", "work_vs_first",
                   "untraced_time_vs_first")), nonempty=True),
 }, required=("schema", "batches"))
 
-_KERNEL = Obj({"name": STR, "op": OSTR, "kind": STR, "instances_per_step": NUM,
-               "mean_us": NUM, "us_per_step": NUM},
+_KERNEL = Obj({"name": STR, "op": OSTR, "kind": STR, "instances_per_step": NONNEG,
+               "mean_us": NONNEG, "us_per_step": NONNEG},
               required=("name", "instances_per_step", "mean_us", "us_per_step"))
-_PHASE = Obj({"kernels": Arr(_KERNEL), "gpu_us_per_step": NUM},
+_PHASE = Obj({"kernels": Arr(_KERNEL), "gpu_us_per_step": NONNEG},
              required=("kernels", "gpu_us_per_step"))
 TORCH_LINEAR = Obj(_STUDY | {
     "optimizer": STR, "steps_traced": INT,
@@ -326,20 +352,20 @@ OURS_BATCH_STEPS = Obj(_OURS | {
     "epochs_timed": INT, "tried": Arr(STR),
     "batches": Arr(Obj({
         "batch": INT, "path": STR, "steps": INT, "untraced_us_per_step": POS,
-        "candidates": Arr(Obj({"path": STR, "us_per_step": ONUM, "why": OSTR},
+        "candidates": Arr(Obj({"path": STR, "us_per_step": ONONNEG, "why": OSTR},
                               required=("path", "us_per_step"))),
-        "wall_us_per_step": NUM, "host_us_per_step": NUM, "kernel_us_per_step": NUM,
-        "gpu_busy_us_per_step": ONUM, "gpu_busy_fraction": ONUM, "kernels_per_step": NUM,
-        "launches_per_step": NUM, "work_vs_first": NUM, "untraced_time_vs_first": NUM,
+        "wall_us_per_step": NONNEG, "host_us_per_step": NONNEG, "kernel_us_per_step": NONNEG,
+        "gpu_busy_us_per_step": ONONNEG, "gpu_busy_fraction": OFRAC, "kernels_per_step": NONNEG,
+        "launches_per_step": NONNEG, "work_vs_first": NONNEG, "untraced_time_vs_first": NONNEG,
         "profile": STR},
         required=("batch", "path", "untraced_us_per_step", "wall_us_per_step",
                   "host_us_per_step", "kernel_us_per_step", "gpu_busy_fraction",
                   "work_vs_first", "untraced_time_vs_first")), nonempty=True),
 }, required=("schema", "batches"))
-_OUR_KERNEL = Obj({"name": STR, "what": STR, "instances_per_step": NUM, "mean_us": NUM,
-                   "us_per_step": NUM}, required=("name", "instances_per_step", "mean_us",
+_OUR_KERNEL = Obj({"name": STR, "what": STR, "instances_per_step": NONNEG, "mean_us": NONNEG,
+                   "us_per_step": NONNEG}, required=("name", "instances_per_step", "mean_us",
                                                   "us_per_step"))
-_OUR_PHASE = Obj({"kernels": Arr(_OUR_KERNEL), "gpu_us_per_step": NUM},
+_OUR_PHASE = Obj({"kernels": Arr(_OUR_KERNEL), "gpu_us_per_step": NONNEG},
                  required=("kernels", "gpu_us_per_step"))
 OURS_LINEAR = Obj(_OURS | {
     "path": STR,
@@ -353,19 +379,32 @@ OURS_LINEAR = Obj(_OURS | {
 STATIONARY_PHASES = Obj({
     "schema": Const(1), "source": STR, "kernel": STR, "shape": STR, "commit": OSTR,
     "date_utc": STR, "step_us": POS,
-    "phases": Arr(Obj({"name": STR, "slowest_us": NUM, "mean_us": NUM},
+    "phases": Arr(Obj({"name": STR, "slowest_us": NONNEG, "mean_us": NONNEG},
                       required=("name", "slowest_us", "mean_us")), nonempty=True),
-    "wait_skew_us": ONUM,
-    "variants": Arr(Obj({"name": STR, "us_per_step": POS, "cv_pct": ONUM, "shipped": BOOL},
+    "wait_skew_us": ONONNEG,
+    "variants": Arr(Obj({"name": STR, "us_per_step": POS, "cv_pct": ONONNEG, "shipped": BOOL},
                         required=("name", "us_per_step", "shipped"))),
 }, required=("schema", "step_us", "phases"))
+
+
+def _ordered_times(records: dict, where: str) -> str | None:
+    """The first timing of `records` whose min_ms <= median_ms <= max_ms does not hold."""
+    for name, rec in records.items():
+        lo, med, hi = (rec.get(k) for k in ("min_ms", "median_ms", "max_ms"))
+        if None not in (lo, med, hi) and not lo <= med <= hi:
+            return f"{where}.{name}: min_ms {lo!r}, median_ms {med!r}, max_ms {hi!r}: expected min <= median <= max"
+    return None
 
 
 def _run_checks(doc) -> str | None:
     for name, rec in doc["paths"].items():
         if "passed" not in rec and "skipped" not in rec:
             return f"paths.{name}: missing key 'passed' (or 'skipped')"
-    return None
+    return _ordered_times(doc["paths"], "paths")
+
+
+def _pytorch_checks(doc) -> str | None:
+    return _ordered_times(doc["variants"], "variants")
 
 
 def _sweep_checks(doc) -> str | None:
@@ -377,7 +416,7 @@ def _sweep_checks(doc) -> str | None:
 
 
 SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
-    "run": (RUN, _run_checks), "run_supervised": (RUN_SUPERVISED, None), "pytorch": (PYTORCH, None), "persistent_phases": (PHASES, None),
+    "run": (RUN, _run_checks), "run_supervised": (RUN_SUPERVISED, None), "pytorch": (PYTORCH, _pytorch_checks), "persistent_phases": (PHASES, None),
     "torch_memory": (TORCH_MEMORY, None), "torch_batch_steps": (TORCH_BATCH_STEPS, None),
     "torch_linear_kernels": (TORCH_LINEAR, None), "stationary_phases": (STATIONARY_PHASES, None),
     "ours_batch_steps": (OURS_BATCH_STEPS, None), "ours_linear_kernels": (OURS_LINEAR, None),

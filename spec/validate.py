@@ -3,10 +3,14 @@ number before it becomes a limit or a count. Each failure is an InputError (spec
 naming the input and what is wrong, which the invoke tasks turn into exit status 2.
 
     safe_name("mutant_a", "submission")       a file stem or a name from a results file, as a path part
+    is_safe_name("fused")                      the same test as a bool (spec/schema.py's names)
     submission_stem(Path("x.cu"))             the stem of a submission file, checked
     positive_seconds("25", "--limit")         a finite time limit > 0
     count("4", "--jobs", lo=1, hi=64)          an integer inside [lo, hi]
     integers("64,128", "--widths", lo=1, hi=16384)   a comma-separated list of them
+    real("0.02", "--band", lo=0, hi=1)         a finite number inside [lo, hi]
+    arch("sm_90")                              an architecture name sm_XY or sm_XYZ
+    ArgParser(prog=...)                        argparse whose usage errors are one InputError line
 
 A safe name is 1-64 characters of ASCII letters, digits, '_', '-' and '.', starting with a letter or
 a digit, not ending in '.', and none of the names the gate's own files take (leaderboard.csv,
@@ -15,6 +19,7 @@ a '$' or a backtick, so it is the same string to make, the shell, Python and the
 """
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from pathlib import Path
@@ -25,10 +30,16 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 RESERVED = frozenset({"leaderboard.csv", "leaderboard.md", "leaderboard"})
 
 
+def is_safe_name(text) -> bool:
+    """Whether `text` is a safe name (above)."""
+    s = str(text)
+    return bool(SAFE_NAME.fullmatch(s)) and not s.endswith(".") and s.lower() not in RESERVED
+
+
 def safe_name(text, what: str) -> str:
     """`text` when it is a safe name (above), else InputError naming `what`."""
     s = str(text)
-    if not SAFE_NAME.fullmatch(s) or s.endswith(".") or s.lower() in RESERVED:
+    if not is_safe_name(s):
         shown = s if len(s) <= 80 else s[:77] + "..."
         raise InputError(f"error: {what} {shown!r}: not a safe name (1-64 of A-Z a-z 0-9 _ - ., starting with a "
                          f"letter or digit, not ending in '.', not {', '.join(sorted(RESERVED))})")
@@ -74,3 +85,37 @@ def integers(text, flag: str, lo: int = 1, hi: int = 1 << 20) -> list[int]:
     if len(set(values)) != len(values):
         raise InputError(f"error: {flag} {text!r}: a value given twice")
     return values
+
+
+def real(text, flag: str, lo: float, hi: float) -> float:
+    """A finite number in [lo, hi] (float() syntax: no inf, no nan)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise InputError(f"error: {flag} {text!r}: expected a number in [{lo:g}, {hi:g}]") from None
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise InputError(f"error: {flag} {text!r}: expected a finite number in [{lo:g}, {hi:g}]")
+    return value
+
+
+ARCH = re.compile(r"sm_[1-9][0-9]{1,2}")
+
+
+def arch(text, flag: str = "--arch") -> str:
+    """An architecture name as nvcc spells it: sm_ and two or three ASCII digits (sm_90, sm_100);
+    whether nvcc supports it is the build's question (harness/build.py)."""
+    s = str(text)
+    if not ARCH.fullmatch(s):
+        raise InputError(f"error: {flag} {s!r}: expected sm_XY or sm_XYZ in ASCII digits, e.g. sm_90 "
+                         f"(H100/H200) or sm_75")
+    return s
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse for the `python -m` entry points: a usage error (an unknown flag, a value a type=
+    function refuses) is one InputError line naming the program, so the entry point exits 2 with
+    that line alone. The type= functions are this module's (count, real, ...): their InputError
+    passes through argparse as it is."""
+
+    def error(self, message):
+        raise InputError(f"error: {self.prog}: {message}")

@@ -3,7 +3,6 @@ folder stops it with one line naming the file."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analysis import derive
-from analysis.labels import kernel_base_name, kernel_labels, operation_label
+from analysis.labels import kernel_base_name, kernel_labels
 from analysis.nsys_csv import (API_COLUMNS, KERN_COLUMNS, NVTX_COLUMNS, NsysCsvError,
                                read_api_sum, read_kern_sum, read_nvtx_sum)
 

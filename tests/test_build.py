@@ -1,5 +1,7 @@
 """harness/build.py: a --submission that compiles but lacks an entry point stops before the build
-is touched, names what is missing in one line and exits 2 (issue 17). Needs nvcc (no GPU)."""
+is touched, names what is missing in one line and exits 2 (issue 17); a bad --arch leaves the build
+folder as it was, and a hostile submission name reaches make only as a safe copy (issue 28).
+Needs nvcc (no GPU)."""
 from __future__ import annotations
 
 import json
@@ -7,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +48,81 @@ def test_submission_lacking_an_entry_point_keeps_the_last_good_build(tmp_path):
     assert sorted(p.name for p in build_dir.iterdir()) == sorted(good)
     for name, data in good.items():
         assert (build_dir / name).read_bytes() == data, name
+
+
+# ----------------------------------------------------------------------------- issue 28: --arch, submission names
+
+def _build_dir_with_a_good_build(tmp_path):
+    build_dir = tmp_path / "build"
+    build_dir.mkdir()
+    good = {"build_info.json": json.dumps({"arch": "sm_90", "submission": hb.DEFAULT_SUBMISSION}).encode(),
+            "config.stamp": b"ARCH=sm_90 SUBMISSION=cuda/contract/submission_ref.cu ACCUM=double\n",
+            "mlp_train": b"old binary"}
+    for name, data in good.items():
+        (build_dir / name).write_bytes(data)
+    return build_dir, good
+
+
+def _build_in_a_child(arch, build_dir, submission=None) -> subprocess.CompletedProcess:
+    code = ("from pathlib import Path; from harness.build import build; "
+            f"build(arch={arch!r}, submission={submission!r}, build_dir=Path({str(build_dir)!r}))")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("arch", ["sm_10", "sm_900", "sm_٩٠", "sm_⁹⁰", "sm_9", "sm_90;id", "SM_90", "compute_90"])
+def test_a_bad_arch_is_one_line_exit_2_and_the_build_folder_is_untouched(tmp_path, arch):
+    build_dir, good = _build_dir_with_a_good_build(tmp_path)
+    res = _build_in_a_child(arch, build_dir)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(f"error: --arch {arch!r}: "), res.stderr
+    assert sorted(p.name for p in build_dir.iterdir()) == sorted(good)
+    assert all((build_dir / n).read_bytes() == data for n, data in good.items())
+
+
+def test_every_arch_nvcc_compiles_for_is_accepted():
+    assert "sm_90" in hb.nvcc_archs()
+    assert all(hb.validate_arch(a) == a for a in hb.nvcc_archs())
+
+
+HOSTILE_NAMES = ["x`id>PWNED`", "a b", "it's", "a;touch PWNED2", "$(HOME)", "-x", "..."]
+
+
+def test_hostile_submission_names_compile_through_a_safe_copy_and_no_shell_sees_them(tmp_path, monkeypatch):
+    """Each name compiles for real (the check step) and reaches make only as a copy under a safe
+    name; no command it holds runs (no PWNED file anywhere). The full build's make is stood in for."""
+    starter = (ROOT / "cuda" / "contract" / "submission_starter.cu").read_bytes()
+    real_run = subprocess.run
+    made = []
+
+    def run(cmd, *a, **kw):
+        if cmd[0] == "make" and cmd[-1] == "all":
+            made.append(cmd)
+            return subprocess.CompletedProcess(cmd, 0)
+        return real_run(cmd, *a, **kw)
+    monkeypatch.setattr(hb.subprocess, "run", run)
+    monkeypatch.chdir(tmp_path)
+    for i, stem in enumerate(HOSTILE_NAMES):
+        src = tmp_path / "in" / f"{stem}.cu"
+        src.parent.mkdir(exist_ok=True)
+        src.write_bytes(starter)
+        build_dir = tmp_path / f"build{i}"
+        info = hb.build(arch="sm_90", submission=str(src), build_dir=build_dir)
+        sub_arg = next(a for a in made[-1] if a.startswith("SUBMISSION="))
+        assert hb.MAKE_SAFE_PATH.fullmatch(sub_arg.removeprefix("SUBMISSION=")), sub_arg
+        copy = (ROOT / sub_arg.removeprefix("SUBMISSION=")).resolve()
+        assert copy.read_bytes() == starter and copy.parent == (build_dir / hb.SUBMISSION_DIR).resolve()
+        assert info["submission"].endswith(f"{stem}.cu") and info["make_submission"] == sub_arg.split("=", 1)[1]
+        assert not (build_dir / hb.CHECK_DIR).exists()
+    for where in (tmp_path, ROOT, Path.home()):
+        assert not list(Path(where).glob("PWNED*")), where
+
+
+def test_a_submission_that_is_not_a_file_or_not_cu_is_one_line(tmp_path):
+    build_dir, good = _build_dir_with_a_good_build(tmp_path)
+    (tmp_path / "d.cu").mkdir()
+    (tmp_path / "x.cpp").write_text("int main() {}\n")
+    for sub, words in ((tmp_path / "d.cu", "a folder"), (tmp_path / "none.cu", "file not found"),
+                       (tmp_path / "x.cpp", "not a .cu file")):
+        res = _build_in_a_child("sm_90", build_dir, str(sub))
+        assert res.returncode == 2 and res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+    assert all((build_dir / n).read_bytes() == data for n, data in good.items())

@@ -243,6 +243,8 @@ def recipe_ok(lines: list[tuple[str, str]], limits) -> dict | None:
     keys = [k for k, _ in lines]
     if sorted(keys) != sorted(BASE):
         return None
+    if any(c != "\t" and not " " <= c <= "~" for _, text in lines for c in text):
+        return None   # the grammar's characters: printable ASCII and tabs, comments included
     vals = {}
     for k, text in lines:
         v = expected_value(k, text.split("#", 1)[0].strip(" \t\r"), limits)

@@ -12,7 +12,7 @@ import pytest
 from spec.files import ROOT
 
 SRC = ["tests/gate_sim/epoch_check_sim.cpp", "cuda/gate/epoch_check.cpp", "cuda/gate/cpu_reference.cpp", "cuda/io/dataset.cpp",
-       "cuda/common/common.cpp", "cuda/io/sha256.cpp", "cuda/io/npy.cpp"]
+       "cuda/common/common.cpp", "cuda/io/sha256.cpp", "cuda/io/npy.cpp", "cuda/io/input_file.cpp"]
 
 
 @pytest.fixture(scope="module")

@@ -192,6 +192,7 @@ def test_warp_synchronous_reduction_fails_case_12_on_its_warnings(tmp_path):
     res = subprocess.run([sys.executable, "-m", "harness.gate.supervisor", "--binary", str(binary),
                           "--out", str(tmp_path), "--sanitize", "submission", "--", "--paths", "submission",
                           "--reference", "shipped"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     doc = json.loads((tmp_path / "run.json").read_text())
     by = {c["id"]: c for c in doc["cases"]}
     assert all(by[i]["passed"] for i in by if i not in (8, 12)), by

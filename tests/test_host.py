@@ -142,7 +142,7 @@ def test_mlp_train_rejects_bad_arguments_in_one_line(args, message):
 def test_build_for_architecture(arch, tmp_path):
     """invoke build --arch ARCH produces the binary (compiles with warnings as errors)."""
     build_dir = tmp_path / arch
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), f"-j2", f"ARCH={arch}",
+    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j2", f"ARCH={arch}",
                           f"BUILD={build_dir}", "all"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert (build_dir / "mlp_train").exists() and (build_dir / "libmlp.so").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st

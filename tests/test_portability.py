@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -187,3 +188,19 @@ def test_main_job_under_smaller_gpus_limits(cls, tmp_path):
         assert paths["persistent"]["config"].startswith("K chunk 1024")
     assert "shared memory per block >" in paths["stationary"]["skipped"]
     assert (dest / "RESULTS.md").is_file() and "skipped" in (dest / "RESULTS.md").read_text()
+
+
+def test_a_class_run_that_does_not_finish_replaces_nothing(tmp_path):
+    """A bad flag (exit 2 on any machine; no GPU ends the same way): the committed class folder stays
+    byte for byte, this run's log goes to <class>.failed/ (issue 28: a failed run destroys no evidence)."""
+    need(TRAIN)
+    import hashlib
+    shutil.copytree(ROOT / "results" / "portability", tmp_path / "p")
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp_path / "p").rglob("*")) if p.is_file()}
+    rc = pt.run_class("t4", tmp_path / "p", report=True, extra_args=("--bogus",))
+    assert rc == 2
+    after = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp_path / "p").rglob("*"))
+             if p.is_file() and "t4.failed" not in str(p)}
+    assert after == before
+    assert "--bogus" in (tmp_path / "p" / "t4.failed" / "run.log").read_text()
+    assert not (tmp_path / "p" / "t4.new").exists()

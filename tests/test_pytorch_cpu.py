@@ -21,6 +21,7 @@ from harness.baseline import pytorch_baseline as pb  # noqa: E402
 from harness.baseline import registry  # noqa: E402
 from spec import layout  # noqa: E402
 from spec.schema import validate  # noqa: E402
+from spec.files import RESULTS_DIR  # noqa: E402
 
 RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 512, 256, 64, RECIPE["batch"]
@@ -255,7 +256,7 @@ LAST_K, LATE_TOL = 5, 0.01
 
 def _reference_curve(init, order, data):
     """The float64 reference's per-epoch test accuracy: run.json's, or harness.data.np_reference's."""
-    run_json = config.RESULTS_DIR / "run.json"
+    run_json = RESULTS_DIR / "run.json"
     if run_json.exists():
         ref = json.loads(run_json.read_text()).get("reference_fp64") or {}
         if len(ref.get("test_accuracy_per_epoch") or []) == order.shape[0]:
@@ -266,9 +267,9 @@ def _reference_curve(init, order, data):
 
 @pytest.fixture(scope="module")
 def full_inputs():
-    if not (config.RESULTS_DIR / "init_params.npy").exists():
+    if not (RESULTS_DIR / "init_params.npy").exists():
         pytest.skip("results/init_params.npy missing: run build/mlp_train first")
-    init, order = pb.load_inputs(config.RESULTS_DIR)
+    init, order = pb.load_inputs(RESULTS_DIR)
     data = pb.load_data()
     return init, order, data, _reference_curve(init, order, data)
 

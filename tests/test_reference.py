@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from harness.data import reference
+from spec.files import InputError
 from spec.recipe import load_recipe
 
 
@@ -47,3 +48,30 @@ def test_mlp_train_refuses_a_shipped_reference_of_another_recipe():
                          cwd=reference.ROOT)
     assert res.returncode == 2
     assert "made for another recipe" in res.stderr
+
+
+def _tree(d: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())}
+
+
+def test_a_recipe_the_binary_refuses_stops_invoke_reference_in_one_line(tmp_path, monkeypatch):
+    """`invoke reference` with momentum = 1: one line, exit 2, nothing run, data/reference/ as it was."""
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(reference.RECIPE_PATH.read_text().replace("momentum = 0.9", "momentum = 1"))
+    target = tmp_path / "reference"
+    target.mkdir()
+    (target / "kept.npy").write_bytes(b"committed")
+    monkeypatch.setattr(reference, "generate", lambda *a, **k: pytest.fail("generate ran"))
+    with pytest.raises(InputError) as exc:
+        reference.regenerate(target, recipe=recipe)
+    assert str(exc.value) == f"error: {recipe}: momentum = 1 is out of range [0, 0.999]"
+    assert _tree(target) == {"kept.npy": hashlib.sha256(b"committed").hexdigest()}
+
+
+def test_a_bad_input_mlp_host_finds_is_its_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "SHA256SUMS").write_text("")
+    with pytest.raises(InputError) as exc:
+        reference.generate(tmp_path / "out", data_dir=data)
+    assert str(exc.value) == f"mlp_host: error: {data}/SHA256SUMS: lists no files"

@@ -345,7 +345,7 @@ def nothing_written(out: Path) -> bool:
 
 @pytest.mark.parametrize("name, change, field", [
     ("run.json", lambda d: d["paths"]["fused"].__setitem__("median_ms", "fast"),
-     "run.json: paths.fused.'median_ms': expected a number or null, got the string 'fast'"),
+     "run.json: paths.fused.'median_ms': expected a finite number >= 0 or null, got the string 'fast'"),
     ("run.json", lambda d: d["paths"]["fused"].__setitem__("passed", "false"),
      "paths.fused.'passed': expected true or false, got the string 'false'"),
     ("run.json", lambda d: d["recipe"].pop("steps_per_epoch"),
@@ -475,3 +475,113 @@ def test_missing_run_json_is_one_line(inputs, capsys):
 def test_summary_module_reads_no_phase_masks():
     for mod in (phases, summary, profiles):
         assert "mask" not in Path(mod.__file__).read_text()
+
+
+# ----------------------------------------------------------------------------- hostile results (issue 28)
+
+def _hashes(*roots) -> dict:
+    import hashlib
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for r in roots for p in sorted(Path(r).rglob("*"))
+            if p.is_file()}
+
+
+def _set(path: list, value):
+    def change(doc):
+        for key in path[:-1]:
+            doc = doc[key]
+        doc[path[-1]] = value
+    return change
+
+
+@pytest.mark.parametrize("name, change, words", [
+    ("run.json", _set(["paths", "fused", "median_ms"], -1), "paths.fused.'median_ms': expected a finite number >= 0"),
+    ("run.json", _set(["paths", "fused", "epoch_ms"], [1.0, -2.0]), "paths.fused.epoch_ms[1]"),
+    ("run.json", _set(["paths", "fused", "test_accuracy"], 1.5), "expected a fraction in [0, 1]"),
+    ("run.json", _set(["paths", "fused", "min_ms"], 1e6), "expected min <= median <= max"),
+    ("pytorch.json", _set(["variants", "eager", "median_ms"], -3), "variants.eager.'median_ms'"),
+    ("pytorch.json", _set(["variants", "eager", "test_accuracy_per_epoch"], [0.5, -0.1]),
+     "test_accuracy_per_epoch[1]"),
+    ("sweep.json", _set(["points", 0, "best_cuda", "median_ms"], -1.0), "points[0].best_cuda.'median_ms'"),
+    ("ceilings.json", _set(["copy", "gb_per_s"], -5), "copy.'gb_per_s': expected a positive number"),
+])
+def test_values_outside_their_physical_range_are_one_line_exit_2(inputs, capsys, name, change, words):
+    edit(inputs[0], name, change)
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1 and words in err and name in err, err
+    assert nothing_written(inputs[2])
+
+
+def test_a_number_too_large_for_a_float_is_refused(inputs, capsys):
+    f = inputs[0] / "run.json"
+    doc = json.loads(f.read_text())
+    doc["paths"]["fused"]["median_ms"] = 12345.5
+    f.write_text(json.dumps(doc).replace("12345.5", "1e400"))   # Python reads 1e400 as inf
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1 and "paths.fused.'median_ms'" in err and "the number inf" in err, err
+    assert nothing_written(inputs[2])
+
+
+def test_nan_and_infinity_literals_are_malformed_json(inputs, capsys):
+    f = inputs[0] / "run.json"
+    f.write_text(f.read_text().replace('"median_ms": ', '"median_ms": NaN, "x": ', 1))
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1 and "malformed JSON: NaN is no JSON number" in err, err
+
+
+@pytest.mark.parametrize("name", ["../../../../elsewhere/evil", "/tmp/evil", "a/b", "..", ".hidden", "x y"])
+def test_a_path_name_that_is_no_safe_name_is_refused_naming_file_and_field(inputs, capsys, tmp_path, name):
+    results = inputs[0]
+    edit(results, "run.json", lambda d: d["paths"].__setitem__(name, d["paths"].pop("fused")))
+    elsewhere = tmp_path / "elsewhere"
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"{results / 'run.json'}: paths: key {name!r} is not a safe name" in err, err
+    assert nothing_written(inputs[2]) and not elsewhere.exists()
+
+
+def test_a_pytorch_variant_name_that_is_no_safe_name_is_refused(inputs, capsys):
+    edit(inputs[0], "pytorch.json", lambda d: d["variants"].__setitem__("../evil", d["variants"].pop("eager")))
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and "pytorch.json: variants: key '../evil' is not a safe name" in err, err
+
+
+@pytest.mark.parametrize("special", ["folder", "fifo"])
+@pytest.mark.parametrize("name", ["run.json", "pytorch.json", "logs/profile.log", "logs/nvidia-smi.csv"])
+def test_a_results_file_that_is_a_folder_or_a_fifo_is_one_line(inputs, capsys, special, name):
+    import os
+    f = inputs[0] / name
+    f.unlink(missing_ok=True)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.mkdir() if special == "folder" else os.mkfifo(f)
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1 and str(f) in err, err
+    assert ("a folder" if special == "folder" else "a FIFO") in err
+    assert nothing_written(inputs[2])
+
+
+@pytest.mark.parametrize("block", ["plots_is_a_file", "a_plot_is_a_folder", "profiles_md_is_a_folder"])
+def test_an_output_in_the_way_leaves_every_output_as_it_was(inputs, capsys, block):
+    """All or none: whatever is in the way of one output is found before RESULTS.md is replaced."""
+    results, profile, out = inputs
+    render(inputs)
+    edit(results, "run.json", lambda d: d.__setitem__("commit", "def5678"))   # a new render would differ
+    target = {"plots_is_a_file": out / "plots", "a_plot_is_a_folder": out / "plots" / "epoch_time.png",
+              "profiles_md_is_a_folder": out / "PROFILES.md"}[block]
+    if target.is_dir():
+        shutil.rmtree(target)
+        target.write_text("in the way")
+    else:
+        target.unlink()
+        target.mkdir()
+    before = _hashes(out)
+    rc, err = run_main(inputs, capsys)
+    assert rc == 2 and err.count("\n") == 1 and str(target) in err, err
+    assert _hashes(out) == before
+
+
+def test_invoke_exits_2_with_the_entry_points_one_line_alone():
+    import tasks
+    from invoke import Exit
+    with pytest.raises(Exit) as exc:
+        tasks._exit_on(2, "report: rendering failed (its message is above)")
+    assert exc.value.code == 2 and not exc.value.message

@@ -109,7 +109,7 @@ def test_write_all_writes_every_file_or_none(tmp_path):
     assert a.read_text() == "A" and b.read_bytes() == b"B"
     blocked = tmp_path / "file"
     blocked.write_text("x")
-    with pytest.raises(OSError):                  # the second target's folder is a file
+    with pytest.raises(files.InputError, match="file: not a folder"):   # the second target's folder is a file
         files.write_all({a: "new A", blocked / "c.txt": "C"})
     assert a.read_text() == "A"                   # the first target untouched
     assert sorted(q.name for q in tmp_path.iterdir()) == ["a.txt", "b.bin", "file"]
@@ -184,3 +184,47 @@ def test_spec_imports_neither_harness_nor_analysis():
     for f in (files.ROOT / "spec").glob("*.py"):
         src = f.read_text()
         assert not re.search(r"^\s*(from|import)\s+(harness|analysis)\b", src, re.M), f.name
+
+
+# ----------------------------------------------------------------------------- input files and outputs (issue 28)
+
+@pytest.mark.parametrize("make, what", [
+    (lambda p: p.mkdir(), "a folder"),
+    (lambda p: os.mkfifo(p), "a FIFO, not a file"),
+    (lambda p: p.symlink_to("/dev/zero"), "a character device, not a file"),
+])
+def test_read_input_refuses_what_is_not_a_regular_file_without_blocking(tmp_path, make, what):
+    from spec.files import InputError, read_input
+    p = tmp_path / "in.json"
+    make(p)
+    with pytest.raises(InputError) as exc:
+        read_input(p)
+    assert str(exc.value).startswith(f"error: {p}: ") and what in str(exc.value)
+
+
+def test_read_input_reads_a_file_and_bounds_its_size(tmp_path):
+    from spec.files import InputError, read_input
+    p = tmp_path / "in.json"
+    p.write_bytes(b"{}" * 10)
+    assert read_input(p) == b"{}" * 10
+    with pytest.raises(InputError, match="more than an input may hold"):
+        read_input(p, max_bytes=5)
+
+
+@pytest.mark.parametrize("block", ["folder_target", "file_parent", "file_grandparent"])
+def test_write_all_finds_what_is_in_the_way_before_anything_is_written(tmp_path, block):
+    from spec.files import InputError, write_all
+    first, second = tmp_path / "A.md", tmp_path / "plots" / "sub" / "b.png"
+    first.write_text("old")
+    if block == "folder_target":
+        second.mkdir(parents=True)
+    elif block == "file_parent":
+        (tmp_path / "plots").mkdir()
+        (tmp_path / "plots" / "sub").write_text("a file")
+    else:
+        (tmp_path / "plots").write_text("a file")
+    before = sorted((p, p.is_file() and p.read_bytes()) for p in tmp_path.rglob("*"))
+    with pytest.raises(InputError) as exc:
+        write_all({first: "new", second: b"png"})
+    assert "\n" not in str(exc.value) and str(exc.value).startswith("error: ")
+    assert sorted((p, p.is_file() and p.read_bytes()) for p in tmp_path.rglob("*")) == before

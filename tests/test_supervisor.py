@@ -4,7 +4,6 @@ cases and fails the case that was running with what happened."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 
 import pytest

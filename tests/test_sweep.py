@@ -17,6 +17,7 @@ import pytest
 from analysis import sweep_report
 from harness.studies import sweep
 from spec import layout
+from spec.files import InputError
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "sweep"
@@ -66,8 +67,15 @@ def test_parse_ints():
     assert sweep.parse_ints(None, (1, 2)) == [1, 2]
     assert sweep.parse_ints("64, 128", ()) == [64, 128]
     assert sweep.parse_ints("none", (1,)) == []
-    with pytest.raises(SystemExit, match="not an integer"):
-        sweep.parse_ints("64,x", ())
+    for bad in ("64,x", "0", "abc", "", "64,64", "1_0", "-5", "99999"):
+        with pytest.raises(InputError, match="--widths"):
+            sweep.parse_ints(bad, ())
+    with pytest.raises(InputError, match="no sweep point to run"):
+        sweep.parse_points("none", "none")
+    for bad in ("1", "0", "abc", "1001", "2.5"):
+        with pytest.raises(InputError, match="--epochs"):
+            sweep.parse_epochs(bad)
+    assert sweep.parse_epochs(None) == 20 and sweep.parse_epochs("2") == 2
 
 
 # ----------------------------------------------------------------------------- collection
@@ -378,3 +386,86 @@ def test_baseline_batch_override_and_full_layout_data(tmp_path):
     with pytest.raises(SystemExit):
         pb.main(["--results", str(res), "--variants", "eager", "--device", "cpu",
                  "--batch", "0", "--data", str(full)])
+
+
+# ----------------------------------------------------------------------------- evidence kept (issue 28 item 5)
+
+def _hashes(*roots) -> dict:
+    import hashlib
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for r in roots for p in sorted(Path(r).rglob("*"))
+            if p.is_file()}
+
+
+def _committed(tmp_path):
+    """A results folder as committed: three points, sweep.json, SWEEP.md and the two plots."""
+    results = _fixture_results(tmp_path)
+    sweep.collect(results, widths=[64, 256], batches=[128, 512])
+    report = tmp_path / "SWEEP.md"
+    sweep_report.render(results / "sweep.json", report, plots_dir=results / "plots")
+    return results, report
+
+
+def _no_gpu_binary(tmp_path) -> Path:
+    path = tmp_path / "bin" / "no_gpu"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho 'mlp_train: CUDA error: no CUDA device found' >&2\nexit 3\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_sweep_without_a_gpu_destroys_no_committed_evidence(tmp_path, capsys):
+    results, report = _committed(tmp_path)
+    before = _hashes(results, report)
+    data = tmp_path / "data"
+    data.mkdir()
+    doc = sweep.sweep(widths=[64], batches=[], epochs=2, results_dir=results, data_dir=data, pytorch=False,
+                      binary=_no_gpu_binary(tmp_path), timeout_s=60, report=report)
+    assert doc["points"][0]["status"] == "failed"
+    assert doc["points"][0]["dir"].endswith("sweep/h64_b128.failed")
+    kept = {p: h for p, h in _hashes(results, report).items() if ".failed" not in str(p)}
+    assert kept == before                                    # every committed file, byte for byte
+    failed = results / "sweep" / "h64_b128.failed"
+    assert "no CUDA device found" in (failed / "mlp_train.log").read_text()
+    assert not list((results / "sweep").glob("*.new")) and not list((results / "sweep").glob("*.old"))
+    assert "untouched" in capsys.readouterr().out
+
+
+def test_a_point_is_replaced_only_by_a_point_that_timed_a_cuda_path(tmp_path):
+    """h256_b128 times (its folder replaced), h512_b128 stops with a CUDA error (no folder of
+    its own before: it gets h512_b128.failed); the old h64_b128, not run, stays as it was."""
+    results, report = _committed(tmp_path)
+    before = _hashes(results / "sweep" / "h64_b128")
+    old_run = (results / "sweep" / "h256_b128" / "run.json").read_bytes()
+    data = tmp_path / "data"
+    data.mkdir()
+    doc = sweep.sweep(widths=[256, 512], batches=[], epochs=3, results_dir=results, data_dir=data,
+                      binary=fake.install_binary(tmp_path), pytorch_cmd=FAKE_PYTORCH, timeout_s=60,
+                      report=report)
+    assert [p["status"] for p in doc["points"]] == ["ok", "failed"]
+    assert (results / "sweep" / "h256_b128" / "run.json").read_bytes() != old_run
+    assert not (results / "sweep" / "h512_b128").exists() and (results / "sweep" / "h512_b128.failed").is_dir()
+    assert _hashes(results / "sweep" / "h64_b128") == before
+    written = json.loads((results / "sweep.json").read_text())
+    assert [p["label"] for p in written["points"]] == ["h256_b128", "h512_b128"]
+    assert "`h512_b128` (failed)" in report.read_text()
+
+
+@pytest.mark.parametrize("block", ["report", "plot", "sweep_json", "point_folder"])
+def test_an_output_in_the_way_stops_the_sweep_before_any_point_runs(tmp_path, block):
+    results, report = _committed(tmp_path)
+    in_the_way = {"report": report, "plot": results / "plots" / "sweep_speedup_vs_width.png",
+                  "sweep_json": results / "sweep.json", "point_folder": results / "sweep" / "h64_b128"}[block]
+    if in_the_way.is_dir():
+        shutil.rmtree(in_the_way)
+        in_the_way.write_text("a file where the point's folder goes")
+    else:
+        in_the_way.unlink()
+        in_the_way.mkdir()
+    before = _hashes(results, report)
+    data = tmp_path / "data"
+    data.mkdir()
+    with pytest.raises(InputError) as exc:
+        sweep.sweep(widths=[64], batches=[], epochs=2, results_dir=results, data_dir=data, pytorch=False,
+                    binary=fake.install_binary(tmp_path), timeout_s=60, report=report)
+    assert str(in_the_way) in str(exc.value) and "\n" not in str(exc.value)
+    assert _hashes(results, report) == before and not list((results / "sweep").glob("h64_b128.*"))

@@ -170,3 +170,84 @@ def test_gate_help_shows_the_task_help_not_the_module_usage():
     out = subprocess.run([sys.executable, "-m", "invoke", "gate", "--help"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "Docstring:" in out.stdout and "Gate every submission" in out.stdout
+
+
+# ----------------------------------------------------------------------------- options (issue 28 items 6-8 and their siblings)
+
+def _evidence_hashes() -> dict:
+    import hashlib
+    roots = [ROOT / "results" / "sweep", ROOT / "results" / "plots", ROOT / "results" / "logs"]
+    files = [p for r in roots if r.is_dir() for p in sorted(r.rglob("*")) if p.is_file()]
+    files += [ROOT / n for n in ("SWEEP.md", "RESULTS.md", "PROFILES.md", "results/sweep.json", "results/run.json",
+                                 "build/build_info.json", "build/config.stamp") if (ROOT / n).is_file()]
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "--limit", "abc"], "error: --limit 'abc'"),
+    (["run", "--limit", "-5"], "error: --limit '-5'"),
+    (["run", "--limit", "nan"], "error: --limit 'nan'"),
+    (["run", "--limit", "inf"], "error: --limit 'inf'"),
+    (["run", "--limit", "0"], "error: --limit '0'"),
+    (["run", "--epochs", "0"], "error: --epochs '0'"),
+    (["run", "--epochs", "1001"], "error: --epochs '1001'"),
+    (["gate", "tests/submissions", "--jobs", "abc"], "error: --jobs 'abc'"),
+    (["gate", "tests/submissions", "--jobs", "0"], "error: --jobs '0'"),
+    (["gate", "tests/submissions", "--limit", "-5"], "error: --limit '-5'"),
+    (["gate", "tests/submissions", "--gpus", "x"], "error: --gpus 'x'"),
+    (["sweep", "--epochs", "abc"], "error: --epochs"),
+    (["sweep", "--epochs", "1"], "epoch 0 is a warm-up"),
+    (["sweep", "--widths", "abc"], "error: --widths 'abc'"),
+    (["sweep", "--widths", "0"], "error: --widths '0'"),
+    (["sweep", "--batches", "99999999"], "error: --batches '99999999'"),
+    (["sweep", "--widths", "none", "--batches", "none"], "no sweep point to run"),
+    (["build", "--arch", "sm_10"], "error: --arch 'sm_10'"),
+    (["build", "--arch", "sm_٩٠"], "error: --arch 'sm_٩٠'"),
+    (["build", "--arch", "sm_900"], "error: --arch 'sm_900'"),
+    (["profile", "--paths", "fused,../../elsewhere/evil"], "error: --paths: name '../../elsewhere/evil'"),
+    (["sanitize", "--paths", "a b"], "error: --paths: name 'a b'"),
+    (["sanitize", "--tools", "memcheck,bogus"], "expected some of memcheck"),
+    (["run", "--paths", "$(id)"], "error: --paths: name '$(id)'"),
+])
+def test_a_bad_option_is_one_line_exit_2_and_nothing_changes(args, words):
+    before = _evidence_hashes()
+    res = _invoke(*args)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+    assert _evidence_hashes() == before
+
+
+def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monkeypatch):
+    """Issue 28 (a failed run destroys no evidence): an ncu target that fails leaves its committed
+    log and CSVs; an A/B run that stops before run.json (no GPU: exit 3) leaves its folder."""
+    out = tmp_path / "ncu"
+    out.mkdir()
+    for name in ("fused.log", "fused_details.csv", "fused_raw.csv", "fused.ncu-rep"):
+        (out / name).write_text("committed " + name)
+    failing = tmp_path / "bin" / "ncu"
+    failing.parent.mkdir()
+    failing.write_text(f"#!{sys.executable}\nimport sys\nprint('==ERROR== no CUDA device'); sys.exit(1)\n")
+    failing.chmod(0o755)
+    fused = next(t for t in ncu_counters.TARGETS if t.name == "fused")
+    assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(failing),
+                             targets=[fused]) == 1
+    assert all((out / n).read_text() == "committed " + n for n in ("fused.log", "fused_details.csv", "fused_raw.csv"))
+    assert "no CUDA device" in (out / "fused.failed.log").read_text() and not list(out.glob(".*"))
+
+    build = tmp_path / "build"
+    (build / "f32acc").mkdir(parents=True)
+    (build / "build_info.json").write_text(json.dumps({"arch": "sm_90"}))
+    for path in accumulate_ab.binaries(build).values():
+        path.write_text("#!/bin/sh\necho 'mlp_train: CUDA error: no CUDA device found' >&2\nexit 3\n")
+        path.chmod(0o755)
+    ab = tmp_path / "ab"
+    (ab / "double_1").mkdir(parents=True)
+    (ab / "double_1" / "run.json").write_text("committed")
+    (ab / "build_float.log").write_text("committed build log")
+    monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "print('made')"])
+    assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 0
+    assert (ab / "double_1" / "run.json").read_text() == "committed"
+    assert "no CUDA device" in (ab / "double_1.failed" / "run.log").read_text()
+    monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
+    assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 2
+    assert (ab / "build_float.log").read_text().startswith(sys.executable)   # the last good build's log

@@ -22,6 +22,7 @@ from harness.baseline import registry  # noqa: E402
 from harness.baseline import variants as tv  # noqa: E402
 from harness.baseline.compiled_step import CompiledStepVariant, make_step  # noqa: E402
 from spec import layout  # noqa: E402
+from spec.files import RESULTS_DIR  # noqa: E402
 
 RECIPE = load_recipe()
 N_TRAIN, N_TEST, HIDDEN, BATCH = 600, 200, 48, RECIPE["batch"]
@@ -177,9 +178,9 @@ def test_cli_rejects_an_unknown_variant(tmp_path):
 
 @pytest.fixture(scope="module")
 def recipe_inputs():
-    if not (config.RESULTS_DIR / "init_params.npy").exists():
+    if not (RESULTS_DIR / "init_params.npy").exists():
         pytest.skip("results/init_params.npy missing: run build/mlp_train first")
-    init, order = pb.load_inputs(config.RESULTS_DIR)
+    init, order = pb.load_inputs(RESULTS_DIR)
     return init, order, pb.load_data()
 
 

@@ -67,3 +67,41 @@ def test_integer_lists():
     for bad in ("", "64,", "abc", "0", "64,64"):
         with pytest.raises(InputError, match="--widths"):
             validate.integers(bad, "--widths")
+
+
+@given(st.text(max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_real_is_finite_and_inside_its_bounds(text):
+    try:
+        v = validate.real(text, "--band", 0, 1)
+    except InputError as exc:
+        assert str(exc).startswith("error: --band") and "\n" not in str(exc)
+        return
+    assert 0 <= v <= 1
+
+
+@pytest.mark.parametrize("good", ["sm_75", "sm_90", "sm_100", "sm_120"])
+def test_arch_names(good):
+    assert validate.arch(good) == good
+
+
+@pytest.mark.parametrize("bad", ["sm_9", "sm_1000", "sm_٩٠", "sm_⁹⁰", "sm_09", "SM_90", "sm_90 ", "compute_90",
+                                 "sm_90a", "", "sm_"])
+def test_arch_names_are_ascii_digits_two_or_three(bad):
+    with pytest.raises(InputError, match="--arch"):
+        validate.arch(bad)
+
+
+def test_argparser_usage_errors_are_one_input_error_line():
+    ap = validate.ArgParser(prog="python -m x")
+    ap.add_argument("--jobs", type=lambda s: validate.count(s, "--jobs", 1, 8), default=1)
+    assert ap.parse_args(["--jobs", "4"]).jobs == 4
+    for argv, words in ((["--jobs", "9"], "--jobs '9'"), (["--bogus"], "unrecognized arguments: --bogus"),
+                        (["--jobs"], "expected one argument")):
+        with pytest.raises(InputError) as exc:
+            ap.parse_args(argv)
+        assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_is_safe_name_is_safe_name_without_the_error():
+    assert validate.is_safe_name("fused") and not validate.is_safe_name("../../x")

@@ -1,9 +1,16 @@
 #include "io/dataset.h"
 
-#include <fstream>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
 #include <sstream>
 
 #include "common/common.h"
+#include "io/input_file.h"
 #include "io/sha256.h"
 
 namespace {
@@ -42,31 +49,77 @@ IdxArray parse_idx(const std::string& bytes, const std::string& name) {
   return a;
 }
 
-void verify_sha256sums(const std::string& dir) {
-  std::string listing = read_file(dir + "/SHA256SUMS");
-  std::istringstream in(listing);
+namespace {
+// The file names DIR/SHA256SUMS lists, each checked against its file; `listed` gets them.
+void check_listed_hashes(const std::string& dir, std::set<std::string>& listed) {
+  const std::string sums = dir + "/SHA256SUMS";
+  std::istringstream in(read_input_file(sums));
   std::string line;
-  int n = 0;
+  int lineno = 0;
   while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::istringstream ls(line);
-    std::string want, file;
-    ls >> want >> file;
-    if (want.size() != 64 || file.empty()) throw UserError(dir + "/SHA256SUMS: malformed line: " + line);
-    if (file[0] == '*') file = file.substr(1);
-    std::string path = dir + "/" + file;
-    std::string got = sha256_hex(read_file(path));
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string at = sums + ":" + std::to_string(lineno);
+    // "<64 hex>  name" (text mode) or "<64 hex> *name" (binary mode), as sha256sum writes them.
+    if (line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*'))
+      throw UserError(at + ": malformed line (want '<64 hex>  <file name>')");
+    std::string want = line.substr(0, 64);
+    const std::string file = line.substr(66);
+    for (char& c : want) {
+      if (c >= 'A' && c <= 'F') c = (char)(c - 'A' + 'a');
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) throw UserError(at + ": malformed line (want '<64 hex>  <file name>')");
+    }
+    // A name inside DIR: no folder part, never '.' or '..' (a listing never reaches outside).
+    if (file == "." || file == ".." || file.find('/') != std::string::npos || file.find('\0') != std::string::npos)
+      throw UserError(at + ": file name '" + file + "' is not a file of " + dir);
+    if (!listed.insert(file).second) throw UserError(at + ": " + file + " listed twice");
+    const std::string path = dir + "/" + file;
+    const std::string got = sha256_hex(read_input_file(path));
     if (got != want) throw UserError(path + ": SHA-256 mismatch: expected " + want + ", got " + got);
-    ++n;
   }
-  if (n == 0) throw UserError(dir + "/SHA256SUMS: lists no files");
+  if (listed.empty()) throw UserError(sums + ": lists no files");
+}
+}  // namespace
+
+namespace {
+// Every file of `files` must be among `listed`; `why` ends the message.
+void check_covered(const std::string& dir, const std::vector<std::string>& files, const std::set<std::string>& listed,
+                   const std::string& why) {
+  for (const std::string& file : files)
+    if (!listed.count(file)) throw UserError(dir + "/" + file + ": not listed in " + dir + "/SHA256SUMS (" + why + ")");
+}
+}  // namespace
+
+void verify_sha256sums(const std::string& dir, const std::vector<std::string>& read) {
+  std::set<std::string> listed;
+  check_listed_hashes(dir, listed);
+  check_covered(dir, read, listed, "it is read, so its hash must be checked");
+}
+
+void verify_sha256sums(const std::string& dir) {
+  std::vector<std::string> files;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw UserError(dir + ": cannot open folder: " + std::strerror(errno));
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "SHA256SUMS" || name.empty() || name[0] == '.') continue;
+    struct stat st;
+    if (::stat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    files.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  std::set<std::string> listed;
+  check_listed_hashes(dir, listed);
+  check_covered(dir, files, listed, "the folder is checked whole: every file in it must be listed");
 }
 
 namespace {
 void load_pair(const std::string& dir, const std::string& stem, std::vector<float>& x, std::vector<int>& y,
                int& n, int& dim) {
   std::string ip = dir + "/" + stem + "-images-idx3-ubyte", lp = dir + "/" + stem + "-labels-idx1-ubyte";
-  IdxArray img = parse_idx(read_file(ip), ip), lab = parse_idx(read_file(lp), lp);
+  IdxArray img = parse_idx(read_input_file(ip), ip), lab = parse_idx(read_input_file(lp), lp);
   if (img.dims.size() != 3) throw UserError(ip + ": not an image file (want 3 dimensions)");
   if (lab.dims.size() != 1) throw UserError(lp + ": not a label file (want 1 dimension)");
   if (img.dims[0] != lab.dims[0])
@@ -83,14 +136,25 @@ void load_pair(const std::string& dir, const std::string& stem, std::vector<floa
 }
 }  // namespace
 
-Dataset load_dataset(const std::string& dir, bool verify) {
-  if (verify) verify_sha256sums(dir);
-  Dataset d;
-  int dim2 = 0;
+std::string train_stem(const std::string& dir) {
   // data/ ships the 6,000-image subset (train6000-*); data/full/ (invoke data --full) holds the
   // official 60,000-image split under its official name (train-*).
-  std::ifstream subset(dir + "/train6000-images-idx3-ubyte");
-  load_pair(dir, subset ? "train6000" : "train", d.train_x, d.train_y, d.n_train, d.dim);
+  struct stat st;
+  return ::stat((dir + "/train6000-images-idx3-ubyte").c_str(), &st) == 0 ? "train6000" : "train";
+}
+
+std::vector<std::string> dataset_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const std::string& stem : {train_stem(dir), std::string("t10k")})
+    for (const char* kind : {"-images-idx3-ubyte", "-labels-idx1-ubyte"}) files.push_back(stem + kind);
+  return files;
+}
+
+Dataset load_dataset(const std::string& dir, bool verify) {
+  if (verify) verify_sha256sums(dir, dataset_files(dir));
+  Dataset d;
+  int dim2 = 0;
+  load_pair(dir, train_stem(dir), d.train_x, d.train_y, d.n_train, d.dim);
   load_pair(dir, "t10k", d.test_x, d.test_y, d.n_test, dim2);
   return d;
 }

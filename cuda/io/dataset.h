@@ -14,9 +14,18 @@ struct IdxArray {
 // wrong magic, zero/oversized dimension or length mismatch throws a UserError naming `name`.
 IdxArray parse_idx(const std::string& bytes, const std::string& name);
 
-// Checks every file listed in DIR/SHA256SUMS; a missing file or a mismatch is a UserError
-// naming the file and both hashes.
+// Checks DIR/SHA256SUMS: every line '<64 hex>  <name>' (a name inside DIR, listed once), every
+// listed file's hash, and that every file of `read` (names inside DIR: the files the caller
+// goes on to read) is listed. A malformed line, a missing or special file (io/input_file.h), a
+// mismatch or a read file that is not listed is a UserError naming the file.
+void verify_sha256sums(const std::string& dir, const std::vector<std::string>& read);
+// The same for a folder checked whole (data/reference, the shipped reference): every file
+// directly in DIR but SHA256SUMS and hidden ones must be listed, so whatever its loader reads is.
 void verify_sha256sums(const std::string& dir);
+
+// The four IDX files load_dataset reads from DIR: train6000-* (or, where absent, the full
+// split's train-*) and t10k-*, images then labels.
+std::vector<std::string> dataset_files(const std::string& dir);
 
 // The shipped data as the trainer uses it: pixels scaled to [0, 1], labels as int32.
 struct Dataset {

@@ -1,8 +1,10 @@
 #include "io/npy.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "common/common.h"
+#include "io/input_file.h"
 
 namespace {
 // numpy's spelling: "(6000,)" for one dimension, "(20, 6000)" for two.
@@ -12,25 +14,129 @@ std::string shape_str(const std::vector<size_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// The shape tuple of a .npy header, whatever its spacing.
-std::vector<size_t> parse_shape(const std::string& h, const std::string& path) {
-  size_t a = h.find("'shape': (");
-  size_t b = a == std::string::npos ? a : h.find(')', a);
-  if (b == std::string::npos) throw UserError(path + ": .npy header has no shape");
+// The header of a .npy file, parsed as the Python dict literal it is (numpy reads it with
+// ast.literal_eval): exactly the keys 'descr' (a string), 'fortran_order' (True or False) and
+// 'shape' (a tuple of non-negative integers), each once, in any order, with Python's spacing and
+// an optional trailing comma. Stricter than Python where numpy never writes the form: no escape,
+// prefix or concatenation in strings, no comment, no leading zero, no '_' in an integer.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
   std::vector<size_t> shape;
-  std::string body = h.substr(a + 10, b - a - 10), tok;
-  for (size_t i = 0; i <= body.size(); ++i) {
-    if (i == body.size() || body[i] == ',') {
-      if (tok.size() > 15) throw UserError(path + ": bad .npy shape (" + body + "): dimension too large");
-      if (!tok.empty()) shape.push_back((size_t)std::stoull(tok));
-      tok.clear();
-    } else if (body[i] != ' ') {
-      if (body[i] < '0' || body[i] > '9') throw UserError(path + ": bad .npy shape (" + body + ")");
-      tok += body[i];
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& path) : h_(text), path_(path) {}
+
+  NpyHeader parse() {
+    NpyHeader out;
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    space();
+    expect('{');
+    for (;;) {
+      space();
+      if (peek() == '}') break;
+      const std::string key = string_literal();
+      space();
+      expect(':');
+      space();
+      if (key == "descr") {
+        once(seen_descr, key);
+        out.descr = string_literal();
+      } else if (key == "fortran_order") {
+        once(seen_order, key);
+        out.fortran_order = boolean();
+      } else if (key == "shape") {
+        once(seen_shape, key);
+        out.shape = tuple();
+      } else {
+        fail("unknown key '" + key + "' (a .npy header holds descr, fortran_order and shape)");
+      }
+      space();
+      if (peek() == ',') { ++i_; continue; }
+      if (peek() != '}') fail("expected ',' or '}'");
     }
+    ++i_;
+    space();
+    if (i_ != h_.size()) fail("text after the closing '}'");
+    if (!seen_descr || !seen_order || !seen_shape)
+      fail(std::string("missing key '") + (!seen_descr ? "descr" : !seen_order ? "fortran_order" : "shape") + "'");
+    return out;
   }
-  return shape;
-}
+
+ private:
+  const std::string& h_;
+  const std::string& path_;
+  size_t i_ = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw UserError(path_ + ": malformed .npy header at byte " + std::to_string(i_) + ": " + what);
+  }
+  char peek() const { return i_ < h_.size() ? h_[i_] : '\0'; }
+  void space() {
+    while (i_ < h_.size() && (h_[i_] == ' ' || h_[i_] == '\t' || h_[i_] == '\n')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  void once(bool& seen, const std::string& key) {
+    if (seen) fail("key '" + key + "' given twice");
+    seen = true;
+  }
+  std::string string_literal() {
+    const char q = peek();
+    if (q != '\'' && q != '"') fail("expected a quoted string");
+    std::string s;
+    for (++i_; peek() != q; ++i_) {
+      const char c = peek();
+      if (i_ >= h_.size() || c == '\n') fail("unterminated string");
+      if (c == '\\') fail("an escape sequence in a string");
+      if (c < 0x20 || c > 0x7e) fail("a character outside printable ASCII in a string");
+      s += c;
+    }
+    ++i_;
+    return s;
+  }
+  bool boolean() {
+    size_t j = i_;
+    while (j < h_.size() && (std::isalnum((unsigned char)h_[j]) || h_[j] == '_')) ++j;
+    const std::string word = h_.substr(i_, j - i_);
+    if (word != "True" && word != "False") fail("expected True or False");
+    i_ = j;
+    return word == "True";
+  }
+  size_t integer() {
+    size_t j = i_;
+    while (j < h_.size() && h_[j] >= '0' && h_[j] <= '9') ++j;
+    if (j == i_) fail("expected a non-negative integer");
+    if (h_[i_] == '0' && j - i_ > 1) fail("an integer with a leading zero");
+    if (j - i_ > 15) fail("a dimension of more than 15 digits");
+    if (j < h_.size() && (std::isalpha((unsigned char)h_[j]) || h_[j] == '_' || h_[j] == '.')) fail("not an integer");
+    size_t v = (size_t)std::stoull(h_.substr(i_, j - i_));
+    i_ = j;
+    return v;
+  }
+  std::vector<size_t> tuple() {
+    std::vector<size_t> dims;
+    expect('(');
+    space();
+    if (peek() == ')') { ++i_; return dims; }
+    bool comma = false;
+    for (;;) {
+      dims.push_back(integer());
+      space();
+      comma = peek() == ',';
+      if (comma) { ++i_; space(); }
+      if (peek() == ')') break;
+      if (!comma) fail("expected ',' or ')' in the shape");
+    }
+    ++i_;
+    if (dims.size() == 1 && !comma) fail("the shape (n) is an integer, not a tuple: write (n,)");
+    return dims;
+  }
+};
 
 std::string npy_bytes(const char* descr, const void* data, size_t nbytes, const std::vector<size_t>& shape) {
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_str(shape) + ", }";
@@ -47,19 +153,21 @@ std::string npy_bytes(const char* descr, const void* data, size_t nbytes, const 
 
 template <class T>
 std::vector<T> read_npy(const std::string& path, const char* descr, const std::vector<size_t>& shape) {
-  std::string b = read_file(path);
+  std::string b = read_input_file(path);
   if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw UserError(path + ": not a .npy file");
+  const int major = (uint8_t)b[6], minor = (uint8_t)b[7];
+  if (major < 1 || major > 3 || minor != 0)
+    throw UserError(path + ": .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                    " (want 1.0, 2.0 or 3.0)");
   size_t hlen, hoff;
-  if (b[6] == 1) { hlen = (uint8_t)b[8] | (size_t)(uint8_t)b[9] << 8; hoff = 10; }
+  if (major == 1) { hlen = (uint8_t)b[8] | (size_t)(uint8_t)b[9] << 8; hoff = 10; }
   else if (b.size() >= 12) { hlen = (uint8_t)b[8] | (size_t)(uint8_t)b[9] << 8 | (size_t)(uint8_t)b[10] << 16 | (size_t)(uint8_t)b[11] << 24; hoff = 12; }
   else throw UserError(path + ": truncated .npy header");
   if (b.size() < hoff + hlen) throw UserError(path + ": truncated .npy header");
-  std::string h = b.substr(hoff, hlen);
-  if (h.find(std::string("'descr': '") + descr + "'") == std::string::npos)
-    throw UserError(path + ": dtype is not " + descr + " (header " + h.substr(0, h.find('}') + 1) + ")");
-  if (h.find("'fortran_order': False") == std::string::npos) throw UserError(path + ": Fortran order is not supported");
-  if (parse_shape(h, path) != shape)
-    throw UserError(path + ": wrong shape " + shape_str(parse_shape(h, path)) + ", want " + shape_str(shape));
+  const NpyHeader h = HeaderParser(b.substr(hoff, hlen), path).parse();
+  if (h.descr != descr) throw UserError(path + ": dtype is not " + descr + " (descr '" + h.descr + "')");
+  if (h.fortran_order) throw UserError(path + ": Fortran order is not supported");
+  if (h.shape != shape) throw UserError(path + ": wrong shape " + shape_str(h.shape) + ", want " + shape_str(shape));
   size_t count = 1;
   for (size_t d : shape) count *= d;
   if (b.size() - hoff - hlen != count * sizeof(T))

@@ -10,8 +10,10 @@ void write_npy_f32(const std::string& path, const std::vector<float>& v, const s
 void write_npy_f64(const std::string& path, const std::vector<double>& v, const std::vector<size_t>& shape);
 void write_npy_i32(const std::string& path, const std::vector<int32_t>& v, const std::vector<size_t>& shape);
 
-// Reads and checks dtype ('<f4' / '<i4'), order and the exact shape; any mismatch is a
-// UserError naming the file and what was found.
+// Reads a regular file (io/input_file.h) of format 1.0, 2.0 or 3.0, parses its header as the
+// Python dict literal it is (exactly descr, fortran_order and shape, each once; npy.cpp says which
+// spellings) and checks dtype ('<f4' / '<i4' / '<f8'), C order, the exact shape and the data
+// length; any mismatch is a UserError naming the file and what was found.
 std::vector<float> read_npy_f32(const std::string& path, const std::vector<size_t>& shape);
 std::vector<int32_t> read_npy_i32(const std::string& path, const std::vector<size_t>& shape);
 std::vector<double> read_npy_f64(const std::string& path, const std::vector<size_t>& shape);

@@ -1,11 +1,13 @@
 #include "io/recipe.h"
 
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "common/common.h"
 #include "common/json.h"
 #include "io/bounds.h"
+#include "io/input_file.h"
 
 namespace {
 std::string trim(const std::string& s) {
@@ -57,8 +59,28 @@ void set_recipe_value(Recipe& r, const std::string& key, const std::string& text
   else throw UserError("unknown recipe key " + key);
 }
 
+namespace {
+// The recipe grammar's characters: printable ASCII and tab; CR only as the first half of a CRLF.
+void check_characters(const std::string& text, const std::string& path) {
+  int lineno = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = (unsigned char)text[i];
+    if (c == '\n') { ++lineno; continue; }
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (c != '\t' && (c < 0x20 || c > 0x7e)) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      throw UserError(path + ":" + std::to_string(lineno) + ": byte " + hex +
+                      " (a recipe holds printable ASCII, tabs and line ends only)");
+    }
+  }
+}
+}  // namespace
+
 Recipe read_recipe(const std::string& path) {
-  std::istringstream in(read_file(path));
+  const std::string text = read_input_file(path);
+  check_characters(text, path);
+  std::istringstream in(text);
   std::map<std::string, int> seen;  // key -> line
   std::string line;
   int lineno = 0;

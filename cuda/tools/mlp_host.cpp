@@ -17,10 +17,13 @@
 //                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
 //                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
 //                                a JSON array of hints per set
+// Each command takes only the flags listed above (kFlags); another flag, one given twice, or a flag
+// whose value is missing or starts with `--` is one line, exit 2.
 // Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
 #include <cstdio>
 #include <map>
 #include <new>
+#include <set>
 #include <string>
 
 #include "gate/case_result.h"
@@ -40,11 +43,33 @@
 #include "gate/shipped_reference.h"
 
 namespace {
-std::map<std::string, std::string> flags(int argc, char** argv) {
+// The flags each subcommand that takes `--flag value` pairs accepts; any other flag is an error.
+const std::map<std::string, std::set<std::string>> kFlags = {
+    {"dump", {"data", "out"}},
+    {"init", {"recipe", "out"}},
+    {"order", {"recipe", "out", "epochs", "train-size"}},
+    {"grad", {"recipe", "params", "x", "y", "batch", "out"}},
+    {"train", {"recipe", "data", "out", "epochs", "train-size"}},
+    {"reference", {"recipe", "data", "out"}},
+    {"recipe", {"recipe", "epochs", "train-size"}},
+};
+
+// `--flag value` pairs of argv[2..] for `cmd`: a flag the command does not take, a flag given
+// twice, or a flag without its value (the end of the arguments, or another `--flag` where the
+// value should be) is a UserError naming it.
+std::map<std::string, std::string> flags(const std::string& cmd, int argc, char** argv) {
+  const auto allowed = kFlags.find(cmd);
+  if (allowed == kFlags.end()) throw UserError("unknown command '" + cmd + "'");
   std::map<std::string, std::string> f;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw UserError("bad argument '" + a + "'");
+    if (a.rfind("--", 0) != 0 || i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
+      throw UserError("bad argument '" + a + "'" + (a.rfind("--", 0) == 0 ? " (it needs a value)" : ""));
+    if (!allowed->second.count(a.substr(2))) {
+      std::string takes;
+      for (const auto& k : allowed->second) takes += (takes.empty() ? "--" : ", --") + k;
+      throw UserError(cmd + " takes no " + a + " (it takes " + takes + ")");
+    }
     if (!f.emplace(a.substr(2), argv[++i]).second) throw UserError(a + " given twice");
   }
   return f;
@@ -56,7 +81,7 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
 }
 int run(int argc, char** argv) {
   if (argc < 2)
-    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats [--flag value ...]");
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|hints [--flag value ...]");
   std::string cmd = argv[1];
   if (cmd == "limits") {
     std::printf("%s\n", limits_json().c_str());
@@ -111,7 +136,7 @@ int run(int argc, char** argv) {
                              .set("cv_pct", Json::num(st.cv)).set("last5_mean", Json::num(last5_mean(ms))).done().c_str());
     return 0;
   }
-  auto f = flags(argc, argv);
+  auto f = flags(cmd, argc, argv);
   if (cmd == "dump") {
     Dataset d = load_dataset(need(f, "data"));
     std::string out = need(f, "out");
@@ -197,7 +222,7 @@ int run(int argc, char** argv) {
     write_npy_f64(out + "/test_accuracy_per_epoch.npy", r.test_accuracy_per_epoch, {r.test_accuracy_per_epoch.size()});
     write_npy_f64(out + "/final_params.npy", P, {total});
   } else {
-    throw UserError("unknown command '" + cmd + "'");
+    throw std::logic_error("command '" + cmd + "' has flags in kFlags but no branch here");
   }
   return 0;
 }

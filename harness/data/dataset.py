@@ -6,7 +6,6 @@ data/SHA256SUMS first; any problem raises DataError, whose str is one line namin
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import io
@@ -22,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spec.files import DATA_DIR, ROOT, write_bytes
+from spec import files, validate
+from spec.files import DATA_DIR, ROOT, InputError, read_input, write_bytes
 
 # --- the source --------------------------------------------------------------------------------
 DEB_PACKAGE = "dataset-fashion-mnist"
@@ -93,12 +93,11 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _read(path) -> bytes:
+    """A regular file's bytes (spec.files.read_input: a folder, FIFO or device is refused)."""
     try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{_show(path)}: file not found") from None
-    except OSError as exc:
-        raise DataError(f"{_show(path)}: cannot read: {exc.strerror or exc}") from None
+        return read_input(path)
+    except InputError as exc:
+        raise DataError(_show(path) + str(exc).removeprefix(f"error: {path}")) from None
 
 
 # --- IDX -------------------------------------------------------------------------------------------
@@ -179,8 +178,8 @@ def read_sha256sums(data_dir=DATA_DIR) -> dict[str, str]:
             raise DataError(f"{_show(path)}: line {lineno}: expected '<64 hex>  <file name>',"
                             f" got {line[:80]!r}")
         digest, fname = m.group(1).lower(), m.group(2)
-        if Path(fname).is_absolute() or ".." in Path(fname).parts:
-            raise DataError(f"{_show(path)}: line {lineno}: file name {fname!r} leaves the directory")
+        if "/" in fname or fname in (".", ".."):
+            raise DataError(f"{_show(path)}: line {lineno}: file name {fname!r} is not a file of the folder")
         if fname in sums:
             raise DataError(f"{_show(path)}: line {lineno}: {fname} listed twice")
         sums[fname] = digest
@@ -193,19 +192,34 @@ def format_sha256sums(sums: dict[str, str]) -> str:
     return "".join(f"{sums[n]}  {n}\n" for n in sorted(sums))
 
 
-def verify_sha256(data_dir=DATA_DIR) -> dict[str, str]:
-    """Check every file listed in data_dir/SHA256SUMS; return the listing. Raises DataError."""
+def files_read(data_dir=DATA_DIR) -> tuple[str, ...]:
+    """The four IDX files a loader reads from data_dir, as the binary's load_dataset picks them
+    (cuda/io/dataset.cpp): train6000-* where present, else the full split's train-*; t10k-*."""
+    data_dir = Path(data_dir)
+    if (data_dir / TRAIN_IMAGES).exists() or not (data_dir / FULL_TRAIN_IMAGES).exists():
+        return SHIPPED
+    return (FULL_TRAIN_IMAGES, FULL_TRAIN_LABELS, TEST_IMAGES, TEST_LABELS)
+
+
+def verify_sha256(data_dir=DATA_DIR, read=None) -> dict[str, str]:
+    """Check every file listed in data_dir/SHA256SUMS, and that every file of `read` (default:
+    files_read(data_dir), what a loader goes on to read) is listed; return the listing. Raises
+    DataError naming the file."""
     data_dir = Path(data_dir)
     sums = read_sha256sums(data_dir)
     for fname, want in sums.items():
         path = data_dir / fname
-        if not path.is_file():
+        if not path.exists():
             raise DataError(f"{_show(path)}: missing (listed in {_show(data_dir / SUMS_NAME)}"
                             f" with SHA-256 {want})")
         got = sha256_hex(_read(path))
         if got != want:
             raise DataError(f"{_show(path)}: SHA-256 mismatch: {_show(data_dir / SUMS_NAME)} says"
                             f" {want}, file has {got}")
+    for fname in files_read(data_dir) if read is None else read:
+        if fname not in sums:
+            raise DataError(f"{_show(data_dir / fname)}: not listed in {_show(data_dir / SUMS_NAME)}"
+                            f" (it is read, so its hash must be checked)")
     return sums
 
 
@@ -238,11 +252,7 @@ def load_raw(data_dir=DATA_DIR, verify: bool = True) -> dict[str, np.ndarray]:
     test_images (10000,28,28), test_labels (10000,). verify: check SHA256SUMS first."""
     data_dir = Path(data_dir)
     if verify:
-        sums = verify_sha256(data_dir)
-        for fname in SHIPPED:
-            if fname not in sums:
-                raise DataError(f"{_show(data_dir / fname)}: not listed in"
-                                f" {_show(data_dir / SUMS_NAME)}")
+        verify_sha256(data_dir, read=SHIPPED)
     train_images, train_labels = _load_pair(data_dir, TRAIN_IMAGES, TRAIN_LABELS, TRAIN_SIZE)
     test_images, test_labels = _load_pair(data_dir, TEST_IMAGES, TEST_LABELS, TEST_SIZE)
     return {"train_images": train_images, "train_labels": train_labels,
@@ -483,7 +493,7 @@ def build_data(data_dir=DATA_DIR, deb=None, full: bool = False, check: bool = Tr
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.data.dataset",
+    ap = validate.ArgParser(prog="python -m harness.data.dataset",
                                  description="Rebuild data/ from the Debian package"
                                              f" {DEB_PACKAGE} {DEB_VERSION}.")
     ap.add_argument("--full", action="store_true",
@@ -496,11 +506,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         build_data(args.data_dir, deb=args.deb, full=args.full, check=not args.no_check)
-    except DataError as exc:
+    except DataError as exc:   # a missing, damaged or wrong .deb or data file: a bad input
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return files.EXIT_BAD_INPUT
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

@@ -52,7 +52,7 @@ from harness.gate import schedule
 from harness.gate.child import fastest_ms
 from harness.gate.supervisor import supervise_run
 from spec import catalog, validate
-from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, InputError, write_all, write_json
+from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, InputError, replace_folder, write_all, write_json
 
 GATE_ARGS = ("--paths", "submission", "--reference", "shipped")
 STRICT = "--strict-determinism"   # a submission's rerun must then be bitwise identical, as ours must
@@ -338,20 +338,11 @@ def _md(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _replace_folder(new: Path, final: Path) -> None:
-    """NEW becomes FINAL (an older FINAL is removed once NEW is in place)."""
-    old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
-    if final.exists():
-        final.rename(old)
-    new.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def _build_failure_folder(sub: Submission, error: str, out: Path) -> None:
     tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     write_json(tmp / "build.json", {"submission": sub.src.name, "name": sub.name, "build_error": error})
-    _replace_folder(tmp, out / sub.name)
+    replace_folder(tmp, out / sub.name)
 
 
 def _gpu_record(folder: Path, gpu: schedule.Gpu | None) -> dict:
@@ -379,7 +370,7 @@ def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | Non
     final = out / sub.name
     if not outcome.started:
         if keep_unstarted and not final.exists() and (tmp / "run.json").exists():
-            _replace_folder(tmp, final)
+            replace_folder(tmp, final)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
         return "unstarted", outcome.rc
@@ -387,7 +378,7 @@ def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | Non
     doc["gate_gpu"] = _gpu_record(tmp, gpu)
     doc["gate_submission"] = {"file": sub.src.name, "name": sub.name}
     write_json(tmp / "run.json", doc)
-    _replace_folder(tmp, final)
+    replace_folder(tmp, final)
     render_report(final)
     return "gated", outcome.rc
 

@@ -6,16 +6,19 @@ here for the last build's architecture). They run back to back on one GPU, alter
 float, double, float), so a drift of the machine shows as a difference between the two rounds of
 one build. Each run: the stepwise paths (unfused, fused, graph) for the recipe's epochs, case 7
 against the shipped float64 reference, into OUT_DIR/<accumulator>_<round>/ (run.json with the
-commit added, run.log; the .npy files removed). `python -m analysis.accumulate_ab OUT_DIR` summarises them."""
+commit added, run.log; the .npy files removed): each runs in <run>.new/ and replaces the folder only
+when it finished (exit 0 or 1 with run.json), else it goes to <run>.failed/ and the last good run
+stays. `python -m analysis.accumulate_ab OUT_DIR` summarises them."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from harness.build import load_build_info, make_command
-from spec import provenance
+from spec import files, provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
 
 DEFAULT_OUT = RESULTS_DIR / "experiments" / "accumulate"
@@ -51,22 +54,35 @@ def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Pat
     info = load_build_info(build_dir)
     bins = binaries(build_dir)
     make = make_command(info["arch"], None, bins["float"].parent, _rel(bins["float"]), "float")
-    with open(out_dir / "build_float.log", "w") as fh:
+    build_log, new_log = out_dir / "build_float.log", out_dir / "build_float.new.log"
+    with open(new_log, "w") as fh:
         fh.write(" ".join(make) + "\n")
         fh.flush()
-        if subprocess.run(make, stdout=fh, stderr=subprocess.STDOUT).returncode != 0:
-            print(f"error: ACCUM=float build failed (see {_rel(out_dir / 'build_float.log')})", flush=True)
-            return 2
+        built = subprocess.run(make, stdout=fh, stderr=subprocess.STDOUT).returncode == 0
+    if not built:
+        os.replace(new_log, out_dir / "build_float.failed.log")
+        print(f"error: ACCUM=float build failed (see {_rel(out_dir / 'build_float.failed.log')})", flush=True)
+        return 2
+    os.replace(new_log, build_log)
     for rnd in range(1, rounds + 1):
         for acc, binary in bins.items():
             run_dir = out_dir / f"{acc}_{rnd}"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(run_dir), "--paths", PATHS,
+            stage = run_dir.with_name(run_dir.name + ".new")
+            if stage.exists():
+                shutil.rmtree(stage)   # left by an interrupted run
+            stage.mkdir(parents=True)
+            cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(stage), "--paths", PATHS,
                    "--reference", "shipped"]
-            with open(run_dir / "run.log", "w") as fh:
+            with open(stage / "run.log", "w") as fh:
                 rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
-            print(f"{acc} round {rnd}: exit {rc}", flush=True)
-            record_commit(run_dir / "run.json")
-            for f in run_dir.glob("*.npy"):
+            if (stage / "run.json").is_file():
+                record_commit(stage / "run.json")
+            for f in stage.glob("*.npy"):
                 f.unlink()
+            # A run that finished (its gate passed or failed, run.json written) replaces the
+            # folder; one that did not (no GPU, a bad input) leaves it and goes to <run>.failed/.
+            finished = rc in (0, 1) and (stage / "run.json").is_file()
+            files.replace_folder(stage, run_dir if finished else run_dir.with_name(run_dir.name + ".failed"))
+            print(f"{acc} round {rnd}: exit {rc}" + ("" if finished else f"; {_rel(run_dir)} left as it was"),
+                  flush=True)
     return 0

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.studies.launch_sites import launch_block_sizes
+from spec import files, validate
 from spec.files import ROOT, write_text
 
 CUDA_DIR = ROOT / "cuda"
@@ -566,13 +567,15 @@ def _parse_dynamic(items: list[str]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--arch", action="append", help="an architecture of the table (repeatable; default: all nvcc supports)")
+    ap = validate.ArgParser(prog="python -m harness.studies.arch_resources", description=__doc__.split("\n\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arch", action="append", type=validate.arch,
+                    help="an architecture of the table (repeatable; default: all nvcc supports)")
     ap.add_argument("--kernels-only", action="store_true", help="build only the cuda/*.cu that hold kernels")
     ap.add_argument("--dynamic", action="append", default=[], metavar="KERNEL=BYTES",
                     help="dynamic shared memory a kernel (base name) launches with")
-    ap.add_argument("--jobs", type=int, default=2, help="nvcc calls at once (default 2)")
+    ap.add_argument("--jobs", type=lambda t: validate.count(t, "--jobs", 1, 64), default=2,
+                    help="nvcc calls at once, 1-64 (default 2)")
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
     ap.add_argument("--limits", action="store_true", help="print the limits table and stop")
     ap.add_argument("--paths-table", action="store_true",
@@ -585,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.paths_table:
             print(path_table(), end="")
             return 0
-        report = run(args.arch, not args.kernels_only, max(1, args.jobs), _parse_dynamic(args.dynamic))
+        report = run(args.arch, not args.kernels_only, args.jobs, _parse_dynamic(args.dynamic))
     except ResourceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -596,4 +599,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

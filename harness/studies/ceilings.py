@@ -19,12 +19,11 @@ exits with status 1, writing nothing.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from spec import provenance
+from spec import files, provenance, validate
 from spec.files import RESULTS_DIR, write_json
 from spec.stats import summary
 
@@ -125,10 +124,13 @@ def measure(torch) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Measure copy bandwidth and FP32/TF32 matmul "
+    parser = validate.ArgParser(prog="python -m harness.studies.ceilings",
+                                description="Measure copy bandwidth and FP32/TF32 matmul "
                                                  "rates on the CUDA device -> ceilings.json.")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="default: results/ceilings.json")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    files.check_targets([out])   # before a minute of measuring: a folder in the way is one line
     try:
         import torch
     except ImportError:
@@ -140,7 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               "nothing written", file=sys.stderr)
         return 1
     doc = measure(torch)
-    out = Path(args.out)
     write_json(out, doc)
     print(f"ceilings: copy {doc['copy']['gb_per_s']:.1f} GB/s, FP32 matmul "
           f"{doc['fp32_matmul']['tflops']:.2f} TFLOP/s, TF32 matmul "
@@ -149,4 +150,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

@@ -20,16 +20,15 @@ docs/LOSS_BAND_STUDY.md atomically; prints progress per seed.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from spec.files import BUILD_DIR, DATA_DIR, ROOT, write_json, write_text
+from spec import files, validate
+from spec.files import BUILD_DIR, DATA_DIR, ROOT, InputError, write_json, write_text
 from spec.recipe import load_recipe
 from harness.data import np_reference
 from harness.data.dataset import load_dataset
@@ -163,18 +162,20 @@ def render_md(doc: dict) -> str:
         lines.append(f"| {r['seed']} | " + " | ".join(cells) + " |")
     lines += ["", "Cells: the largest over the epochs of |loss float32 − loss float64| / loss float64, the "
               "mean training loss per sample of each epoch, and the first epoch outside the band (— none). "
-              f"Per-epoch values are in docs/loss_band_study.json.", ""]
+              "Per-epoch values are in docs/loss_band_study.json.", ""]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.studies.loss_band_study", description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=20, help="how many seeds: the recipe's, then 1, 2, ...")
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--band", type=float, default=0.02)
+    ap = validate.ArgParser(prog="python -m harness.studies.loss_band_study", description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=lambda t: validate.count(t, "--seeds", 1, 1000), default=20,
+                    help="how many seeds, 1-1000: the recipe's, then 1, 2, ...")
+    ap.add_argument("--epochs", type=lambda t: validate.count(t, "--epochs", 1, 1000), default=5)
+    ap.add_argument("--band", type=lambda t: validate.real(t, "--band", 0, 1), default=0.02,
+                    help="the relative loss band, in (0, 1)")
     args = ap.parse_args(argv)
-    if args.seeds < 1 or args.epochs < 1 or not 0 < args.band < 1:
-        raise SystemExit("error: --seeds and --epochs must be >= 1 and --band in (0, 1)")
+    if not 0 < args.band < 1:
+        raise InputError(f"error: --band {args.band!r}: expected a number in (0, 1)")
     seeds = [load_recipe()["seed"]] + list(range(1, args.seeds))
     doc = study(seeds, args.epochs, args.band)
     write_json(OUT_JSON, doc)
@@ -185,4 +186,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

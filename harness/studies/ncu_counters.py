@@ -52,47 +52,53 @@ def profile_command(ncu: str, t: Target, report: Path, binary: Path, data_dir: P
 
 
 def profile(t: Target, ncu: str, out_dir: Path, binary: Path, data_dir: Path) -> bool:
-    """One target into out_dir; the final files appear only when every step succeeded."""
+    """One target into out_dir; the final files, <name>.log among them, appear only when every step
+    succeeded (a failed one's log is <name>.failed.log, and the last good files stay)."""
     tmp = out_dir / f".{t.name}"                 # ncu adds .ncu-rep
     rep = tmp.with_name(tmp.name + ".ncu-rep")
     rep.unlink(missing_ok=True)
-    log = out_dir / f"{t.name}.log"
+    log, tmp_log = out_dir / f"{t.name}.log", out_dir / f".{t.name}.log"
     print(f"ncu: {t.name} (path {t.path}, kernels {t.kernels})", flush=True)
-    pages: dict[str, str] = {}
-    with open(log, "w") as fh:
-        ok = False
-        # Cooperative launches replay per kernel where the tool allows it, else per application;
-        # a kernel replay that exits 0 with no numbers counts as failed.
-        for application in ((True,) if t.application else (False, True)):
-            if application and not t.application:
-                print(f"ncu: {t.name}: kernel replay failed; retrying with --replay-mode application",
-                      flush=True)
-            cmd = profile_command(ncu, t, tmp, binary, data_dir, application)
-            fh.write("$ " + shlex.join(cmd) + "\n")
-            fh.flush()
-            if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode != 0:
-                continue
-            pages = {}
-            for page in ("raw", "details"):
-                res = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
-                                     capture_output=True, text=True)
-                if res.returncode != 0:
-                    print(f"ncu: {t.name}: --import --page {page} failed: {res.stderr.strip()}", flush=True)
-                    return False
-                pages[page] = res.stdout
-            if _has_numbers(pages["details"]):
-                ok = True
-                break
-            fh.write("(the report's details page has no numbers)\n")
-    if not ok:
-        print(f"ncu: {t.name} failed (see {_rel(log)})", flush=True)
+    with open(tmp_log, "w") as fh:
+        pages = _measure(t, ncu, tmp, rep, binary, data_dir, fh)
+    if pages is None:
+        os.replace(tmp_log, out_dir / f"{t.name}.failed.log")
+        print(f"ncu: {t.name} failed (see {_rel(out_dir / f'{t.name}.failed.log')}); the last good files stay",
+              flush=True)
         return False
     for page, text in pages.items():
         tmp_csv = out_dir / f".{t.name}_{page}.csv"
         tmp_csv.write_text(text)
         os.replace(tmp_csv, out_dir / f"{t.name}_{page}.csv")
     os.replace(rep, out_dir / f"{t.name}.ncu-rep")
+    os.replace(tmp_log, log)
     return True
+
+
+def _measure(t: Target, ncu: str, tmp: Path, rep: Path, binary: Path, data_dir: Path, fh) -> dict | None:
+    """{page: CSV text} of the target's report, its commands and output in `fh`; None when it failed."""
+    # Cooperative launches replay per kernel where the tool allows it, else per application;
+    # a kernel replay that exits 0 with no numbers counts as failed.
+    for application in ((True,) if t.application else (False, True)):
+        if application and not t.application:
+            print(f"ncu: {t.name}: kernel replay failed; retrying with --replay-mode application", flush=True)
+        cmd = profile_command(ncu, t, tmp, binary, data_dir, application)
+        fh.write("$ " + shlex.join(cmd) + "\n")
+        fh.flush()
+        if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode != 0:
+            continue
+        pages = {}
+        for page in ("raw", "details"):
+            res = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page], capture_output=True, text=True)
+            if res.returncode != 0:
+                print(f"ncu: {t.name}: --import --page {page} failed: {res.stderr.strip()}", flush=True)
+                fh.write(f"--import --page {page} failed: {res.stderr.strip()}\n")
+                return None
+            pages[page] = res.stdout
+        if _has_numbers(pages["details"]):
+            return pages
+        fh.write("(the report's details page has no numbers)\n")
+    return None
 
 
 def main(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Path = RESULTS_DIR,

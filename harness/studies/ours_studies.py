@@ -23,7 +23,6 @@ CLI:
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import profiling
-from spec import provenance
+from spec import files, provenance, validate
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, write_all
 
 STUDIES = ("batch", "linear")
@@ -318,7 +317,7 @@ def linear_study(results_dir: Path, profile_dir: Path, batches=LINEAR_BATCHES,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.studies.ours_studies",
+    ap = validate.ArgParser(prog="python -m harness.studies.ours_studies",
                                  description="our binary's step time vs batch and Linear kernels")
     ap.add_argument("--only", default=",".join(STUDIES),
                     help=f"comma-separated subset of: {', '.join(STUDIES)} (default: both)")
@@ -343,4 +342,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

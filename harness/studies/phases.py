@@ -12,9 +12,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from harness.build import load_build_info, make_command
+from harness.build import DEFAULT_SUBMISSION, MAKE_SAFE_PATH, load_build_info, make_command
 from spec import provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, InputError
 
 BINARY = "persistent_phases"
 
@@ -27,8 +27,11 @@ def remake_command(target: str, build_dir: Path = BUILD_DIR) -> list[str]:
     """make `target` with the last `invoke build`'s ARCH, SUBMISSION and ACCUM (build_info.json),
     so that nothing else of the build is remade."""
     info = load_build_info(build_dir)
-    sub = info.get("submission")
-    return make_command(info["arch"], None if sub in (None, "cuda/contract/submission_ref.cu") else sub,
+    sub = info.get("make_submission", info.get("submission"))
+    if sub is not None and not MAKE_SAFE_PATH.fullmatch(str(sub)):
+        raise InputError(f"error: {Path(build_dir) / 'build_info.json'}: submission {sub!r} is no path make "
+                         f"reads as written: run `invoke build` again")
+    return make_command(info["arch"], None if sub in (None, DEFAULT_SUBMISSION) else sub,
                         build_dir, target, info.get("accumulate", "double"))
 
 

@@ -8,20 +8,22 @@ testing caps of that class in the environment (cuda/paths/path_fit.h: the binary
 and sizes every grid by the SM count, as on that GPU), into <out>/<class>/: run.json, run.log
 (everything mlp_train printed) and RESULTS.md rendered from that folder by analysis.report
 (--no-report: not rendered). Every path runs, in the configuration that fits, or is skipped with
-its reason; the gate's verdict stands.
+its reason; the gate's verdict stands. A run that does not finish its gate (no GPU, a bad flag)
+replaces nothing: it runs in <out>/<class>.new/ and ends in <out>/<class>.failed/.
 
 Exit status: 0 every class ran and its gate passed; 1 a class's gate failed; 2 bad input (an
 unknown class); otherwise the first failing run's status (3 CUDA error, 4 internal error).
 """
 from __future__ import annotations
 
-import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from spec.files import RESULTS_DIR, ROOT, write_text
+from spec import files, validate
+from spec.files import RESULTS_DIR, ROOT, InputError, write_text
 
 KB = 1024
 # The caps of each class: the limits the issue names (SMs, shared memory per block with the
@@ -50,16 +52,36 @@ def cap_env(cls: str, base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+STAGING, FAILED = ".new", ".failed"   # a class folder's suffixes while it runs, when it did not finish
+
+
 def run_class(cls: str, out_dir: Path = OUT_DIR, report: bool = True, extra_args: tuple[str, ...] = ()) -> int:
-    """One class: run.json, run.log and (report) RESULTS.md in out_dir/cls; mlp_train's status."""
+    """One class: run.json, run.log and (report) RESULTS.md in out_dir/cls; mlp_train's status.
+
+    The run goes into out_dir/cls.new/; only a gate that finished (status 0 or 1) replaces
+    out_dir/cls/ (files.replace_folder), then its RESULTS.md is rendered there. A run that did not
+    (bad input, no GPU, an internal error) leaves out_dir/cls/ as it was and its log in
+    out_dir/cls.failed/."""
     dest = Path(out_dir) / cls
-    dest.mkdir(parents=True, exist_ok=True)
+    stage = dest.with_name(cls + STAGING)
+    for path in (dest, stage, dest.with_name(cls + FAILED)):
+        if path.exists() and not path.is_dir():
+            raise InputError(f"error: {path}: not a folder, but the run writes a folder there")
+    if stage.exists():
+        shutil.rmtree(stage)   # left by an interrupted run
+    stage.mkdir(parents=True)
     caps = " ".join(f"{k}={v}" for k, v in CLASSES[cls].items())
     print(f"portability {cls}: {caps}", flush=True)
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(dest), *extra_args], cwd=ROOT, env=cap_env(cls),
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(stage), *extra_args], cwd=ROOT, env=cap_env(cls),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    write_text(dest / "run.log", f"# caps: {caps}\n" + proc.stdout)
+    write_text(stage / "run.log", f"# caps: {caps}\n" + proc.stdout)
     print(proc.stdout, end="", flush=True)
+    if proc.returncode not in (0, 1):
+        files.replace_folder(stage, dest.with_name(cls + FAILED))
+        print(f"portability {cls}: the run did not finish (exit {proc.returncode}); {dest} left as it was, "
+              f"this run's log in {dest.with_name(cls + FAILED) / 'run.log'}", file=sys.stderr)
+        return proc.returncode
+    files.replace_folder(stage, dest)
     if report and (dest / "run.json").is_file():
         r = subprocess.run([sys.executable, "-m", "analysis.report", "--results", str(dest),
                             "--profile", str(dest / "profile"), "--out", str(dest / "RESULTS.md"),
@@ -74,7 +96,7 @@ def run_class(cls: str, out_dir: Path = OUT_DIR, report: bool = True, extra_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = validate.ArgParser(prog="python -m harness.studies.portability", description=__doc__.split("\n\n")[0])
     ap.add_argument("--classes", default=",".join(CLASSES), help=f"comma-separated, of {', '.join(CLASSES)}")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
     ap.add_argument("--no-report", action="store_true", help="do not render RESULTS.md")
@@ -94,4 +116,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)

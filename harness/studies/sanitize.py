@@ -15,7 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spec import provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, write_json
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, check_targets, write_json
+
+EXIT_CUDA_ERROR = 3   # mlp_train's status for a CUDA error, no device among them (cuda/common/exit_status.h)
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
@@ -67,8 +69,11 @@ def run_one(sanitizer: str, tool: str, target: list[str], label: str, timeout_s:
 
 def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RESULTS_DIR,
              timeout_s: int = 300, jobs: int | None = None) -> int:
-    """Every (tool, target) run; results/sanitize.json is rewritten after each one, so a run cut
-    short still leaves what it finished (with "complete": false).
+    """Every (tool, target) run; results/sanitize.partial.json is rewritten after each one, so a
+    run cut short still leaves what it finished (with "complete": false), and replaces
+    results/sanitize.json at the end. When no path's run reached a CUDA device (every one ended
+    with mlp_train's CUDA-error status 3: no GPU), results/sanitize.json is left as it was, this
+    run's rows go to results/sanitize.failed.json, and the status is 3.
 
     The runs go `jobs` at a time on the one GPU: these are correctness tools, not timings, and a
     sanitized run is bound by the tool's host-side work (20 runs of about a minute each would not
@@ -92,13 +97,15 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     rows: list[dict | None] = [None] * len(plan)
     made = provenance.stamp()   # the commit, and the date the set started
     lock = threading.Lock()
+    final = Path(results_dir) / "sanitize.json"
+    partial, failed = final.with_name("sanitize.partial.json"), final.with_name("sanitize.failed.json")
+    check_targets([final, partial, failed])
 
     def save(complete: bool) -> bool:
         done = [r for r in rows if r is not None]
         clean = complete and len(done) == len(plan) and all(r["errors"] == 0 and r["exit_code"] == 0 for r in done)
-        write_json(Path(results_dir) / "sanitize.json",
-                          {"schema": 1, **made, "complete": complete, "clean": clean, "planned_runs": len(plan),
-                           "runs": done})
+        write_json(partial, {"schema": 1, **made, "complete": complete, "clean": clean, "planned_runs": len(plan),
+                             "runs": done})
         return clean
 
     def one(i: int) -> None:
@@ -112,6 +119,13 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, range(len(plan))))
     clean = save(True)
+    path_rows = [r for r, (_, _, label) in zip(rows, plan) if label.startswith("path ")]
+    if path_rows and all(r["exit_code"] == EXIT_CUDA_ERROR for r in path_rows):
+        os.replace(partial, failed)
+        print(f"sanitize: no run reached a CUDA device (mlp_train exit {EXIT_CUDA_ERROR}); {final} left as it was, "
+              f"this run's rows in {failed}", file=sys.stderr)
+        return EXIT_CUDA_ERROR
+    os.replace(partial, final)
     print(f"sanitize: {'zero errors on every run' if clean else 'ERRORS (see results/sanitize.json)'}")
     return 0 if clean else 1
 

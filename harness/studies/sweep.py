@@ -20,12 +20,17 @@ The point they share (width 256, batch 128) is run once. Each point, labelled "h
      from the shapes (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
 
 A point that fails (a path fails, the binary stops, the baseline fails, a time limit) is recorded
-with its error and the sweep goes on. results/sweep.json is written atomically after every point,
-so an interrupted sweep leaves the points it finished; the format is in docs/formats.md.
+with its error and the sweep goes on. The committed evidence is never lost to a failure: each point
+runs in a staging folder, results/sweep/<label>.new/; a point that timed a CUDA path then replaces
+results/sweep/<label>/ (the old folder removed only after the rename), while one that did not keeps
+the old folder and leaves its own files in results/sweep/<label>.failed/. At the end sweep.json
+(and, with `report`, SWEEP.md and its two plots) are written together, all or none, and only when
+some point timed a CUDA path: a sweep that timed nothing (no GPU) writes none of them. An
+interrupted sweep leaves the points it finished in their folders (point.json each), from which
+--collect-only rebuilds sweep.json. The format is in docs/formats.md.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -38,8 +43,8 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.baseline import registry
-from spec import files, provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
+from spec import files, provenance, validate
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, InputError
 from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
 from spec.recipe import load_recipe
 from spec.torch_variants import CUDA_GRAPH, EAGER
@@ -57,6 +62,11 @@ FULL_TRAIN_SIZE = 60_000       # data/full (invoke data --full)
 COST_IMAGES = 1000             # cost is GPU-seconds per this many training images
 DEFAULT_TIMEOUT_S = 300        # per subprocess (the binary, the baseline) of one point
 LOG_TAIL_LINES = 20
+DEFAULT_EPOCHS = 20
+MIN_EPOCHS, MAX_EPOCHS = 2, 1000   # epoch 0 is a warm-up, not timed; the recipe's bound
+MAX_WIDTH, MAX_BATCH = 16384, 65536   # the recipe bounds of hidden_dim and batch (spec.recipe.BOUNDS)
+STAGING, FAILED = ".new", ".failed"   # a point folder's suffixes while it runs, when it failed
+SWEEP_MD = ROOT / "SWEEP.md"
 
 def label(hidden: int, batch: int) -> str:
     """The point's name and folder: h256_b128."""
@@ -127,11 +137,13 @@ def _ratio(a, b):
 
 def _read_json(path: Path):
     """(object, None) or (None, one-line reason)."""
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not Path(path).exists():
         return None, f"{path.name} not written"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    try:
+        obj = json.loads(files.read_input(path).decode("utf-8"))
+    except InputError as exc:
+        return None, f"{path.name}: " + str(exc).removeprefix(f"error: {path}: ")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"{path.name}: malformed JSON: {exc}"
     if not isinstance(obj, dict):
         return None, f"{path.name}: malformed JSON: the top level is not an object"
@@ -333,13 +345,23 @@ def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch,
     }
 
 
-def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epochs: int = 20,
+def _check_point_folders(sweep_root: Path, points: list[dict]) -> None:
+    """InputError naming the first path in the way of a point's folders (a file where a folder goes)."""
+    for path in [sweep_root] + [sweep_root / (p["label"] + sfx) for p in points for sfx in ("", STAGING, FAILED)]:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"error: {path}: not a folder, but the sweep writes a folder there")
+
+
+def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epochs: int = DEFAULT_EPOCHS,
           paths: str = DEFAULT_PATHS, results_dir: Path = RESULTS_DIR, pytorch: bool = True,
           data_dir: Path = DATA_DIR, train_size: int | None = None, *,
           binary: Path | None = None, pytorch_cmd: Sequence[str] | None = None,
           device: str = "cuda", timeout_s: float = DEFAULT_TIMEOUT_S,
-          width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN) -> dict:
-    """Run every point and write results_dir/sweep.json (after each point); returns its object.
+          width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN,
+          report: Path | None = None) -> dict:
+    """Run every point and, when some point timed a CUDA path, write results_dir/sweep.json
+    (with `report`: also that SWEEP.md and results_dir/plots' two sweep plots, all together);
+    returns the sweep's object either way.
 
     binary: the mlp_train to run (default build/mlp_train); pytorch_cmd: the command prefix of
     the baseline (default: this Python, -m harness.baseline.pytorch_baseline), given --results, --variants,
@@ -353,32 +375,36 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
     if not binary.exists():
         raise SystemExit(f"error: {binary} missing: run `invoke build` first")
     if not data_dir.is_dir():
-        raise SystemExit(f"error: {data_dir}: data folder not found"
+        raise InputError(f"error: {data_dir}: data folder not found"
                          + (" (run `invoke data --full`)" if data_dir.name == "full" else ""))
-    epochs = int(epochs)
-    if epochs < 2:
-        raise SystemExit(f"error: epochs must be at least 2 (epoch 0 is not timed), got {epochs}")
-    path_list = [p.strip() for p in str(paths).split(",") if p.strip()]
+    epochs = parse_epochs(epochs)
+    timeout_s = validate.positive_seconds(timeout_s, "--timeout")
+    path_list = [validate.safe_name(p.strip(), "--paths: path") for p in str(paths).split(",") if p.strip()]
     if not path_list:
-        raise SystemExit("error: --paths names no path")
+        raise InputError("error: --paths names no path")
     points = sweep_points(widths, batches, width_batch, batch_hidden)
     if not points:
-        raise SystemExit("error: no sweep points (empty widths and batches)")
+        raise InputError("error: no sweep points (empty widths and batches)")
     pytorch_cmd = list(pytorch_cmd) if pytorch_cmd else [sys.executable, "-m",
                                                          "harness.baseline.pytorch_baseline"]
     sweep_root = results_dir / SWEEP_DIR
     out_path = results_dir / SWEEP_JSON
+    plots_dir = results_dir / "plots"
+    _check_point_folders(sweep_root, points)
+    files.check_targets([out_path] + ([Path(report)] + [plots_dir / f for f in _sweep_plot_files()]
+                                      if report is not None else []))
     doc = _new_doc(widths, batches, width_batch, batch_hidden, epochs, path_list, pytorch,
                    _rel(data_dir), train_size, timeout_s,
                    "written by harness/studies/sweep.py; see docs/formats.md")
     n = len(points)
     for i, point in enumerate(points, 1):
         t0 = time.perf_counter()
-        pdir = sweep_root / point["label"]
+        final = sweep_root / point["label"]
+        pdir = final.with_name(final.name + STAGING)
         if pdir.exists():
-            shutil.rmtree(pdir)        # no stale run.json / pytorch.json of an earlier sweep
+            shutil.rmtree(pdir)        # left by an interrupted sweep
         pdir.mkdir(parents=True)
-        point = dict(point, dir=_rel(pdir))
+        point = dict(point, dir=_rel(final))
         cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(pdir), "--perf-only",
                "--paths", ",".join(path_list), "--hidden", str(point["hidden"]),
                "--batch", str(point["batch"]), "--epochs", str(epochs)]
@@ -404,6 +430,9 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
                 pytorch_error = "not run: mlp_train wrote no init_params.npy / order.npy"
         rec = collect_point(pdir, point, pytorch=pytorch, binary_error=binary_error,
                             pytorch_error=pytorch_error)
+        if rec["best_cuda"] is None:   # the old folder stays; this run's files go beside it
+            final = final.with_name(final.name + FAILED)
+            rec["dir"] = point["dir"] = _rel(final)
         rec["command"] = shlex.join(cmd)
         rec["pytorch_command"] = (shlex.join(["python" if x == sys.executable else x
                                               for x in tcmd]) if tcmd else None)
@@ -414,14 +443,28 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
             "command": rec["command"], "pytorch_command": rec["pytorch_command"],
             "exit_code": rc, "commit": doc["commit"], "driver": doc["driver"],
             "config": {k: doc["config"][k] for k in POINT_CONFIG_KEYS}})
+        files.replace_folder(pdir, final)
         doc["points"].append(rec)
         doc.update(_summary(doc["points"]))
         doc["complete"] = i == n
-        files.write_json(out_path, doc)
         print(progress_line(i, n, rec, time.perf_counter() - t0), flush=True)
     ok = sum(1 for r in doc["points"] if r["status"] == "ok")
-    print(f"sweep: {ok}/{n} points without a problem; wrote {_rel(out_path)}", flush=True)
+    if not any(r["best_cuda"] is not None for r in doc["points"]):
+        print(f"sweep: no point timed a CUDA path: {_rel(out_path)} and the report untouched "
+              f"(this run's files: {', '.join(r['dir'] + '/' for r in doc['points'])})", flush=True)
+        return doc
+    outputs = {out_path: json.dumps(doc, indent=2) + "\n"}
+    if report is not None:
+        from analysis import render as renderer
+        outputs |= renderer.render_sweep(doc, out_path, Path(report), plots_dir, TEMPLATES_DIR)
+    files.write_all(outputs)
+    print(f"sweep: {ok}/{n} points without a problem; wrote " + ", ".join(_rel(p) for p in outputs), flush=True)
     return doc
+
+
+def _sweep_plot_files() -> list[str]:
+    from analysis.render import SWEEP_PLOT_FILES
+    return list(SWEEP_PLOT_FILES.values())
 
 
 def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
@@ -476,28 +519,35 @@ def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
     return doc
 
 
-def parse_ints(text: str | Sequence[int] | None, default: Sequence[int]) -> list[int]:
-    """"64,128" -> [64, 128]; None -> default; "none" or "" -> [] (that sweep left out);
-    a bad item raises SystemExit with one line."""
+def parse_ints(text: str | Sequence[int] | None, default: Sequence[int], flag: str = "--widths",
+               hi: int = MAX_WIDTH) -> list[int]:
+    """"64,128" -> [64, 128]; None -> default; "none" -> [] (that sweep left out); anything else
+    (an item that is not a plain decimal integer in [1, hi], one given twice, an empty list)
+    is an InputError naming `flag` (spec.validate.integers)."""
     if text is None:
         return list(default)
     if not isinstance(text, str):
-        return [int(x) for x in text]
-    if text.strip().lower() in ("", "none"):
+        return [validate.count(str(x), flag, 1, hi) for x in text]
+    if text.strip().lower() == "none":
         return []
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            value = int(item)
-        except ValueError:
-            raise SystemExit(f"error: {text!r}: {item!r} is not an integer") from None
-        if value < 1:
-            raise SystemExit(f"error: {text!r}: {value} is not positive")
-        out.append(value)
-    return out
+    return validate.integers(text, flag, 1, hi)
+
+
+def parse_points(widths, batches) -> tuple[list[int], list[int]]:
+    """(widths, batches) of --widths and --batches (parse_ints); both "none" is an InputError."""
+    w = parse_ints(widths, WIDTHS, "--widths", MAX_WIDTH)
+    b = parse_ints(batches, BATCHES, "--batches", MAX_BATCH)
+    if not w and not b:
+        raise InputError(f"error: --widths {widths!r} --batches {batches!r}: no sweep point to run")
+    return w, b
+
+
+def parse_epochs(text) -> int:
+    """--epochs: a plain decimal integer in [2, 1000] (epoch 0 is a warm-up, so one epoch times
+    nothing); None: DEFAULT_EPOCHS."""
+    if text is None:
+        return DEFAULT_EPOCHS
+    return validate.count(str(text), "--epochs (epoch 0 is a warm-up, not timed)", MIN_EPOCHS, MAX_EPOCHS)
 
 
 def data_for(full: bool) -> tuple[Path, int | None]:
@@ -506,32 +556,31 @@ def data_for(full: bool) -> tuple[Path, int | None]:
         return DATA_DIR, None
     full_dir = DATA_DIR / "full"
     if not (full_dir / "SHA256SUMS").is_file():
-        raise SystemExit(f"error: {_rel(full_dir)}: not found: run `invoke data --full` first")
+        raise InputError(f"error: {_rel(full_dir)}: not found: run `invoke data --full` first")
     return full_dir, FULL_TRAIN_SIZE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.studies.sweep",
-                                 description="Width and batch sweep: best CUDA path vs PyTorch")
+    ap = validate.ArgParser(prog="python -m harness.studies.sweep",
+                            description="Width and batch sweep: best CUDA path vs PyTorch")
     ap.add_argument("--widths", default=None,
                     help=f"hidden widths at batch {WIDTH_SWEEP_BATCH} "
                          f"(default {','.join(map(str, WIDTHS))}; none: no width sweep)")
     ap.add_argument("--batches", default=None,
                     help=f"batches at width {BATCH_SWEEP_HIDDEN} "
                          f"(default {','.join(map(str, BATCHES))}; none: no batch sweep)")
-    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--epochs", default=None, help=f"epochs per point, {MIN_EPOCHS}-{MAX_EPOCHS} (default {DEFAULT_EPOCHS})")
     ap.add_argument("--paths", default=DEFAULT_PATHS)
     ap.add_argument("--no-pytorch", action="store_true", help="CUDA paths only")
     ap.add_argument("--full", action="store_true",
                     help=f"train on data/full ({FULL_TRAIN_SIZE:,} images; `invoke data --full`)")
     ap.add_argument("--results", type=Path, default=RESULTS_DIR)
-    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    ap.add_argument("--timeout", type=lambda t: validate.positive_seconds(t, "--timeout"), default=DEFAULT_TIMEOUT_S,
                     help="time limit of each subprocess of a point, seconds")
     ap.add_argument("--collect-only", action="store_true",
                     help="rebuild sweep.json from results/sweep/*/ without running anything")
     args = ap.parse_args(argv)
-    widths = parse_ints(args.widths, WIDTHS)
-    batches = parse_ints(args.batches, BATCHES)
+    widths, batches = parse_points(args.widths, args.batches)
     if args.collect_only:
         doc = collect(args.results, widths, batches, pytorch=not args.no_pytorch)
         print(f"sweep: collected {len(doc['points'])} points into "
@@ -545,4 +594,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    files.run_main(main)
