@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from spec import validate
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
@@ -112,19 +113,17 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
                  ) -> dict[str, Path]:
     """Capture one epoch of `path_name` and export its summaries; returns {file kind: path}.
 
-    Steps: delete the path's old outputs; `nsys profile` (capture range = the NVTX range
-    "profile-epoch") into a temporary folder inside out_dir; `nsys stats` for the three reports;
-    check that each CSV exists and is not empty; move the report and the CSVs into out_dir.
-    Any failure raises SystemExit with one line naming the step; out_dir is then left without
-    any file of this path. `extra_args` go to the binary, `nsys_args` to `nsys profile` (before
+    Steps: `nsys profile` (capture range = the NVTX range "profile-epoch") into a temporary
+    folder inside out_dir; `nsys stats` for the three reports; check that each CSV exists and is
+    not empty; only then delete the path's old outputs and move the report and the CSVs into
+    out_dir. Any failure before that raises SystemExit with one line naming the step and leaves
+    out_dir's files of this path as they were (a run without a GPU destroys no evidence). `extra_args` go to the binary, `nsys_args` to `nsys profile` (before
     the binary, e.g. "--capture-range-end=stop"). `cwd` is where the binary runs (relative
     `binary` and `data_dir` are taken from there); out_dir is used as given.
     """
     nsys = find_nsys()
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    for gone in remove_stale(path_name, out_dir):
-        print(f"removed stale {gone}", flush=True)
     if not (Path(cwd or ".") / binary).is_file():
         raise SystemExit(f"error: binary {binary} not found: build it first")
 
@@ -157,6 +156,8 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
                 raise SystemExit(f"error: nsys stats of path {path_name} wrote no {csv_path.name}"
                                  " (or an empty one): the capture holds no such data")
 
+        for gone in remove_stale(path_name, out_dir):   # the new outputs are ready: the old ones go
+            print(f"removed stale {gone}", flush=True)
         moved: dict[str, Path] = {}
         try:
             for src, kind in zip(csvs + [rep], list(REPORTS) + ["nsys-rep"]):
@@ -180,7 +181,8 @@ def default_paths(results_dir: Path = RESULTS_DIR) -> list[str]:
         paths = list(json.loads(run_json.read_text())["paths"])
     except (OSError, ValueError, KeyError, TypeError):
         paths = []
-    return paths or list(DEFAULT_PATHS)
+    # Names from a results file become file names: each must be a safe name (spec/validate.py).
+    return [validate.safe_name(p, f"{run_json}: paths") for p in paths] or list(DEFAULT_PATHS)
 
 
 def profile_all(paths: Sequence[str] | None = None, pytorch: bool = True,

@@ -123,15 +123,18 @@ def test_success_moves_the_report_and_three_csvs(env, capsys):
     ("skip-nvtx", "wrote no fused_nvtx_sum.csv"),
     ("empty-csv", "wrote no fused_cuda_api_sum.csv"),
 ])
-def test_failure_leaves_no_outputs_and_removes_stale_ones(env, monkeypatch, mode, step):
+def test_a_failure_leaves_the_last_outputs_as_they_were(env, monkeypatch, mode, step):
+    """Issue 28: a capture that fails (no GPU, nsys refusing) destroys no evidence: the last
+    run's files stay, byte for byte, and no temporary folder is left."""
     stale = plant_stale(env["out"])
+    before = {f: f.read_bytes() for f in stale}
     monkeypatch.setenv("FAKE_NSYS_MODE", mode)
     with pytest.raises(SystemExit) as info:
         run(env)
     msg = str(info.value)
     assert step in msg and "\n" not in msg, msg
-    assert not any(f.exists() for f in stale)
-    assert listing(env["out"]) == []  # nor the temporary folder
+    assert {f: f.read_bytes() for f in stale} == before
+    assert listing(env["out"]) == sorted(f.name for f in stale)
 
 
 def test_missing_binary_exits(env):
@@ -214,6 +217,6 @@ def test_profile_exit_1_fails_even_with_a_report(env, monkeypatch):
         run(env)
     msg = str(info.value)
     assert "nsys profile of path fused failed (exit status 1)" in msg and "\n" not in msg, msg
-    assert not any(f.exists() for f in stale)
-    assert listing(env["out"]) == []
+    assert all(f.read_text() == "stale from an older run\n" for f in stale)   # the last run's, kept
+    assert listing(env["out"]) == sorted(f.name for f in stale)
     assert [c["args"][0] for c in calls(env)] == ["profile"]  # no stats after a failed profile
