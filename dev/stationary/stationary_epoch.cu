@@ -31,7 +31,8 @@
 #include <vector>
 
 #include "../../cuda/common/rng.h"
-#include "probe.cuh"  // defines WSTAT_MARK before the kernel header
+#include "probe.cuh"  // defines WSTAT_MARK before the variant kernel
+#include "variant_kernel.cuh"
 #include "../../cuda/paths/stationary_path.cuh"
 #include "variants.cuh"
 
@@ -396,10 +397,9 @@ int main(int argc, char** argv) {
   }
   {
     cudaFuncAttributes fa{};
-    using mlp::wstat::kShippedV;
-    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16, kShippedV>));
-    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20, kShippedV>));
-    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12, kShippedV>));
+    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16>));
+    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20>));
+    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12>));
     std::printf("config: %s; max active clusters %d; %d registers/thread, %zu B local (spills)\n", plan.what.c_str(),
                 plan.max_active_clusters, fa.numRegs, (size_t)fa.localSizeBytes);
     if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");

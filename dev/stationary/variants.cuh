@@ -1,7 +1,7 @@
-// dev/stationary/variants.cuh — launches of k_stationary_epoch<CL, U, V> for the dev variants
-// (cuda/kernels/stationary.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare, and the
-// phase report of a recorded epoch. Included by dev/stationary/stationary_epoch.cu after
-// probe.cuh and cuda/paths/stationary_path.cuh.
+// dev/stationary/variants.cuh — launches of k_stationary_variant<CL, U, V> for the dev variants
+// (dev/stationary/variant_ops.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare,
+// and the phase report of a recorded epoch. Included by dev/stationary/stationary_epoch.cu after
+// probe.cuh, variant_kernel.cuh and cuda/paths/stationary_path.cuh.
 #pragma once
 #include <algorithm>
 #include <cstdio>
@@ -15,13 +15,13 @@ cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
   using C = Cfg<CL, U>;
   static bool attr_set = false;
   if (!attr_set) {
-    const cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+    const cudaError_t e = cudaFuncSetAttribute(k_stationary_variant<CL, U, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
     if (e != cudaSuccess) return e;
     attr_set = true;
   }
   cudaLaunchAttribute attr[2];
   const cudaLaunchConfig_t cfg = mlp::wstat::cluster_launch_config<CL, U>(attr, p->cooperative);
-  return cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, V>, args);
+  return cudaLaunchKernelEx(&cfg, k_stationary_variant<CL, U, V>, args);
 }
 
 // stationary_epoch's semantics for variant V (the shapes <8,20> and <4,12> only).
