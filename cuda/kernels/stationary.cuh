@@ -7,7 +7,8 @@
 //   ops.cuh              constants, Slice, Args; the counter, cp.async, TF32 MMA and byte
 //                        conversion primitives; the input packing kernel
 //   layout.cuh           Cfg<CL, U> (derived constants, shared memory layout), Block<CL, U> (a
-//                        block's place and pointers), the MMA fragment index maps
+//                        block's place and pointers), Lanes (MMA lane coordinates, G's register
+//                        fragments), Wf's index map
 //   slice.cuh            the parameter slice loaded at launch and written back at the end
 //   phases_forward.cuh   input staging, F1, F2, the release and the wait
 //   phases_backward.cuh  S, D, G and the W2 update
