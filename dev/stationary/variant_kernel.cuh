@@ -11,6 +11,8 @@
 //           batch parts, both reduce-scattered across lanes by shuffles in a fixed tree; F1
 //           pushes one slot per rank, so F2 sums CL slots; warp 7 does the W2 update during G.
 //   kVMma   the shipped F1 and G on the tensor cores (with kVTile's slots and W2 update).
+// It stays one function, as measured: moving its CUDA-core forms into functions changes their
+// machine code (docs/PERFLOG.md).
 // Phase-timer hook: WSTAT_MARK is a no-op unless the includer defines it first
 // (dev/stationary/probe.cuh records clock64 and %globaltimer per block, step and mark). It
 // expands inside k_stationary_variant, where the template parameters CL, U, V are in scope.
