@@ -131,6 +131,13 @@ PHASES_OBJ := $(PATHS_OBJ) $(SUB_OBJ) $(HOST_OBJ)
 $(BUILD)/persistent_phases: dev/persistent_phases.cu $(PHASES_OBJ) $(BUILD)/config.stamp
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(OBJ)/dev-persistent_phases.d $< $(PHASES_OBJ) -o $@
 
+# dev/stationary/stationary_epoch.cu, the stationary kernel's dev harness (its variants, phase probes
+# and the bitwise check of the shipped kernel; not part of `all`, harness/gpu_session.py's
+# stationary-check stage builds and runs it): build/stationary_epoch --check-shipped --data data
+$(BUILD)/stationary_epoch: dev/stationary/stationary_epoch.cu $(BUILD)/config.stamp
+	@mkdir -p $(OBJ)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(OBJ)/dev-stationary_epoch.d $< -o $@
+
 # The nvcc command line every CUDA object is compiled with (recorded in results/run.json).
 .PHONY: print-nvcc
 print-nvcc:

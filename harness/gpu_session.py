@@ -5,10 +5,10 @@ GPU machine:
     invoke gpu.session --commit <commit> [--stages build,run,...] [--run-paths unfused,fused]
 
 Stages, in the order they run (DEFAULT_STAGES without --stages): build, ceilings, run, phases,
-profile, torchprof, oursstudies, pytest, sanitize; gate, gate0, sweep, ncu and accum only on request. A full
-set takes longer than one 10-minute call on the lent H200 (the PyTorch baseline's max-autotune
-compile alone is about 4 minutes), so split it: "build,ceilings,run,phases,profile", then
-"build,pytest,sanitize".
+stationary-check, profile, torchprof, oursstudies, pytest, sanitize; gate, gate0, sweep, ncu and accum
+only on request. A full set takes longer than one 10-minute call on the lent H200 (the PyTorch
+baseline's max-autotune compile alone is about 4 minutes), so split it:
+"build,ceilings,run,phases,stationary-check,profile", then "build,pytest,sanitize".
 --commit names the commit in run.json (MLP_COMMIT; the machine's tree copy can carry a stale
 .git); --run-paths picks the paths the run stage times. Each stage's output goes to
 results/logs/<stage>.log and its exit status to results/logs/stages.txt (124: its time limit),
@@ -19,6 +19,7 @@ $OUT/evidence.tgz without .npy and .sqlite files: unpack it in the repository ro
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 from spec import provenance
-from spec.files import PROFILE_DIR, RESULTS_DIR, ROOT
+from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 TIME_LIMIT_STATUS = 124          # as timeout(1) reports it
 KILL_GRACE_S = 10                # SIGTERM, then this long before SIGKILL
@@ -51,6 +52,8 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
         Stage("ceilings", 120, (*INVOKE, "ceilings")),
         Stage("run", 480, (*INVOKE, "run", *(("--paths", run_paths) if run_paths else ()))),
         Stage("phases", 90, (*INVOKE, "gpu.phases")),
+        Stage("stationary-check", 180, (sys.executable, "-c", "import sys; from harness.gpu_session import "
+                                        "stationary_check; sys.exit(stationary_check())")),
         Stage("profile", 240, (*INVOKE, "profile")),
         Stage("torchprof", 240, (*INVOKE, "gpu.torch-profiles")),
         Stage("oursstudies", 180, (*INVOKE, "gpu.ours-studies")),
@@ -68,8 +71,25 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
 
 
 STAGE_NAMES = tuple(s.name for s in all_stages())
-DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "profile", "torchprof", "oursstudies",
-                  "pytest", "sanitize")
+DEFAULT_STAGES = ("build", "ceilings", "run", "phases", "stationary-check", "profile", "torchprof",
+                  "oursstudies", "pytest", "sanitize")
+
+
+def stationary_check(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR) -> int:
+    """The stationary-check stage: make build/stationary_epoch with the last `invoke build`'s
+    configuration, then run its bitwise check of the shipped stationary kernel against dev's build
+    of the same variant bits (dev/stationary/README.md). Its exit status: 0 equal, 1 not, 3 a CUDA
+    error or no stationary shape on this device, 2 the make failed."""
+    from harness.studies.phases import remake_command
+    binary = os.path.relpath(Path(build_dir, "stationary_epoch").resolve(), ROOT)
+    make = remake_command(binary, build_dir)
+    print("stationary-check: " + shlex.join(make), flush=True)
+    if subprocess.run(make, cwd=ROOT).returncode != 0:
+        print(f"error: make {binary} failed (see the compiler output above)", flush=True)
+        return 2
+    cmd = [binary, "--check-shipped", "--data", os.path.relpath(Path(data_dir).resolve(), ROOT)]
+    print("stationary-check: " + shlex.join(cmd), flush=True)
+    return subprocess.run(cmd, cwd=ROOT).returncode
 
 
 def parse_stages(text: str | None) -> list[str]:

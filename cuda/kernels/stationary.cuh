@@ -1,21 +1,23 @@
-// cuda/kernels/stationary.cuh — a weight-stationary epoch: ONE launch of G·CL blocks (one per SM) in
-// thread-block clusters of CL trains a whole epoch of the recipe (784-256-10, batch <= 128), with
-// each block's slice of the parameters and their velocity held on chip for the whole epoch. It is
-// the kernel path `stationary` (cuda/paths/stationary_path.cu); the host side (shape choice from the
-// device's co-resident cluster count, prepare, launch) is cuda/paths/stationary_path.cuh; constants, Args
-// and the staging / sync / MMA primitives are cuda/kernels/stationary_ops.cuh. The kernel's third template
-// parameter V (kV* bits; 0 = the first form, described below) selects the variant; the host
-// launches kShippedV (cuda/paths/stationary_path.cuh): kVTile's slots and W2 update, F1 and G on the
-// tensor cores (kVMma, described at those phases: TF32 MMAs with every float operand split in two,
-// the W1 slice and its velocity in G's registers), kVNoFence, kVFastConv, kVConv2, kVH2, kVRel7
-// and kVRcp. Variants that measured slower were removed again (docs/PERFLOG.md says what each did
-// and measured: tagged slots, split barrier B, the parallel W2 update, float staging, fused F2,
-// prefetched or late staging, a fetching warp, rolled loops, a cluster-scope fence, F1 over half
-// the K, the conversion moved into G, a balanced G, a split conversion, a per-warp poll).
+// cuda/kernels/stationary.cuh — the weight-stationary epoch k_stationary_epoch<CL, U>: ONE launch
+// of G·CL blocks (one per SM) in thread-block clusters of CL trains a whole epoch of the recipe
+// (784-256-10, batch <= 128), with each block's slice of the parameters and their velocity held on
+// chip for the whole epoch. It is the kernel path `stationary` (cuda/paths/stationary_path.cu); the
+// host side (shape choice from the device's co-resident cluster count, prepare, launch) is
+// cuda/paths/stationary_path.cuh. The kernel's parts are in cuda/kernels/stationary/:
+//   ops.cuh              constants, Slice, Args; the counter, cp.async, TF32 MMA and byte
+//                        conversion primitives; the input packing kernel
+//   layout.cuh           Cfg<CL, U> (derived constants, shared memory layout), Block<CL, U> (a
+//                        block's place and pointers), Lanes (MMA lane coordinates, G's register
+//                        fragments), Wf's index map
+//   slice.cuh            the parameter slice loaded at launch and written back at the end
+//   phases_forward.cuh   input staging, F1, F2, the release and the wait
+//   phases_backward.cuh  S, D, G and the W2 update
+// dev/stationary/ builds the variants measured on the way here (docs/PERFLOG.md says what each did
+// and measured) and checks this kernel bitwise against its build of the same choices.
 //
-// Shape <CL, U>: U hidden units per cluster (a multiple of 4: the GEMM tiles are 4 units wide),
-// G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are PAD
-// units (instantiated: <8,16> G 16, <8,20> G 13 (4 pad), <4,12> G 22 (8 pad)).
+// Shape <CL, U>: U hidden units per cluster (a multiple of 4, as dev/stationary/'s CUDA-core forms
+// need), G = ceil(256 / U) clusters, G·U >= 256 unit columns; the G·U − 256 columns past 256 are
+// PAD units (instantiated: <8,16> G 16, <8,20> G 13 (4 pad), <4,12> G 22 (8 pad)).
 //   cluster c  unit columns j in [U·c, U·c + U)
 //   rank r     input rows k in [KS·r, KS·r + KS) of W1 for those units (KS = 784 / CL), and
 //              their velocity; rank 0 also b1[units] (stored as row KS of its slice, so the GEMMs
@@ -24,6 +26,12 @@
 //              (every block keeps a copy of the cluster's W2 rows, pushed by the owners);
 //              batch rows [RPB·r, RPB·r + RPB) for every row-wise reduction (RPB = 128 / CL);
 //   cluster 0, rank 0: b2 (a "unit" whose activation is 1) and the step loss.
+//
+// F1 and G run on the tensor cores (TF32 m16n8k8): the staged inputs are the pixel bytes p as
+// floats (exact in TF32; b1's input is 255), every other float operand w is split into
+// big = tf32(w) and small = tf32(w − big) and multiplied twice, and the 1/255 is applied to the
+// products' sums (ops.cuh). G's warps keep the W1 slice and its velocity in registers for the
+// whole epoch; F1 reads the slice from Wf, its B fragments, which G rewrites after each update.
 //
 // Pad units stay exactly 0 and never reach the real parameters. They start with W1 = b1 = 0,
 // W2 row = 0 and velocity +0 (read as 0, never from memory). Then each step, by induction: their
@@ -36,28 +44,24 @@
 // entry of W1, b1, W2 and the velocities (pad_check) is bitwise 0 at the end of every epoch.
 //
 // One step (t), every dependency named:
-//   F1  partial pre-activations of all rows from the block's K slice: thread (row b, K half s)
-//       accumulates all U units over input quads c ≡ s (mod 2); P_{r,s} pushed into the
-//       reducing block's shared memory (DSMEM stores, slot 2r + s)
+//   F1  partial pre-activations of all rows from the block's K slice: warp w, rows [16w, 16w + 16)
+//       x all U units over the whole slice; P_r pushed into the reducing block's Red (DSMEM
+//       stores, slot r)
 //   cluster.sync A
 //   F2  own rows: A = Σ_slot P (slot order), H = ReLU(A); partial logits of the cluster's units
-//       (+ b2 in cluster 0) -> global slot [t%2][c][row]; release-add on counter[rank]
-//       (while waiting: the next step's inputs, already in shared memory as bytes, become floats)
+//       (+ b2 in cluster 0) -> global slot [t%2][c][row]; release-add on counter[rank] (two input
+//       buffers: by warp 7, while warps 0-6 convert the next step's inputs, already in shared
+//       memory as bytes, into floats in the other buffer)
 //   WAIT  acquire counter[rank] >= base + G·(t+1): every cluster's rank-r block has written its
 //       slot for the rows this block reduces (the one cross-SM dependency)
 //   S   own rows: z = Σ_c slot[c] (cluster order), softmax, loss, dZ = (p − onehot)/nb
-//   D   own rows: dH = dZ·W2ᵀ ⊙ (H > 0) pushed to every block of the cluster; partial dW2, db2
-//       and loss over own rows pushed to their owners
+//   D   own rows: dH = dZ·W2ᵀ ⊙ (H > 0) pushed to every block of the cluster (as G's B
+//       fragments); partial dW2, db2 and loss over own rows pushed to their owners
 //   cluster.sync B
-//   G   dW1 slice = X[:, slice]ᵀ·dH (with db1 in rank 0's row KS) by 4×4 tiles, batch split in
-//       GS parts, summed in part order, the update in place; warp 7 afterwards: owners sum the
-//       dW2 (db2, loss) partials in rank order, update, push the W2 copies
-//   (kVTile: F1 tiles of 4 rows × U units over 8 K parts, G tiles of 4 inputs × U units over
-//   GP batch parts, both reduce-scattered across lanes by shuffles in a fixed tree; F1 pushes one
-//   slot per rank, so F2 sums CL slots; warp 7 does the W2 update during G, not after it.
-//   kVMma: F1 by warp w over rows [16w, 16w + 16) and G by warps 0-6 over m-tiles of 16 slice
-//   rows, both MMAs over the whole K, so neither reduces across lanes; D writes dH pre-split in
-//   G's fragment order; kVRel7: warp 7 releases the counter and polls, warps 0-6 convert.)
+//   G   warps 0-6: dW1 slice = X[:, slice]ᵀ·dH (with db1 in rank 0's row KS) by m-tiles of 16
+//       slice rows over the whole batch, the update in registers, the new slice to Wf; warp 7
+//       meanwhile: owners sum the dW2 (db2, loss) partials in rank order, update, push the W2
+//       copies (one input buffer: then the next step's conversion)
 // The next step's inputs are staged as bytes by cp.async issued at the top of each step.
 // Every sum has a fixed order, so reruns are bitwise identical; no float atomics.
 //
@@ -69,130 +73,21 @@
 //   W2l   written G(t) after B(t)    | read F2/D of t (before B(t)) and of t+1 (after A(t+1))
 // A writer of step t+1 passes A(t+1) (or B(t)) only after the reader arrived there, i.e. after
 // the reader finished reading step t's contents; a reader of step t reads after the sync that
-// follows the writes. Local buffers (Hs, dZs, lossS, Scr, Xs, Bb) are separated by __syncthreads.
+// follows the writes. Local buffers (Hs, dZs, lossS, Wf, Xs, Bb) are separated by __syncthreads.
 #pragma once
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include <cmath>
-#include <cstdint>
-
-#include "kernels/stationary_ops.cuh"
-
-// Phase-timer hook for dev builds: a no-op unless the includer defines it first
-// (dev/stationary/stationary_epoch.cu records clock64 and %globaltimer per block, step and mark).
-// It expands inside k_stationary_epoch, where the template parameters CL, U, V are in scope.
-#ifndef WSTAT_MARK
-#define WSTAT_MARK(t, slot) ((void)0)
-#endif
+#include "kernels/stationary/layout.cuh"
+#include "kernels/stationary/ops.cuh"
+#include "kernels/stationary/phases_backward.cuh"
+#include "kernels/stationary/phases_forward.cuh"
+#include "kernels/stationary/slice.cuh"
 
 namespace mlp {
-
 namespace wstat {
-// Variant bits (the kernel's template parameter V; 0 = the form described above, the one the
-// host side launches). Every variant keeps every sum's order, so its results are bitwise those of
-// V = 0; dev/stationary/stationary_epoch.cu checks and times each.
-constexpr int kVNoFence = 2;  // counter form without the two __threadfence (bar.sync + red.release,
-                              // ld.acquire + bar.sync, as CUTLASS's generic barrier)
-constexpr int kVTile = 16;    // register-tiled F1 and G (a new, fixed summation order: results
-                              // differ from V = 0 in the last bits; see "kVTile" below); the W2
-                              // update on warp 7, which G leaves free, beside G
-constexpr int kVFastConv = 32;  // the next inputs' conversion without I2F (pixel_of_byte; same bits)
-constexpr int kVConv2 = 128;    // with kVFastConv: the conversion by (row, half), every word loaded
-                                // before the first store, every column test a constant
-                                // (convert_rows; same bits)
-constexpr int kVMma = 512;      // with kVTile: F1 and G on the tensor cores (TF32 m16n8k8, every
-                                // operand split in two, see "kVMma" below; a new summation order)
-                                // (bit 256 is dev/stationary/probe.cuh's kVProbe)
-constexpr int kVH2 = 4096;      // F2's H by unit pairs, one pass of RPB·U/2 threads (same bits)
-constexpr int kVRel7 = 8192;    // warp 7 releases the counter and polls it; warps 0-6 convert the
-                                // next inputs meanwhile (the block barrier after the logits covers
-                                // the copies), so the conversion no longer waits for the release's
-                                // fence (same bits)
-constexpr int kVPrefetchL2 = 65536;  // at launch, block (c, r) prefetches into L2 its slice of the
-                                     // epoch's rows e ≡ c (mod G) and their labels, so an epoch that
-                                     // starts with a cold L2 (the gate evaluates between epochs)
-                                     // does not stage from HBM (same bits)
-constexpr int kVRcp = 32768;    // S: one correctly rounded reciprocal of the softmax sum and of nb
-                                // instead of two IEEE divisions (a new rounding of dZ)
 
-// Phase marks (WSTAT_MARK slots), in the order a step passes them.
-// kMF1a / kMF1b split F1 into products | shuffle reduce | DSMEM push, kMGa G into products | reduce.
-enum Mark : int { kMTop, kMF1a, kMF1b, kMF1, kMA, kMH, kMLogits, kMArrive, kMConvert, kMDone, kMS, kMD, kMB, kMGa, kMG, kMEnd, kMarks };
-
-// Everything derived from the shape <CL, U>.
-template <int CL, int U_>
-struct Cfg : Slice<CL> {
-  using S = Slice<CL>;
-  static constexpr int CLs = CL;
-  static constexpr int U = U_;                      // unit columns per cluster
-  static constexpr int kClusters = (kHidden + U - 1) / U;  // G
-  static constexpr int kGrid = kClusters * CL;      // blocks, one per SM
-  static constexpr int KS = S::KS, KP = S::KP, XB = S::XB, kKq = S::kKq, kKqG = S::kKqG;
-  static constexpr int KPM = S::KPM, kKs = S::kKs;
-  static constexpr int RPB = kRows / CL;            // batch rows each block reduces
-  static constexpr int kUq = U / 4;                 // unit quads
-  static constexpr int kRedSlots = 2 * CL;          // F1 partials per pre-activation (rank, K half)
-  static constexpr int kOwn = (U + CL - 1) / CL;    // W2 rows a rank owns at most
-  static constexpr int NT = kKqG * kUq;             // G: 4×4 tiles of the W1 slice
-  static constexpr int GS = 2 * NT <= kThreads ? 2 : 1;  // G: batch parts (threads GS·NT)
-  static constexpr int kScrStride = 20;             // G: combine scratch row stride (floats)
-  static constexpr int kPasses = RPB / 16;          // S: 16 rows a pass
-  static constexpr int kW2Items = (U + 1) * kOut;   // D: partial dW2 (U units) and db2 outputs
-  static constexpr int kW2Upd = (kOwn + 1) * kOut + 1;  // warp 7 in G: owned rows, b2, loss
-  // kVTile: G's batch parts per input quad (lanes), and the warps G uses (warp 7 stays free).
-  static constexpr int kGP = kKqG * 8 <= kThreads - 32 ? 8 : 4;
-  static constexpr int kGWarps = (kKqG * kGP + 31) / 32;
-  static_assert(kKqG * kGP <= kThreads - 32, "kVTile: G leaves warp 7 free");
-  static_assert(kThreads == 256 && kRows == 128 && U % 4 == 0, "kVTile: F1's row mapping");
-  static_assert(U % 4 == 0 && U >= 4 && kClusters * U >= kHidden && (kClusters - 1) * U < kHidden, "units");
-  static_assert(kThreads == 2 * kRows, "F1: one thread per (row, K half)");
-  static_assert(GS * NT <= kThreads && kRows % GS == 0, "G tiles");
-  static_assert(kW2Items + 1 <= kThreads && RPB % 16 == 0 && kPasses >= 1, "mappings");
-  // kVMma: n-tiles of 8 units, G's m-tiles of 16 slice rows over 7 warps (warp 7 stays free), the
-  // F1 B fragments (Wf) and G's (dHf, in slot order).
-  static constexpr int kNT = (U + 7) / 8;
-  static constexpr int kMT = (KS + 1 + 15) / 16;
-  static constexpr int kGWm = 7;
-  static constexpr int kMTw = (kMT + kGWm - 1) / kGWm;
-  static constexpr int kWfF = kKs * kNT * 32 * 4;   // Wf: [kKs][kNT][32 lanes] float4
-  static constexpr int kDhF = kRows / 8 * kNT * 32 * 4;  // dHf (kVMma: [16][kNT][32] float4; else [kRows][U])
-  static_assert(16 * kMT <= KPM + 8 && kDhF >= kRows * U, "kVMma shape");
-  static_assert(kRows == 8 * 16 && RPB % 16 == 0, "kVMma: F1 gives warp w the rows [16w, 16w + 16)");
-  // Shared memory (floats; every region a multiple of 4 floats, so 16-byte aligned).
-  static constexpr int kXsF = kRows * (KPM > KP ? KPM : KP);  // one input buffer, either stride
-  static constexpr int kScrF = GS == 2 ? NT * kScrStride : 0;
-  static constexpr int kRest = kRows * XB / 4       // Bb: next step's inputs as bytes
-                               + 2 * KP * U         // Ws, Vs
-                               + kRedSlots * RPB * U  // Red
-                               + kDhF               // dHf
-                               + kWfF               // Wf
-                               + kScrF              // Scr
-                               + RPB * U + RPB * kOutPad + r4(RPB)  // Hs, dZs, lossS
-                               + r4((U + 1) * kOut) + r4(CL * (kOwn + 1) * kOut) + r4((kOwn + 1) * kOut) + r4(CL);
-  // Two input buffers (the next step's converted while waiting) when they fit, else one.
-  static constexpr int kXBuf = (2 * kXsF + kRest) * 4 <= 227 * 1024 ? 2 : 1;
-  static constexpr int oXs = 0;
-  static constexpr int oBb = oXs + kXBuf * kXsF;
-  static constexpr int oWs = oBb + kRows * XB / 4;
-  static constexpr int oVs = oWs + KP * U;
-  static constexpr int oRed = oVs + KP * U;
-  static constexpr int odHf = oRed + kRedSlots * RPB * U;
-  static constexpr int oWf = odHf + kDhF;
-  static constexpr int oScr = oWf + kWfF;
-  static constexpr int oHs = oScr + kScrF;
-  static constexpr int odZs = oHs + RPB * U;
-  static constexpr int oLoss = odZs + RPB * kOutPad;
-  static constexpr int oW2l = oLoss + r4(RPB);
-  static constexpr int oW2red = oW2l + r4((U + 1) * kOut);
-  static constexpr int oV2 = oW2red + r4(CL * (kOwn + 1) * kOut);
-  static constexpr int oLred = oV2 + r4((kOwn + 1) * kOut);
-  static constexpr int kFloats = oLred + r4(CL);
-  static constexpr size_t kSmemBytes = (size_t)kFloats * 4;
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
-};
-
-template <int CL, int U, int V = 0>
+template <int CL, int U>
 __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   // Thread-block clusters and distributed shared memory are sm_90+: the host never launches
@@ -201,720 +96,54 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   __trap();
 #else
   using C = Cfg<CL, U>;
-  constexpr int KS = C::KS, KP = C::KP, RPB = C::RPB, O = kOut, NO = C::kOwn + 1;
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = (int)cluster.block_rank();
-  const int cid = (int)blockIdx.x / CL;
-  const int tid = (int)threadIdx.x;
-  extern __shared__ float4 smem4[];
-  float* sm = reinterpret_cast<float*>(smem4);
-  float* Xs0 = sm + C::oXs;                                     // [kXBuf][kRows][KP] inputs
-  uint8_t* Bb = reinterpret_cast<uint8_t*>(sm + C::oBb);        // [kRows][XB] next inputs, bytes
-  float* Ws = sm + C::oWs;                                      // [KP][U] W1 slice (+ b1 row)
-  float* Vs = sm + C::oVs;                                      // [KP][U] its velocity
-  float* Red = sm + C::oRed;                                    // [2·CL][RPB][U] F1 partials
-  float* dHf = sm + C::odHf;                                    // dH, all rows: [kRows][U]; kVMma: [16][kNT][32] float4 B fragments
-  float* Wf = sm + C::oWf;                                      // kVMma: [kKs][kNT][32] float4 F1 B fragments
-  float* Scr = sm + C::oScr;                                    // [NT][20] G combine (GS = 2)
-  float* Hs = sm + C::oHs;                                      // [RPB][U] H, own rows
-  float* dZs = sm + C::odZs;                                    // [RPB][16] dZ, own rows
-  float* lossS = sm + C::oLoss;                                 // [RPB] row losses
-  float* W2l = sm + C::oW2l;                                    // [U+1][O] W2 rows (+ b2 row)
-  float* W2red = sm + C::oW2red;                                // [CL][kOwn+1][O] owner's partials
-  float* V2 = sm + C::oV2;                                      // [kOwn+1][O] owned W2 (+ b2) velocity
-  float* Lred = sm + C::oLred;                                  // [CL] loss partials (rank 0)
-
-  const int j0 = cid * U, k0 = rank * KS;  // first unit column, first input row
-  constexpr MlpOffsets off = mlp_offsets(MlpShape{kIn, kHidden, kOut});  // model.h's layout
-  float* W1 = a.params + off.w1;     // [784 × 256]
-  float* b1 = a.params + off.b1;     // [256]
-  float* W2 = a.params + off.w2;     // [256 × 10]
-  float* b2 = a.params + off.b2;     // [10]
-  float* vW1 = a.velocity + off.w1;  // the velocity, same layout
-  float* vb1 = a.velocity + off.b1;
-  float* vW2 = a.velocity + off.w2;
-  float* vb2 = a.velocity + off.b2;
-  const bool loss_owner = cid == 0 && rank == 0;
-
-  for (int e = tid; e < KP * U; e += kThreads) {
-    const int k = e / U, u = e % U, j = j0 + u;
-    float w = 0.f, v = 0.f;  // pad units (j >= 256) and rows past KS: +0
-    if (j < kHidden) {
-      if (k < KS) {
-        w = W1[(size_t)(k0 + k) * kHidden + j];
-        v = vW1[(size_t)(k0 + k) * kHidden + j];
-      } else if (k == KS && rank == 0) {
-        w = b1[j];
-        v = vb1[j];
-      }
-    }
-    Ws[e] = w;
-    Vs[e] = v;
-  }
-  for (int e = tid; e < (U + 1) * O; e += kThreads) {
-    const int u = e / O, o = e % O;
-    W2l[e] = u < U ? (j0 + u < kHidden ? W2[(j0 + u) * O + o] : 0.f) : (cid == 0 ? b2[o] : 0.f);
-  }
-  for (int e = tid; e < NO * O; e += kThreads) {
-    const int i = e / O, o = e % O, u = rank + CL * i;  // owned unit u (i < kOwn), or b2
-    V2[e] = i < C::kOwn ? (u < U && j0 + u < kHidden ? vW2[(j0 + u) * O + o] : 0.f) : (loss_owner ? vb2[o] : 0.f);
-  }
-  constexpr bool kMma = (V & kVMma) != 0;
-  // kVRel7 needs two input buffers (with one, the conversion follows G and there is nothing to move).
-  constexpr bool kRel7 = (V & kVRel7) != 0 && C::kXBuf == 2;
-  static_assert((V & kVRel7) == 0 || kMma, "kVRel7: a form of the mma kernel");
-  static_assert(!kMma || (V & kVTile) != 0, "kVMma keeps kVTile's slots and W2 update");
-  for (int e = tid; e < C::kDhF; e += kThreads) dHf[e] = 0.f;  // kVMma: units >= U stay 0
-  // kVMma: G's warps keep their C-fragment elements of the W1 slice and its velocity in registers
-  // for the whole epoch: warp w < 7, m-tile mt = w + 7·i (slice rows 16·mt + g, + 8), n-tile nt
-  // (units 8·nt + 2q, + 1), in the order c0..c3; entries outside [KS] × [U] are 0 and stay 0.
-  [[maybe_unused]] float wr[C::kMTw][C::kNT][4], vr[C::kMTw][C::kNT][4];
-  [[maybe_unused]] const int lane_g = (tid & 31) >> 2, lane_q = tid & 3, warp = tid >> 5;
-  auto frag_k = [&](int mt, int i) { return 16 * mt + lane_g + 8 * (i >> 1); };
-  auto frag_u = [&](int nt, int i) { return 8 * nt + 2 * lane_q + (i & 1); };
-  // Both B-fragment buffers hold, per (k-step, n-tile), 32 float4s {big b0, small b0, big b1,
-  // small b1}, one per lane L = 4·(n % 8) + k % 4 (b0: k % 8 < 4, b1 the others).
-  // Wf (F1, W1 slice row k, unit u): lane L's float4 sits in slot wf_slot(L), which spreads the
-  // update's float2 stores (lanes with equal n % 4 and k % 4) over the banks, at most 2-way;
-  // a quarter-warp's loads still read 8 different bank groups.
-  // dHf (G, batch row b, unit u): slot L itself; D writes it in slot order (coalesced).
-  auto wf_slot = [](int L) { return L ^ ((L >> 2) & 6); };
-  auto wf_index = [&](int k, int u) {
-    return (((k >> 3) * C::kNT + (u >> 3)) * 32 + wf_slot(4 * (u & 7) + (k & 3))) * 4 + 2 * ((k >> 2) & 1);
-  };
-  // f(mi, nt, i, k, u, in) for every register element of this G warp (warp < kGWm): m-tile
-  // warp + kGWm·mi, n-tile nt, C-fragment element i at slice row k, unit u; `in` when it lies in
-  // the W1 slice ([KP] x [U] of an existing m-tile).
-  [[maybe_unused]] auto for_each_frag = [&](auto&& f) {
-#pragma unroll
-    for (int mi = 0; mi < C::kMTw; ++mi)
-#pragma unroll
-      for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int mt = warp + C::kGWm * mi, k = frag_k(mt, i), u = frag_u(nt, i);
-          f(mi, nt, i, k, u, mt < C::kMT && k < KP && u < U);
-        }
-  };
-  if constexpr (kMma) {
-    __syncthreads();  // Ws, Vs loaded
-    for (int e = tid; e < C::kWfF / 2; e += kThreads) {  // every (k, u) of the fragments
-      const int k = e / (8 * C::kNT), u = e % (8 * C::kNT);
-      const float w = k < KP && u < U ? Ws[k * U + u] : 0.f;
-      unsigned big, small;
-      tf32_split(w, big, small);
-      *reinterpret_cast<float2*>(Wf + wf_index(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
-    }
-    if (warp < C::kGWm) {
-      for_each_frag([&](int mi, int nt, int i, int k, int u, bool in) {
-        wr[mi][nt][i] = in ? Ws[k * U + u] : 0.f;
-        vr[mi][nt][i] = in ? Vs[k * U + u] : 0.f;
-      });
-    }
-  }
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const Block<CL, U> B = this_block<CL, U>(cluster);
+  load_slice(B, a);
+  typename C::Regs wr, vr;  // G warps: their register elements of the W1 slice, its velocity
+  const Lanes L = lanes_of(B.tid);
+  init_fragments(B, L, wr, vr);
   const int steps = (a.n + a.batch - 1) / a.batch;
-  if constexpr ((V & kVPrefetchL2) != 0) {
-    for (int e = cid + C::kClusters * tid; e < a.n; e += C::kClusters * kThreads) {
-      const int s = __ldg(a.order + e);
-      const uint8_t* row = a.xb + ((size_t)s * CL + rank) * C::XB;
-      prefetch_l2(row);
-      prefetch_l2(row + C::XB - 1);  // a slice may straddle two lines
-      if (rank == 0) prefetch_l2(a.labels + s);
-    }
-  }
-  if (steps > 0) {
-    const int nb0 = min(a.batch, a.n);
-    stage_bytes<CL>(a, Bb, 0, nb0, rank);
-    cp_async_wait_all();
-    __syncthreads();
-    if constexpr (kMma) convert_rows_p<CL>(Xs0, Bb, nb0, rank);
-    else convert_bytes<CL>(Xs0, Bb, nb0, rank);
-  }
+  prefetch_epoch_inputs(B, a);
+  if (steps > 0) stage_first_inputs(B, a);
   cluster.sync();  // every block of the cluster runs (DSMEM rule); init and step 0's inputs done
 
-  unsigned* my_counter = a.counters + 32 * rank;
-
-  constexpr bool kNoFence = (V & kVNoFence) != 0;
-  constexpr bool kTile = (V & kVTile) != 0, kFastConv = (V & kVFastConv) != 0;
-  constexpr int kF1Slots = kTile ? CL : C::kRedSlots;  // (kVMma implies kVTile)  // F1 partials per pre-activation in Red
-  // The next step's inputs: bytes -> floats (rows >= nb and the padding 0, the ones column of b1).
-  auto convert = [&](float* dst, int nbx) {
-    if constexpr (kMma) convert_rows_p<CL>(dst, Bb, nbx, rank);
-    else if constexpr ((V & kVConv2) != 0 && kFastConv) convert_rows<CL>(dst, Bb, nbx, rank);
-    else convert_bytes<CL, kFastConv>(dst, Bb, nbx, rank);
-  };
-  // The W2 rows this rank owns, b2 (cluster 0 rank 0) and the step loss, from the dW2 partials
-  // in W2red (rank order); item `it` of kW2Upd; pushes the new W2 rows to every block's W2l.
-  auto w2_update = [&](int it, int t, int nb) {
-    if (it < C::kOwn * O) {  // owned W2 rows: unit u = rank + CL·i
-      const int i = it / O, o = it % O, u = rank + CL * i;
-      if (u < U) {
-        float g = 0.f;
-#pragma unroll
-        for (int q = 0; q < CL; ++q) g += W2red[(q * NO + i) * O + o];
-        const float v = a.mu * V2[i * O + o] - a.lr * g;
-        const float w = W2l[u * O + o] + v;
-        V2[i * O + o] = v;
-#pragma unroll
-        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[u * O + o] = w;
-      }
-    } else if (it < NO * O) {  // b2
-      if (loss_owner) {
-        const int o = it - C::kOwn * O;
-        float g = 0.f;
-#pragma unroll
-        for (int q = 0; q < CL; ++q) g += W2red[(q * NO + C::kOwn) * O + o];
-        const float v = a.mu * V2[C::kOwn * O + o] - a.lr * g;
-        const float w = W2l[U * O + o] + v;
-        V2[C::kOwn * O + o] = v;
-#pragma unroll
-        for (int q = 0; q < CL; ++q) cluster.map_shared_rank(W2l, (unsigned)q)[U * O + o] = w;
-      }
-    } else if (loss_owner) {
-      float l = 0.f;
-#pragma unroll
-      for (int q = 0; q < CL; ++q) l += Lred[q];
-      a.step_loss[t] = l / (float)nb;
-    }
-  };
-
+  unsigned* my_counter = a.counters + 32 * B.rank;
   for (int t = 0; t < steps; ++t) {
-    WSTAT_MARK(t, kMTop);
     const int base = t * a.batch, nb = min(a.batch, a.n - base), par = t & 1;
     const bool has_next = t + 1 < steps;
     const int nb_next = has_next ? min(a.batch, a.n - base - a.batch) : 0;
-    const float* Xs = Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;
+    const float* Xs = B.Xs0 + (C::kXBuf == 2 ? par : 0) * C::kXsF;  // this step's inputs
     const unsigned target = a.arrivals_base + (unsigned)(C::kClusters * (t + 1));
-    if (has_next) stage_bytes<CL>(a, Bb, base + a.batch, nb_next, rank);  // lands during F1..S
+    if (has_next) stage_bytes<CL>(a, B.Bb, base + a.batch, nb_next, B.rank);  // lands during F1..S
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
-#pragma unroll
-    for (int p = 0; p < C::kPasses; ++p) {
-      const int b = rank * RPB + (tid >> 4) + 16 * p;
-      ys[p] = b < nb ? __ldg(a.labels + __ldg(a.order + base + b)) : 0;
-    }
+    step_labels(B, a, base, nb, ys);
 
-    // ---- F1: partial pre-activations of all rows from this block's K slice ----
-    if constexpr (kMma) {
-      // Warp w: rows [16w, 16w + 16) x all kNT n-tiles over the KPM inputs (k-steps of 8), each
-      // product as p·big + p·small (two accumulators, summed at the end); the whole K slice in one
-      // warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as slot
-      // `rank`, times 1/255 (the inputs are p, not p/255).
-      float acc[C::kNT][4], acs[C::kNT][4];  // the big parts' products, the small parts'
-#pragma unroll
-      for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-      const int r0 = 16 * warp + lane_g;
-      const float* x0 = Xs + r0 * C::KPM;
-      const float* x1 = x0 + 8 * C::KPM;
-      const int sw = 4 * ((r0 >> 2) & 1);  // mma_x_index's column swizzle (rows r0 and r0 + 8)
-      const float4* wf = reinterpret_cast<const float4*>(Wf) + wf_slot(tid & 31);
-#pragma unroll
-      for (int ks = 0; ks < C::kKs; ++ks) {
-        const int c0 = (8 * ks + lane_q) ^ sw, c1 = (8 * ks + lane_q + 4) ^ sw;
-        const unsigned a4[4] = {__float_as_uint(x0[c0]), __float_as_uint(x1[c0]), __float_as_uint(x0[c1]),
-                                __float_as_uint(x1[c1])};
-#pragma unroll
-        for (int nt = 0; nt < C::kNT; ++nt) {
-          const float4 f = wf[(ks * C::kNT + nt) * 32];
-          mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
-          mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = (acc[nt][i] + acs[nt][i]) * kInv255;
-      WSTAT_MARK(t, kMF1a);
-      WSTAT_MARK(t, kMF1b);
-      float* dst = cluster.map_shared_rank(Red, (unsigned)(r0 / RPB)) + (rank * RPB + r0 % RPB) * U;
-#pragma unroll
-      for (int nt = 0; nt < C::kNT; ++nt) {
-        const int u = 8 * nt + 2 * lane_q;
-        if (u < U) {
-          *reinterpret_cast<float2*>(dst + u) = make_float2(acc[nt][0], acc[nt][1]);
-          *reinterpret_cast<float2*>(dst + 8 * U + u) = make_float2(acc[nt][2], acc[nt][3]);
-        }
-      }
-    } else if constexpr (kTile) {
-      // Thread: 4 rows (rb, rb+1, rb+64, rb+65) x all U units over inputs k = 8m + fp; lane bits
-      // 1-3 are the K part fp (lanes n, n^1 share it, so they read the same W address), bits 0
-      // and 4 the row pair (rows 2 apart: the 32 scalar X loads of a warp hit 32 banks; the 8 W
-      // float4 rows of a warp fall in 8 bank groups when U/4 is odd). Each part sums its inputs
-      // in m order; the 8 parts are then reduce-scattered across lanes (xor 8, 4, 2), leaving
-      // each lane U/2 units of one row, pushed to the reducing rank as slot `rank`.
-      constexpr int kKi = KS + 1, kFM = (kKi + 7) / 8;  // inputs with a non-zero row (b1's at KS)
-      const int lane = tid & 31, fp = (lane >> 1) & 7;
-      const int rb = 8 * (tid >> 5) + 2 * ((lane & 1) | ((lane >> 3) & 2));
-      float acc[4 * U];
-#pragma unroll
-      for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
-      const float* xr = Xs + rb * KP + fp;
-      const float* wr = Ws + fp * U;
-#pragma unroll
-      for (int m = 0; m < kFM; ++m) {
-        if (m + 1 < kFM || 8 * m + fp < kKi) {
-          float xv[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) xv[i] = xr[((i & 1) + 64 * (i >> 1)) * KP + 8 * m];
-#pragma unroll
-          for (int q = 0; q < C::kUq; ++q) {
-            const float4 w = *reinterpret_cast<const float4*>(wr + 8 * m * U + 4 * q);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              acc[i * U + 4 * q + 0] = fmaf(xv[i], w.x, acc[i * U + 4 * q + 0]);
-              acc[i * U + 4 * q + 1] = fmaf(xv[i], w.y, acc[i * U + 4 * q + 1]);
-              acc[i * U + 4 * q + 2] = fmaf(xv[i], w.z, acc[i * U + 4 * q + 2]);
-              acc[i * U + 4 * q + 3] = fmaf(xv[i], w.w, acc[i * U + 4 * q + 3]);
-            }
-          }
-        }
-      }
-      WSTAT_MARK(t, kMF1a);
-      reduce_half<4 * U>(acc, 8, (lane & 8) != 0);  // rows {0,1} | {2,3} of the tile
-      reduce_half<2 * U>(acc, 4, (lane & 4) != 0);  // one row
-      reduce_half<U>(acc, 2, (lane & 2) != 0);      // units [0, U/2) | [U/2, U)
-      WSTAT_MARK(t, kMF1b);
-      const int row = rb + ((lane >> 2) & 1) + 64 * ((lane >> 3) & 1);
-      float* dst = cluster.map_shared_rank(Red, (unsigned)(row / RPB)) + (rank * RPB + row % RPB) * U +
-                   (U / 2) * ((lane >> 1) & 1);
-#pragma unroll
-      for (int e = 0; e < U / 2; e += 2) *reinterpret_cast<float2*>(dst + e) = make_float2(acc[e], acc[e + 1]);
-    } else {
-      // Thread: batch row f_b (consecutive across a warp), K half f_s (warp-uniform).
-      const int f_b = tid & (kRows - 1), f_s = tid >> 7;
-      float acc[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) acc[u] = 0.f;
-      const float* xr = Xs + f_b * KP;
-#pragma unroll 2
-      for (int c = f_s; c < C::kKqG; c += 2) {
-        const float4 x4 = *reinterpret_cast<const float4*>(xr + 4 * c);
-        const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float* wr = Ws + (4 * c + i) * U;
-#pragma unroll
-          for (int q = 0; q < C::kUq; ++q) {
-            const float4 w = *reinterpret_cast<const float4*>(wr + 4 * q);
-            acc[4 * q + 0] = fmaf(xv[i], w.x, acc[4 * q + 0]);
-            acc[4 * q + 1] = fmaf(xv[i], w.y, acc[4 * q + 1]);
-            acc[4 * q + 2] = fmaf(xv[i], w.z, acc[4 * q + 2]);
-            acc[4 * q + 3] = fmaf(xv[i], w.w, acc[4 * q + 3]);
-          }
-        }
-      }
-      WSTAT_MARK(t, kMF1a);
-      WSTAT_MARK(t, kMF1b);
-      const int slot = 2 * rank + f_s;  // the reducing rank is f_b / RPB
-      float* dst = cluster.map_shared_rank(Red, (unsigned)(f_b / RPB)) + (slot * RPB + f_b % RPB) * U;
-#pragma unroll
-      for (int q = 0; q < C::kUq; ++q)
-        *reinterpret_cast<float4*>(dst + 4 * q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-    }
-    WSTAT_MARK(t, kMF1);
+    f1_partials(B, L, Xs);
     cluster.sync();  // A
-    WSTAT_MARK(t, kMA);
-
-    // ---- F2: own rows' H, partial logits to the global slot, release ----
-    if constexpr ((V & kVH2) != 0) {
-      static_assert(U % 2 == 0, "kVH2: unit pairs");
-      for (int e = tid; e < RPB * U / 2; e += kThreads) {
-        const int row = 2 * e / U;
-        float2 s = make_float2(0.f, 0.f);
-#pragma unroll
-        for (int q = 0; q < kF1Slots; ++q) {
-          const float2 r = *reinterpret_cast<const float2*>(Red + q * RPB * U + 2 * e);
-          s.x += r.x;
-          s.y += r.y;
-        }
-        const bool ok = rank * RPB + row < nb;
-        *reinterpret_cast<float2*>(Hs + 2 * e) = make_float2(ok ? fmaxf(s.x, 0.f) : 0.f, ok ? fmaxf(s.y, 0.f) : 0.f);
-      }
-    } else {
-      for (int e = tid; e < RPB * U; e += kThreads) {
-        const int row = e / U, u = e % U;
-        float s = 0.f;
-#pragma unroll
-        for (int q = 0; q < kF1Slots; ++q) s += Red[(q * RPB + row) * U + u];
-        Hs[e] = rank * RPB + row < nb ? fmaxf(s, 0.f) : 0.f;
-      }
-    }
+    f2_hidden(B, nb);
     __syncthreads();
-    WSTAT_MARK(t, kMH);
-    for (int e = tid; e < RPB * O; e += kThreads) {
-      const int row = e / O, o = e % O, b = rank * RPB + row;
-      if (b < nb) {
-        float z = W2l[U * O + o];  // b2 in cluster 0, else 0
-#pragma unroll
-        for (int u = 0; u < U; ++u) z = fmaf(Hs[row * U + u], W2l[u * O + o], z);
-        const size_t si = (((size_t)par * C::kClusters + cid) * kRows + b) * O + o;
-        a.slots[si] = z;
-      }
-    }
-    if constexpr (kRel7) cp_async_wait_all();  // the next inputs' bytes (see the release below)
+    f2_logits(B, a, nb, par);
+    arrive(B, L, my_counter, has_next, nb_next, par);
+    wait_arrivals(B, a, my_counter, target);
+    s_softmax(B, a, nb, par, ys);
     __syncthreads();
-    WSTAT_MARK(t, kMLogits);
-    if constexpr (kRel7) {
-      // The block barrier after the logits also covers every thread's copies of the next inputs
-      // (each waited for its own before it): warp 7 releases while warps 0-6 convert.
-      WSTAT_MARK(t, kMArrive);  // (thread 0 releases nothing here; warp 7 does)
-      if (warp == 7) {
-        if (tid == kThreads - 32) red_release_add(my_counter, 1u);
-      } else if (has_next) {
-        convert_quads_p<CL, kThreads - 32>(Xs0 + (par ^ 1) * C::kXsF, Bb, nb_next, rank);
-      }
-    } else {
-      if (tid == 0) {
-        if constexpr (!kNoFence) __threadfence();
-        red_release_add(my_counter, 1u);
-      }
-      WSTAT_MARK(t, kMArrive);
-      if constexpr (C::kXBuf == 2) {
-        if (has_next) {  // the next step's inputs become floats while the other clusters catch up
-          cp_async_wait_all();
-          __syncthreads();
-          convert(Xs0 + (par ^ 1) * C::kXsF, nb_next);
-        }
-      }
-    }
-    WSTAT_MARK(t, kMConvert);
-
-    // ---- WAIT: every cluster's slot for this rank's rows (the one cross-SM dependency) ----
-    {
-      if (tid == (kRel7 ? kThreads - 32 : 0)) {
-        const unsigned long long t0 = global_ns();
-        unsigned spins = 0;
-        while ((int)(ld_acquire(my_counter) - target) < 0) {
-          if ((++spins & 1023u) == 0 && global_ns() - t0 > kWaitTimeoutNs) {
-            atomicExch(a.error_flag, 1);
-            __trap();
-          }
-        }
-        if constexpr (!kNoFence) __threadfence();
-      }
-      __syncthreads();
-    }
-    WSTAT_MARK(t, kMDone);
-
-    // ---- S: logits, softmax, loss, dZ of own rows (16 lanes a row) ----
-#pragma unroll
-    for (int p = 0; p < C::kPasses; ++p) {
-      const int row = (tid >> 4) + 16 * p, o = tid & 15, b = rank * RPB + row;
-      const bool valid = b < nb, lane_o = o < O;
-      float z = 0.f;
-      if (valid && lane_o) {
-        const size_t si = ((size_t)par * C::kClusters * kRows + b) * O + o;
-        const float* src = a.slots + si;
-#pragma unroll
-        for (int c = 0; c < C::kClusters; ++c) z += __ldcg(src + (size_t)c * kRows * O);
-      }
-      float m = lane_o ? z : -INFINITY;
-#pragma unroll
-      for (int off = 8; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-      const float ex = lane_o ? expf(z - m) : 0.f;
-      float sum = ex;
-#pragma unroll
-      for (int off = 8; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-      const int y = ys[p];
-      const float zy = __shfl_sync(0xffffffffu, z, (tid & 16) + y);
-      const float loss = logf(sum) - (zy - m);
-      float d;
-      if constexpr ((V & kVRcp) != 0) d = (ex * __frcp_rn(sum) - (o == y ? 1.f : 0.f)) * __frcp_rn((float)nb);
-      else d = (ex / sum - (o == y ? 1.f : 0.f)) / (float)nb;
-      if (lane_o) dZs[row * kOutPad + o] = valid ? d : 0.f;
-      if (o == 0) lossS[row] = valid ? loss : 0.f;
-    }
-    __syncthreads();
-    WSTAT_MARK(t, kMS);
-
-    // ---- D: dH of own rows to every block; dW2, db2 and loss partials to their owners ----
-    if constexpr (kMma) {
-      // Item e = float2 {big, small} of dHf slot order over this rank's RPB rows: consecutive
-      // threads write consecutive float2s (coalesced DSMEM stores); units >= U are skipped (0).
-      constexpr int kItems = RPB / 8 * C::kNT * 64;
-      float* dst0 = dHf + rank * (RPB / 8) * C::kNT * 128;
-      for (int e = tid; e < kItems; e += kThreads) {
-        const int hf = e & 1, L = (e >> 1) & 31, nt = (e >> 6) % C::kNT, ksl = (e >> 6) / C::kNT;
-        const int u = 8 * nt + (L >> 2), row = 8 * ksl + (L & 3) + 4 * hf;
-        if (u < U) {
-          float acc = 0.f;
-#pragma unroll
-          for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
-          const float dh = Hs[row * U + u] > 0.f ? acc : 0.f;
-          unsigned big, small;
-          tf32_split(dh, big, small);
-          const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
-#pragma unroll
-          for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 2 * e) = bs;
-        }
-      }
-    } else {
-    for (int e = tid; e < RPB * U; e += kThreads) {
-      const int row = e / U, u = e % U;
-      float acc = 0.f;
-#pragma unroll
-      for (int o = 0; o < O; ++o) acc = fmaf(dZs[row * kOutPad + o], W2l[u * O + o], acc);
-      const float dh = Hs[e] > 0.f ? acc : 0.f;
-#pragma unroll
-      for (int q = 0; q < CL; ++q) cluster.map_shared_rank(dHf, (unsigned)q)[(rank * RPB + row) * U + u] = dh;
-    }
-    }
-    if (tid < C::kW2Items) {
-      const int u = tid / O, o = tid % O;
-      float g = 0.f;
-#pragma unroll 4
-      for (int row = 0; row < RPB; ++row) g = fmaf(u < U ? Hs[row * U + u] : 1.f, dZs[row * kOutPad + o], g);
-      const int owner = u < U ? u % CL : 0, which = u < U ? u / CL : C::kOwn;
-      cluster.map_shared_rank(W2red, (unsigned)owner)[(rank * NO + which) * O + o] = g;
-    } else if (tid == C::kW2Items) {
-      float l = 0.f;
-      for (int row = 0; row < RPB; ++row) l += lossS[row];
-      cluster.map_shared_rank(Lred, 0u)[rank] = l;
-    }
-    WSTAT_MARK(t, kMD);
+    d_push(B);
     cluster.sync();  // B
-    WSTAT_MARK(t, kMB);
-
-    // ---- G: dW1 slice (and db1); W2, b2 and the loss on warp 7 ----
-    if constexpr (kMma) {
-      // Warp w < 7: m-tiles mt = w + 7·i of the slice rows (A = Xᵀ, exact p) x kNT n-tiles of
-      // units (B = dH, split by D into slot order) over the 128 batch rows (k-steps of 8); the update
-      // of the elements it holds in registers, then their F1 fragments to Wf. Rows of an m-tile
-      // past KPM read as 0. Warp 7 does the W2 update meanwhile.
-      // acc/acs += m-tile mt's products over the batch's k-steps (dH's big parts, small parts).
-      auto g_products = [&](int mt, float (&acc)[C::kNT][4], float (&acs)[C::kNT][4]) {
-        const int k0 = 16 * mt + lane_g, k1 = k0 + 8;
-        const float4* df = reinterpret_cast<const float4*>(dHf) + (tid & 31);
-        const bool ok0 = k0 < C::KPM, ok1 = k1 < C::KPM;
-#pragma unroll 4
-        for (int ks = 0; ks < kRows / 8; ++ks) {
-          const int b0 = 8 * ks + lane_q, b1 = b0 + 4;  // b0 has bit 2 clear, b1 set
-          const float* xa = Xs + b0 * C::KPM;
-          const float* xb = Xs + b1 * C::KPM;
-          const unsigned a4[4] = {ok0 ? __float_as_uint(xa[k0]) : 0u, ok1 ? __float_as_uint(xa[k1]) : 0u,
-                                  ok0 ? __float_as_uint(xb[k0 ^ 4]) : 0u, ok1 ? __float_as_uint(xb[k1 ^ 4]) : 0u};
-#pragma unroll
-          for (int nt = 0; nt < C::kNT; ++nt) {
-            const float4 f = df[(ks * C::kNT + nt) * 32];
-            mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
-            mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
-          }
-        }
-      };
-      if (warp < C::kGWm) {
-#pragma unroll
-        for (int mi = 0; mi < C::kMTw; ++mi) {
-          const int mt = warp + C::kGWm * mi;
-          if (mt < C::kMT) {
-            float acc[C::kNT][4], acs[C::kNT][4];  // dH's big parts' products, its small parts'
-#pragma unroll
-            for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-            g_products(mt, acc, acs);
-            WSTAT_MARK(t, kMGa);
-#pragma unroll
-            for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] += acs[nt][i];
-            WSTAT_MARK(t, kMG);
-#pragma unroll
-            for (int nt = 0; nt < C::kNT; ++nt)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) {
-                const int k = frag_k(mt, i), u = frag_u(nt, i);
-                if (k <= KS && u < U) {
-                  float& v = vr[mi][nt][i];
-                  float& w = wr[mi][nt][i];
-                  v = a.mu * v - a.lr * (acc[nt][i] * kInv255);
-                  w += v;
-                  unsigned big, small;
-                  tf32_split(w, big, small);
-                  *reinterpret_cast<float2*>(Wf + wf_index(k, u)) =
-                      make_float2(__uint_as_float(big), __uint_as_float(small));
-                }
-              }
-          }
-        }
-      } else {
-        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-      }
-    } else if constexpr (kTile) {
-      // Thread: input quad kq (4 rows of the slice) x all U units over batch rows b = GP·i + h
-      // (h = lane mod GP, summed in i order); the GP parts reduce-scattered across lanes (xor
-      // GP/2 .. 1), leaving each lane U/2 (GP 8) or U (GP 4) units of one slice row, updated in
-      // place (nothing reads Ws/Vs in G). Quarter-warps read 8 different X rows of the same quad
-      // (8 bank groups: KP/4 is odd) and GP dH rows (8 bank groups when U/4 is odd). Lanes past
-      // the last quad compute a clamped copy for the shuffles and write nothing. Warp 7 (no
-      // tiles) does the W2 update meanwhile.
-      constexpr int GP = C::kGP;
-      if (tid < 32 * C::kGWarps) {
-        const int lane = tid & 31, h = lane & (GP - 1), gq = tid / GP, kq = min(gq, C::kKqG - 1);
-        float acc[4 * U];
-#pragma unroll
-        for (int e = 0; e < 4 * U; ++e) acc[e] = 0.f;
-        const float* xp = Xs + h * KP + 4 * kq;
-        const float* dp = dHf + h * U;
-#pragma unroll 4
-        for (int i = 0; i < kRows / GP; ++i) {
-          const float4 x4 = *reinterpret_cast<const float4*>(xp + i * GP * KP);
-          const float xr[4] = {x4.x, x4.y, x4.z, x4.w};
-#pragma unroll
-          for (int q = 0; q < C::kUq; ++q) {
-            const float4 d4 = *reinterpret_cast<const float4*>(dp + i * GP * U + 4 * q);
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-              acc[c * U + 4 * q + 0] = fmaf(xr[c], d4.x, acc[c * U + 4 * q + 0]);
-              acc[c * U + 4 * q + 1] = fmaf(xr[c], d4.y, acc[c * U + 4 * q + 1]);
-              acc[c * U + 4 * q + 2] = fmaf(xr[c], d4.z, acc[c * U + 4 * q + 2]);
-              acc[c * U + 4 * q + 3] = fmaf(xr[c], d4.w, acc[c * U + 4 * q + 3]);
-            }
-          }
-        }
-        WSTAT_MARK(t, kMGa);
-        int f0 = 0;  // first (slice row c, unit) of this lane's share, as c·U + unit
-        reduce_half<4 * U>(acc, GP / 2, (lane & (GP / 2)) != 0);
-        f0 += (lane & (GP / 2)) ? 2 * U : 0;
-        reduce_half<2 * U>(acc, GP / 4, (lane & (GP / 4)) != 0);
-        f0 += (lane & (GP / 4)) ? U : 0;
-        constexpr int kShare = GP == 8 ? U / 2 : U;
-        if constexpr (GP == 8) {
-          reduce_half<U>(acc, 1, (lane & 1) != 0);
-          f0 += (lane & 1) ? U / 2 : 0;
-        }
-        WSTAT_MARK(t, kMG);
-        if (gq < C::kKqG) {
-          float* wp = Ws + (4 * kq + f0 / U) * U + f0 % U;
-          float* vp = Vs + (4 * kq + f0 / U) * U + f0 % U;
-#pragma unroll
-          for (int e = 0; e < kShare; e += 2) {
-            float2 w2 = *reinterpret_cast<float2*>(wp + e), v2 = *reinterpret_cast<float2*>(vp + e);
-            v2.x = a.mu * v2.x - a.lr * acc[e];
-            v2.y = a.mu * v2.y - a.lr * acc[e + 1];
-            w2.x += v2.x;
-            w2.y += v2.y;
-            *reinterpret_cast<float2*>(wp + e) = w2;
-            *reinterpret_cast<float2*>(vp + e) = v2;
-          }
-        }
-      } else if (tid >= kThreads - 32) {
-        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-      }
-    } else {
-      // 4×4 tiles (k quad × unit quad), batch in GS parts; warp 7 afterwards: W2, b2, loss.
-      float acc[4][4];
-      const int g_h = tid / C::NT, g_tile = tid % C::NT, g_kq = g_tile / C::kUq, g_uq = g_tile % C::kUq;
-      if (tid < C::GS * C::NT) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
-        const float* xp = Xs + 4 * g_kq;
-        const float* dp = dHf + 4 * g_uq;
-        constexpr int kPart = kRows / C::GS;
-        const int rb = kPart * g_h;
-#pragma unroll 4
-        for (int b = rb; b < rb + kPart; ++b) {
-          const float4 xv = *reinterpret_cast<const float4*>(xp + b * KP);
-          const float4 dv = *reinterpret_cast<const float4*>(dp + b * U);
-          const float xr[4] = {xv.x, xv.y, xv.z, xv.w}, dr[4] = {dv.x, dv.y, dv.z, dv.w};
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xr[i], dr[j], acc[i][j]);
-        }
-        if (C::GS == 2 && g_h == 1)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            *reinterpret_cast<float4*>(Scr + g_tile * C::kScrStride + 4 * i) =
-                make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-      }
-      if (tid >= kThreads - 32)
-        for (int it = tid - (kThreads - 32); it < C::kW2Upd; it += 32) w2_update(it, t, nb);
-      __syncthreads();
-      WSTAT_MARK(t, kMGa);
-      WSTAT_MARK(t, kMG);
-      if (tid < C::NT) {  // sum the parts (fixed order), then the update in place
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float g[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
-          if constexpr (C::GS == 2) {
-            const float4 o4 = *reinterpret_cast<const float4*>(Scr + g_tile * C::kScrStride + 4 * i);
-            g[0] += o4.x; g[1] += o4.y; g[2] += o4.z; g[3] += o4.w;
-          }
-          float* wp = Ws + (4 * g_kq + i) * U + 4 * g_uq;
-          float* vp = Vs + (4 * g_kq + i) * U + 4 * g_uq;
-          float4 w4 = *reinterpret_cast<float4*>(wp), v4 = *reinterpret_cast<float4*>(vp);
-          v4.x = a.mu * v4.x - a.lr * g[0]; v4.y = a.mu * v4.y - a.lr * g[1];
-          v4.z = a.mu * v4.z - a.lr * g[2]; v4.w = a.mu * v4.w - a.lr * g[3];
-          w4.x += v4.x; w4.y += v4.y; w4.z += v4.z; w4.w += v4.w;
-          *reinterpret_cast<float4*>(wp) = w4;
-          *reinterpret_cast<float4*>(vp) = v4;
-        }
-      }
-    }
+    typename C::Acc acc, acs;  // G's products with dH's big and small parts (here, not in G: see PERFLOG)
+    g_update(B, L, a, Xs, acc, acs, wr, vr, t, nb);
     if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
         cp_async_wait_all();
         __syncthreads();
-        convert(Xs0, nb_next);
+        convert_rows_p<CL>(B.Xs0, B.Bb, nb_next, B.rank);
       }
     }
     __syncthreads();
-    WSTAT_MARK(t, kMEnd);
   }
   cluster.sync();  // no block exits while another may still push into its shared memory
-  if constexpr (kMma) {  // the registers' W1 slice and velocity back to Ws, Vs for the write-back
-    if (warp < C::kGWm) {
-      for_each_frag([&](int mi, int nt, int i, int k, int u, bool in) {
-        if (in) {
-          Ws[k * U + u] = wr[mi][nt][i];
-          Vs[k * U + u] = vr[mi][nt][i];
-        }
-      });
-    }
-    __syncthreads();
-  }
-
-  int pad_seen = 0, pad_bad = 0;  // pad entries of this block, and those not bitwise 0
-  for (int e = tid; e < KP * U; e += kThreads) {
-    const int k = e / U, u = e % U, j = j0 + u;
-    if (j >= kHidden) {
-      ++pad_seen;
-      pad_bad += (__float_as_uint(Ws[e]) | __float_as_uint(Vs[e])) != 0u;
-    } else if (k < KS) {
-      W1[(size_t)(k0 + k) * kHidden + j] = Ws[e];
-      vW1[(size_t)(k0 + k) * kHidden + j] = Vs[e];
-    } else if (k == KS && rank == 0) {
-      b1[j] = Ws[e];
-      vb1[j] = Vs[e];
-    }
-  }
-  for (int e = tid; e < NO * O; e += kThreads) {
-    const int i = e / O, o = e % O, u = rank + CL * i;
-    if (i < C::kOwn) {
-      if (u >= U) continue;
-      if (j0 + u >= kHidden) {
-        ++pad_seen;
-        pad_bad += (__float_as_uint(W2l[u * O + o]) | __float_as_uint(V2[e])) != 0u;
-      } else {
-        W2[(j0 + u) * O + o] = W2l[u * O + o];
-        vW2[(j0 + u) * O + o] = V2[e];
-      }
-    } else if (loss_owner) {
-      b2[o] = W2l[U * O + o];
-      vb2[o] = V2[e];
-    }
-  }
-  if (a.pad_check && pad_seen) {
-    atomicAdd(a.pad_check, pad_seen);
-    atomicAdd(a.pad_check + 1, pad_bad);
-  }
+  store_slice(B, L, a, wr, vr);
 #endif
 }
 
 }  // namespace wstat
-
 }  // namespace mlp

@@ -110,7 +110,7 @@ class StationaryPath : public KernelPath {
     int m = -1, need = 0;
     if (why_not(k, lim).empty()) {
       cudaFuncAttributes fa;
-      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::k_stationary_epoch<CL, U, wstat::kShippedV>);
+      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::k_stationary_epoch<CL, U>);
       if (e == cudaSuccess) {
         k.regs = fa.numRegs;
         k.static_smem = (long long)fa.sharedSizeBytes;

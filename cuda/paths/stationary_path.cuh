@@ -39,15 +39,6 @@ inline void stationary_release(StationaryPlan* p) {
 }
 
 namespace wstat {
-// The kernel variant the host launches (cuda/kernels/stationary.cuh's kV* bits): F1 and G on the tensor
-// cores (kVMma: TF32 with a two-term split; with kVTile's slots and W2 update), the counter without
-// the two __threadfence, the conversion without I2F, F2's H by unit pairs (kVH2), warp 7 releasing
-// the counter while warps 0-6 convert the next inputs (kVRel7), S by reciprocals (kVRcp), the
-// epoch's input bytes and labels prefetched into L2 at launch (kVPrefetchL2).
-// docs/PERFLOG.md has each bit's measurement; V = 0 (the first form) and the CUDA-core form stay
-// in dev/stationary/stationary_epoch.cu as the comparison.
-constexpr int kShippedV = kVTile | kVNoFence | kVFastConv | kVConv2 | kVMma | kVH2 | kVRel7 | kVRcp | kVPrefetchL2;
-
 // The instantiated shapes, in order of preference (fastest first, by the reasoning in
 // docs/PERFLOG.md): <8,16> (16 clusters, no pad; needs 16 co-resident clusters of 8), <8,20>
 // (13 clusters, 4 pad units), <4,12> (22 clusters, 8 pad units; more FMAs per block).
@@ -58,8 +49,8 @@ constexpr Shape kShapes[] = {{8, 16}, {8, 20}, {4, 12}};
 
 // A launch of C::kGrid blocks of kThreads in clusters of CL with C::kSmemBytes of dynamic shared
 // memory on `stream`; attr (2 entries) holds the cluster shape and the cooperative attribute,
-// which numAttrs includes only when `cooperative`. Shared by the shipped launch, the occupancy
-// query and the dev variants.
+// which numAttrs includes only when `cooperative`. Shared by the launch, the occupancy query and
+// dev/stationary/'s launches.
 template <int CL, int U>
 inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], bool cooperative,
                                                 cudaStream_t stream = nullptr) {
@@ -83,11 +74,11 @@ inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], 
 template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
   using C = Cfg<CL, U>;
-  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, kShippedV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
   if (e != cudaSuccess) return e;
   cudaLaunchAttribute attr[2];
   const cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, /*cooperative=*/false);
-  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U, kShippedV>, &cfg);
+  return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U>, &cfg);
 }
 
 template <int CL, int U>
@@ -131,14 +122,14 @@ template <int CL, int U>
 inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, p->cooperative, stream);
-  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, kShippedV>, args);
+  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy
     // check in stationary_prepare (all clusters fit at once) and the wait's timeout.
     (void)cudaGetLastError();
     p->cooperative = false;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, kShippedV>, args);
+    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
   }
   return e;
 }

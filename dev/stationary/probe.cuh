@@ -1,8 +1,8 @@
-// dev/stationary/probe.cuh — dev-only phase timers and variant launches for cuda/kernels/stationary.cuh.
-// Include BEFORE cuda/paths/stationary_path.cuh: it defines WSTAT_MARK, which the kernel expands at each
-// phase mark; only instantiations whose variant V has kVProbe record (thread 0 of each block,
-// clock64 and %globaltimer per (step, block, mark) into g_marks). Every other V compiles as if
-// the hook were absent.
+// dev/stationary/probe.cuh — dev-only phase timers for dev/stationary/variant_kernel.cuh. Include
+// BEFORE variant_kernel.cuh: it defines WSTAT_MARK, which k_stationary_variant expands at each phase
+// mark; only instantiations whose variant V has kVProbe record (thread 0 of each block, clock64
+// and %globaltimer per (step, block, mark) into g_marks). Every other V compiles as if the hook
+// were absent.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,4 +1,5 @@
-// dev/stationary/stationary_epoch.cu — standalone check and benchmark of cuda/kernels/stationary.cuh.
+// dev/stationary/stationary_epoch.cu — standalone check and benchmark of cuda/kernels/stationary.cuh
+// and of the dev variants (dev/stationary/variant_kernel.cuh).
 //
 //   1. data: data/train6000-* IDX files (float32(p)/255 as cuda/io/dataset.cpp loads them), else
 //      seeded random bytes over 255; initial parameters as torch.nn.Linear (uniform ±1/√fan_in,
@@ -9,15 +10,18 @@
 //   4. one full epoch (47 steps) against float64 (the gate's one-epoch parity limit) and a
 //      bitwise rerun; the pad units (shapes with G·U > 256) bitwise 0 after each of those epochs
 //   5. timing: full epochs by CUDA events, warm-up excluded: median, CV, µs per step
-//   6. the dev variants (cuda/kernels/stationary.cuh's kV* bits; dev/stationary/variants.cuh): each checked
+//   6. the dev variants (variant_ops.cuh's kV* bits; variants.cuh): each checked
 //      as 3.-4. (and bitwise against the first epoch of its summation-order family: tiled or not),
 //      then timed the same way; the probe variants (phase marks, dev/stationary/probe.cuh) print a
 //      phase table of one epoch; `probe shipped`'s goes to results/stationary_phases.json
+// With --check-shipped only 1. and check_shipped.cuh's comparison run: the shipped kernel against
+// the variant kernel built with the shipped bits, bitwise, over N epochs (--epochs, default 3).
 // Exit status: 0 PASS, 1 a check failed, 2 bad arguments, 3 a CUDA error or unsupported device.
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 -Werror all-warnings -Xptxas -v -o build/stationary_epoch
-//          dev/stationary/stationary_epoch.cu   (one line; see dev/stationary/README.md)
+// Build: make build/stationary_epoch (the project's NVCCFLAGS), or the nvcc line of
+//        dev/stationary/README.md
 // Run:   build/stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N] [--json PATH] [--commit STR]
+//        build/stationary_epoch --check-shipped [--data DIR] [--cluster 8|4] [--epochs N]
 //        (--cluster: only shapes <8,U> or <4,U>; --json: the phase/variant record, default
 //        results/stationary_phases.json, written for <8,20>; --commit: its "commit" field, else null)
 #include <algorithm>
@@ -31,9 +35,11 @@
 #include <vector>
 
 #include "../../cuda/common/rng.h"
-#include "probe.cuh"  // defines WSTAT_MARK before the kernel header
+#include "probe.cuh"  // defines WSTAT_MARK before the variant kernel
+#include "variant_kernel.cuh"
 #include "../../cuda/paths/stationary_path.cuh"
 #include "variants.cuh"
+#include "check_shipped.cuh"
 
 namespace {
 constexpr int kIn = 784, kHid = 256, kOut = 10, kBatch = 128;
@@ -165,37 +171,6 @@ __global__ void k_mma_selftest(const float* A, const float* B, float* c) {
   for (int i = 0; i < 4; ++i) c[lane * 4 + i] = acc[i];
 }
 
-// results/stationary_phases.json (docs/formats.md): temp file, then rename.
-bool write_phases_json(const std::string& path, const char* commit, double step_us, const variants::PhaseTable& pt,
-                       const std::vector<std::string>& names, const std::vector<double>& us, const std::vector<double>& cv,
-                       const std::vector<bool>& shipped) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return false;
-  std::fprintf(f, "{\"schema\": 1, \"source\": \"dev/stationary/stationary_epoch.cu\", \"kernel\": \"stationary\", \"shape\": \"<8,20>\",\n");
-  if (commit) std::fprintf(f, " \"commit\": \"%s\",", commit);
-  else std::fprintf(f, " \"commit\": null,");
-  std::fprintf(f, " \"step_us\": %.4f,\n \"phases\": [", step_us);
-  for (size_t i = 0; i < pt.rows.size(); ++i)
-    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"slowest_us\": %.4f, \"mean_us\": %.4f}", i ? "," : "", pt.rows[i].name,
-                 pt.rows[i].slowest_us, pt.rows[i].mean_us);
-  std::fprintf(f, "],\n \"wait_skew_us\": %.4f,\n \"variants\": [", pt.skew_us);
-  bool first = true;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (us[i] < 0) continue;  // failed a check: not timed
-    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"us_per_step\": %.4f, \"cv_pct\": %.3f, \"shipped\": %s}", first ? "" : ",",
-                 names[i].c_str(), us[i], cv[i], shipped[i] ? "true" : "false");
-    first = false;
-  }
-  std::fprintf(f, "]}\n");
-  const bool ok = std::fflush(f) == 0 && !std::ferror(f);
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
 struct Dev {
   float *params, *velocity, *X, *loss;
   int *labels, *order, *pad;
@@ -267,16 +242,18 @@ void compare(const char* label, const std::vector<float>& p0, const std::vector<
 int main(int argc, char** argv) {
   std::string data = "data", json = "results/stationary_phases.json";
   const char* commit = nullptr;
-  int force_cluster = 0, epochs = 30;
+  int force_cluster = 0, epochs = 0;  // epochs 0: the mode's default (30 timed, 3 checked)
+  bool check_shipped = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--data" && i + 1 < argc) data = argv[++i];
+    if (a == "--check-shipped") check_shipped = true;
+    else if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--cluster" && i + 1 < argc) force_cluster = std::atoi(argv[++i]);
     else if (a == "--epochs" && i + 1 < argc) epochs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--commit" && i + 1 < argc) commit = argv[++i];
     else {
-      std::fprintf(stderr, "usage: stationary_epoch [--data DIR] [--cluster 8|4] [--epochs N>=20] [--json PATH] [--commit STR]\n");
+      std::fprintf(stderr, "usage: stationary_epoch [--check-shipped] [--data DIR] [--cluster 8|4] [--epochs N] [--json PATH] [--commit STR]\n");
       return 2;
     }
   }
@@ -284,8 +261,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stationary_epoch: --commit takes a non-empty string without quotes or backslashes\n");
     return 2;
   }
-  if ((force_cluster != 0 && force_cluster != 8 && force_cluster != 4) || epochs < 20) {
-    std::fprintf(stderr, "stationary_epoch: --cluster takes 8 or 4, --epochs at least 20\n");
+  if (epochs == 0) epochs = check_shipped ? 3 : 30;
+  if ((force_cluster != 0 && force_cluster != 8 && force_cluster != 4) || epochs < (check_shipped ? 1 : 20)) {
+    std::fprintf(stderr, "stationary_epoch: --cluster takes 8 or 4, --epochs at least 20 (with --check-shipped: 1)\n");
     return 2;
   }
 
@@ -337,6 +315,18 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&d.pad, 2 * sizeof(int)));
   CK(cudaMemcpy(d.X, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d.labels, y.data(), y.size() * 4, cudaMemcpyHostToDevice));
+  if (check_shipped) {
+    mlp::StationaryPlan plan;
+    const int st = mlp::stationary_prepare(&plan, MlpShape{kIn, kHid, kOut}, d.X, n_total, kBatch, 0, force_cluster);
+    std::printf("shapes <CL,U> tried (clusters needed, co-resident at most): %s\n", plan.tried.c_str());
+    if (st != MLP_OK) return std::fprintf(stderr, "stationary check: prepare failed (status %d)\n", st), 3;
+    std::vector<std::vector<int>> orders;
+    for (int e = 0; e < epochs; ++e) orders.push_back(make_order(e));
+    const int rc = check::shipped_vs_variant(plan, check::Device{d.params, d.velocity, d.loss, d.labels, d.order}, p0, vr,
+                                             orders, kBatch, kLr, kMu);
+    mlp::stationary_release(&plan);
+    return rc;
+  }
 
   // ---- 2. the byte conversion ----
   {
@@ -396,10 +386,9 @@ int main(int argc, char** argv) {
   }
   {
     cudaFuncAttributes fa{};
-    using mlp::wstat::kShippedV;
-    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16, kShippedV>));
-    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20, kShippedV>));
-    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12, kShippedV>));
+    if (plan.cluster == 8 && plan.units == 16) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 16>));
+    else if (plan.cluster == 8) CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<8, 20>));
+    else CK(cudaFuncGetAttributes(&fa, mlp::wstat::k_stationary_epoch<4, 12>));
     std::printf("config: %s; max active clusters %d; %d registers/thread, %zu B local (spills)\n", plan.what.c_str(),
                 plan.max_active_clusters, fa.numRegs, (size_t)fa.localSizeBytes);
     if (fa.localSizeBytes) std::printf("  warning: the kernel uses local memory (spills)\n");
@@ -585,7 +574,7 @@ int main(int argc, char** argv) {
       cvs.push_back(v_cv[i]);
       shipped.push_back(false);
     }
-    if (write_phases_json(json, commit, shipped_phases.step_us, shipped_phases, names, us, cvs, shipped))
+    if (variants::write_phases_json(json, commit, shipped_phases.step_us, shipped_phases, names, us, cvs, shipped))
       std::printf("wrote %s\n", json.c_str());
     else
       g_fail = true, std::printf("could not write %s  FAIL\n", json.c_str());

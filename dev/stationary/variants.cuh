@@ -1,10 +1,12 @@
-// dev/stationary/variants.cuh — launches of k_stationary_epoch<CL, U, V> for the dev variants
-// (cuda/kernels/stationary.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare, and the
-// phase report of a recorded epoch. Included by dev/stationary/stationary_epoch.cu after
-// probe.cuh and cuda/paths/stationary_path.cuh.
+// dev/stationary/variants.cuh — launches of k_stationary_variant<CL, U, V> for the dev variants
+// (dev/stationary/variant_ops.cuh's kV* bits, probe::kVProbe) with the plan of stationary_prepare,
+// the phase report of a recorded epoch and the record results/stationary_phases.json. Included
+// by dev/stationary/stationary_epoch.cu after probe.cuh, variant_kernel.cuh and
+// cuda/paths/stationary_path.cuh.
 #pragma once
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace variants {
@@ -15,13 +17,13 @@ cudaError_t launch(mlp::StationaryPlan* p, const Args& args) {
   using C = Cfg<CL, U>;
   static bool attr_set = false;
   if (!attr_set) {
-    const cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+    const cudaError_t e = cudaFuncSetAttribute(k_stationary_variant<CL, U, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
     if (e != cudaSuccess) return e;
     attr_set = true;
   }
   cudaLaunchAttribute attr[2];
   const cudaLaunchConfig_t cfg = mlp::wstat::cluster_launch_config<CL, U>(attr, p->cooperative);
-  return cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U, V>, args);
+  return cudaLaunchKernelEx(&cfg, k_stationary_variant<CL, U, V>, args);
 }
 
 // stationary_epoch's semantics for variant V (the shapes <8,20> and <4,12> only).
@@ -44,8 +46,8 @@ struct Variant {
   EpochFn fn;
 };
 // Variants whose sums have the same order give the same bits: the family of a variant is its
-// kVTile bit (the only bit that changes an order); each is checked bitwise against the first full
-// epoch of its family (the shipped launch's, for the shipped family).
+// kVTile, kVMma and kVRcp bits (the bits that change an order or a rounding); each is checked
+// bitwise against the first full epoch of its family (the shipped launch's, for the shipped family).
 constexpr int family(int bits) { return bits & (kVTile | kVMma | kVRcp); }
 constexpr int kShip = kShippedV;
 // The CUDA-core form shipped before kVMma (results of daebcbd): tile + nofence + fastconv + conv2.
@@ -174,5 +176,36 @@ inline PhaseTable report(const std::vector<unsigned long long>& mk, int steps, i
   out.step_us = median(step_us);
   out.skew_us = median(skew);
   return out;
+}
+
+// results/stationary_phases.json (docs/formats.md): temp file, then rename.
+inline bool write_phases_json(const std::string& path, const char* commit, double step_us, const PhaseTable& pt,
+                              const std::vector<std::string>& names, const std::vector<double>& us,
+                              const std::vector<double>& cv, const std::vector<bool>& shipped) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return false;
+  std::fprintf(f, "{\"schema\": 1, \"source\": \"dev/stationary/stationary_epoch.cu\", \"kernel\": \"stationary\", \"shape\": \"<8,20>\",\n");
+  if (commit) std::fprintf(f, " \"commit\": \"%s\",", commit);
+  else std::fprintf(f, " \"commit\": null,");
+  std::fprintf(f, " \"step_us\": %.4f,\n \"phases\": [", step_us);
+  for (size_t i = 0; i < pt.rows.size(); ++i)
+    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"slowest_us\": %.4f, \"mean_us\": %.4f}", i ? "," : "", pt.rows[i].name,
+                 pt.rows[i].slowest_us, pt.rows[i].mean_us);
+  std::fprintf(f, "],\n \"wait_skew_us\": %.4f,\n \"variants\": [", pt.skew_us);
+  bool first = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (us[i] < 0) continue;  // failed a check: not timed
+    std::fprintf(f, "%s\n  {\"name\": \"%s\", \"us_per_step\": %.4f, \"cv_pct\": %.3f, \"shipped\": %s}", first ? "" : ",",
+                 names[i].c_str(), us[i], cv[i], shipped[i] ? "true" : "false");
+    first = false;
+  }
+  std::fprintf(f, "]}\n");
+  const bool ok = std::fflush(f) == 0 && !std::ferror(f);
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 }  // namespace variants

@@ -1,6 +1,7 @@
-// cuda/kernels/stationary_ops.cuh — the weight-stationary epoch's constants, input slice, kernel
-// arguments and data-movement / synchronisation primitives (byte staging and conversion, the
-// input packing kernel); the kernel itself is cuda/kernels/stationary.cuh.
+// cuda/kernels/stationary/ops.cuh — the weight-stationary epoch's constants, input slice (Slice),
+// kernel arguments (Args) and primitives: the counter's release/acquire, cp.async byte staging,
+// the TF32 split and m16n8k8 MMA, the byte -> float conversion of the staged inputs, and the input
+// packing kernel k_stationary_pack. The kernel is cuda/kernels/stationary.cuh.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -31,21 +32,21 @@ template <int CL>
 struct Slice {
   static constexpr int KS = kIn / CL;              // input rows per block
   static constexpr int kKp0 = (KS + 1 + 3) / 4 * 4;
-  // Row stride of the staged inputs (floats): KS inputs, the ones column (b1), zero padding; an
-  // odd multiple of 4 so the 8 consecutive rows a quarter-warp reads in F1 (one float4 each) fall
-  // in 8 different bank groups.
+  // Rows of the W1 slice in shared memory (Ws, Vs: KS inputs, b1's row KS, zero padding), an odd
+  // multiple of 4; also the input row stride of dev/stationary/'s CUDA-core forms, whose F1 reads
+  // 8 consecutive rows a quarter-warp (one float4 each) from 8 different bank groups.
   static constexpr int KP = kKp0 % 8 == 0 ? kKp0 + 4 : kKp0;
   static constexpr int XB = (KP + 15) / 16 * 16;   // bytes per (sample, rank) in the packed X
-  static constexpr int kKq = KP / 4;               // input quads staged
-  static constexpr int kKqG = (KS + 1 + 3) / 4;    // input quads with a non-zero row (F1, G)
-  // kVMma (tensor-core F1 and G): row stride of the staged inputs, KS + 1 rounded up to whole
-  // k-steps of 8 and ≡ 8 (mod 32), so that both fragment patterns read conflict-free under the
-  // swizzle of mma_x_index (<8,·>: 104, <4,·>: 200).
+  static constexpr int kKq = KP / 4;               // quads of a KP row
+  static constexpr int kKqG = (KS + 1 + 3) / 4;    // quads with a non-zero row (KS inputs and b1's)
+  // Row stride of the staged inputs (floats): KS + 1 rounded up to whole k-steps of 8 and
+  // ≡ 8 (mod 32), so that F1's and G's fragment patterns read conflict-free under the swizzle of
+  // mma_x_index (<8,·>: 104, <4,·>: 200).
   static constexpr int kKm0 = (KS + 1 + 7) / 8 * 8;
   static constexpr int KPM = kKm0 + (40 - kKm0 % 32) % 32;
   static constexpr int kKs = KPM / 8;              // F1's k-steps of 8 inputs
   static_assert(kIn % CL == 0 && kKqG <= kKq && XB >= KP, "slice");
-  static_assert(KPM % 32 == 8 && KPM >= KS + 1 && XB * 1 >= (KS + 3) / 4 * 4, "kVMma slice");
+  static_assert(KPM % 32 == 8 && KPM >= KS + 1 && XB * 1 >= (KS + 3) / 4 * 4, "mma slice");
 };
 
 struct Args {
@@ -82,28 +83,6 @@ __host__ __device__ __forceinline__ float pixel(unsigned p) {
 // float 2^23 + p.
 __device__ __forceinline__ float byte_as_float(unsigned w, int i) {
   return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, 0x7540u | (unsigned)i)), 8388608.0f);
-}
-// pixel(p) of byte i of w: byte_as_float, then the same two roundings as pixel(), bit for bit.
-__device__ __forceinline__ float pixel_of_byte(unsigned w, int i) {
-  const float f = byte_as_float(w, i);
-  const float q = __fmul_rn(f, kInv255);
-  const float e = fmaf(-q, 255.0f, f);
-  return fmaf(e, kInv255, q);
-}
-
-// One level of a butterfly reduce-scatter across the lanes `off` apart: v[0, N) of this lane and
-// its partner -> v[0, N/2) = this lane's half (the upper one when `hi`) of the pairwise sums. The
-// two lanes add the same two floats (commutative), so the result does not depend on which lane
-// computes it; every index is a compile-time constant (registers, no local memory).
-template <int N, int M>
-__device__ __forceinline__ void reduce_half(float (&v)[M], int off, bool hi) {
-  static_assert(N % 2 == 0 && N <= M, "reduce_half");
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) {
-    const float send = hi ? v[i] : v[N / 2 + i];
-    const float keep = hi ? v[N / 2 + i] : v[i];
-    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
-  }
 }
 
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gsrc) {
@@ -148,7 +127,7 @@ __device__ __forceinline__ void for_each_const(F& f, std::integer_sequence<int, 
   (f(std::integral_constant<int, B + I>{}), ...);
 }
 
-// ---- kVMma: tensor-core products in TF32 with a two-term split (docs/PERFLOG.md) ----
+// ---- tensor-core products in TF32 with a two-term split (docs/PERFLOG.md) ----
 // The staged inputs hold the pixel byte p itself as a float (exact in TF32: 8 significant bits);
 // the 1/255 is applied to the products' results. A float w in registers or shared memory is used
 // as big + small with big = tf32(w), small = tf32(w − big) (both rounded to nearest, ties away):
@@ -184,48 +163,45 @@ __host__ __device__ constexpr int mma_x_index(int b, int k) {
 // One (row, half) unit of the next inputs' conversion, Bb bytes -> Xs: quads [0, kQ0) (h = 0) or
 // [kQ0, kQ) (h = 1) of the row, every word loaded before the first store (the compiler cannot
 // reorder a load of Bb past a store to Xs: both are shared memory), every column test a constant.
-// Rows >= nb and columns > KS are 0. Two layouts:
-//   kP = false (kVConv2): pixel(p) = float32(p)/255 at row stride KP, the ones column KS is 1 on
-//                         rank 0's valid rows (b1's input);
-//   kP = true  (kVMma):   float(p) at mma_x_index (stride KPM; the swizzle flips bit 0 of the quad
-//                         index, so stores stay float4), column KS is 255 (255 · b1 / 255).
-template <int CL, bool kP>
+// float(p) at mma_x_index (stride KPM; the swizzle flips bit 0 of the quad index, so stores stay
+// float4); rows >= nb and columns > KS are 0; column KS is 255 on rank 0's valid rows (b1's input:
+// 255 · b1 / 255).
+template <int CL>
 __device__ __forceinline__ void convert_row_half(float* Xs, const uint8_t* Bb, int nb, int rank, int row, int h) {
   using C = Slice<CL>;
-  constexpr int kStride = kP ? C::KPM : C::KP, kQ = kStride / 4, kQ0 = (kQ + 1) / 2;
-  const int swq = kP ? (row >> 2) & 1 : 0;
+  constexpr int kStride = C::KPM, kQ = kStride / 4, kQ0 = (kQ + 1) / 2;
+  const int swq = (row >> 2) & 1;
   const bool valid = row < nb;
   const unsigned* src = reinterpret_cast<const unsigned*>(Bb + row * C::XB);
   float* dst = Xs + row * kStride;
-  const float ones = valid && rank == 0 ? (kP ? 255.f : 1.f) : 0.f;
+  const float ones = valid && rank == 0 ? 255.f : 0.f;
   unsigned w[kQ0];
   auto load = [&](auto qc) {
     constexpr int j = decltype(qc)::value;
     const int q = j + h * kQ0;
-    w[j] = valid && (kP || q < kQ) && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0 (kP: q < kQ always)
+    w[j] = valid && 4 * q < C::KS ? src[q] : 0u;  // bytes past KS in the packed slice are 0
   };
   auto quad = [&](auto qc) {
     constexpr int q = decltype(qc)::value, k = 4 * q, j = q >= kQ0 ? q - kQ0 : q;
     float v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      v[i] = k + i < C::KS ? (kP ? byte_as_float(w[j], i) : pixel_of_byte(w[j], i)) : (k + i == C::KS ? ones : 0.f);
+    for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? byte_as_float(w[j], i) : (k + i == C::KS ? ones : 0.f);
     *reinterpret_cast<float4*>(dst + 4 * (q ^ swq)) = make_float4(v[0], v[1], v[2], v[3]);
   };
   for_each_const<0>(load, std::make_integer_sequence<int, kQ0>{});
   if (h == 0) for_each_const<0>(quad, std::make_integer_sequence<int, kQ0>{});
   else for_each_const<kQ0>(quad, std::make_integer_sequence<int, kQ - kQ0>{});
 }
-// kVMma: all 256 threads, thread (row tid/2, half tid%2).
+// The conversion on all 256 threads, thread (row tid/2, half tid%2).
 template <int CL>
 __device__ __forceinline__ void convert_rows_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
   static_assert(kThreads == 2 * kRows, "convert_rows_p: two threads a row");
-  convert_row_half<CL, true>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
+  convert_row_half<CL>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
 }
 
 // convert_rows_p's result (the same bits) on threads [0, NT) only, by quads: thread tid converts
 // quads tid, tid + NT, ... of the [kRows][KPM / 4] quads, every word loaded before the first store
-// (kVRel7: warps 0-6 while warp 7 releases the counter).
+// (warps 0-6 while warp 7 releases the counter).
 template <int CL, int NT>
 __device__ __forceinline__ void convert_quads_p(float* Xs, const uint8_t* Bb, int nb, int rank) {
   using C = Slice<CL>;
@@ -247,33 +223,6 @@ __device__ __forceinline__ void convert_quads_p(float* Xs, const uint8_t* Bb, in
       for (int i = 0; i < 4; ++i) v[i] = k + i < C::KS ? byte_as_float(w[j], i) : (k + i == C::KS ? ones : 0.f);
       *reinterpret_cast<float4*>(Xs + row * C::KPM + 4 * (q ^ ((row >> 2) & 1))) = make_float4(v[0], v[1], v[2], v[3]);
     }
-  }
-}
-
-// kVConv2: convert_bytes<CL, true>'s result (the same bits), unrolled, thread (row tid/2, half tid%2).
-template <int CL>
-__device__ __forceinline__ void convert_rows(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  static_assert(kThreads == 2 * kRows, "convert_rows: two threads a row");
-  convert_row_half<CL, false>(Xs, Bb, nb, rank, (int)threadIdx.x >> 1, (int)threadIdx.x & 1);
-}
-
-// Bb bytes -> Xs[kRows][KP] floats; rows >= nb and inputs >= KS are 0, except the ones column
-// (input KS) of rank 0's valid rows, which carries b1. kFast: pixel_of_byte (no I2F; same bits).
-template <int CL, bool kFast = false>
-__device__ __forceinline__ void convert_bytes(float* Xs, const uint8_t* Bb, int nb, int rank) {
-  using C = Slice<CL>;
-  for (int e = threadIdx.x; e < kRows * C::kKq; e += kThreads) {
-    const int b = e / C::kKq, q = e % C::kKq, k = 4 * q;
-    float v[4] = {0.f, 0.f, 0.f, 0.f};
-    if (b < nb) {
-      const unsigned w = *reinterpret_cast<const unsigned*>(Bb + b * C::XB + k);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float x = kFast ? pixel_of_byte(w, i) : pixel((w >> (8 * i)) & 0xffu);
-        v[i] = k + i < C::KS ? x : (k + i == C::KS && rank == 0 ? 1.f : 0.f);
-      }
-    }
-    *reinterpret_cast<float4*>(Xs + b * C::KP + k) = make_float4(v[0], v[1], v[2], v[3]);
   }
 }
 
