@@ -1,0 +1,201 @@
+#include "transformer/forward.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/common.h"
+#include "common/cuda_check.h"
+#include "transformer/kernels.cuh"
+
+using namespace vit;
+
+namespace {
+
+float* device_alloc(size_t floats, const char* what) {
+  float* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, floats * sizeof(float));
+  if (err != cudaSuccess) throw_cuda(err, (std::string("cudaMalloc of ") + what).c_str(), __FILE__, __LINE__);
+  return p;
+}
+
+constexpr int kOps = 4;  // LnQkv, AttnProjResidual, LnFc1Gelu, Fc2Residual
+
+template <class Op, class T>
+void run_gemm(const GemmArgs& a, cudaStream_t st) {
+  if (a.N % T::BN || a.K % T::BK) throw UserError(std::string(Op::kName) + ": N or K is not a multiple of the tile");
+  const dim3 grid(a.N / T::BN, (a.M + T::BM - 1) / T::BM);
+  VIT_LAUNCH((vit_gemm<Op, T>), grid, T::kThreads, 0, st, a);
+  CUDA_CHECK_LAUNCH(Op::kName);
+}
+
+template <class Op>
+void gemm(TileKind t, const GemmArgs& a, cudaStream_t st) {
+  switch (t) {
+    case TileKind::kBig: run_gemm<Op, TileBig>(a, st); break;
+    case TileKind::kMid: run_gemm<Op, TileMid>(a, st); break;
+    default: run_gemm<Op, TileSmall>(a, st); break;
+  }
+}
+
+template <class Op>
+void occupancy_of(int out[3]) {
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[0], vit_gemm<Op, TileBig>, TileBig::kThreads, 0));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[1], vit_gemm<Op, TileMid>, TileMid::kThreads, 0));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[2], vit_gemm<Op, TileSmall>, TileSmall::kThreads, 0));
+}
+
+const char* op_name(int which) {
+  static const char* names[kOps] = {LnQkv::kName, AttnProjResidual::kName, LnFc1Gelu::kName, Fc2Residual::kName};
+  return names[which];
+}
+
+}  // namespace
+
+const char* tile_name(TileKind t) {
+  return t == TileKind::kBig ? "128x128" : t == TileKind::kMid ? "64x128" : "64x64";
+}
+
+VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params, int max_batch)
+    : s_(s), max_batch_(max_batch) {
+  const auto why = unsupported_reasons(s);
+  if (!why.empty()) throw UserError("our kernels cannot run this config: " + why[0]);
+  if (file_params.size() != n_params(s)) throw UserError("weights: wrong parameter count");
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+  occupancy_of<LnQkv>(occupancy_[0]);
+  occupancy_of<AttnProjResidual>(occupancy_[1]);
+  occupancy_of<LnFc1Gelu>(occupancy_[2]);
+  occupancy_of<Fc2Residual>(occupancy_[3]);
+  const std::vector<float> dev_params = device_layout(s, file_params);
+  params_ = device_alloc(dev_params.size(), "the weights");
+  CUDA_CHECK(cudaMemcpy(params_, dev_params.data(), dev_params.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const auto layout = weight_layout(s);
+  auto P = [&](const std::string& name) -> const float* { return params_ + tensor(layout, name).offset; };
+  patch_w_ = P("patch.weight"); patch_b_ = P("patch.bias"); pos_ = P("pos");
+  norm_w_ = P("norm.weight"); norm_b_ = P("norm.bias"); head_w_ = P("head.weight"); head_b_ = P("head.bias");
+  for (int l = 0; l < s.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    lw_.push_back({P(p + "ln1.weight"), P(p + "ln1.bias"), P(p + "attn.qkv.weight"), P(p + "attn.qkv.bias"),
+                   P(p + "attn.proj.weight"), P(p + "attn.proj.bias"), P(p + "ln2.weight"), P(p + "ln2.bias"),
+                   P(p + "mlp.fc1.weight"), P(p + "mlp.fc1.bias"), P(p + "mlp.fc2.weight"), P(p + "mlp.fc2.bias")});
+  }
+  const size_t rows = (size_t)max_batch * s.tokens;
+  images_ = device_alloc((size_t)max_batch * s.image * s.image, "the images");
+  xa_ = device_alloc(rows * s.d, "x");
+  xb_ = device_alloc(rows * s.d, "x after attention");
+  qkv_ = device_alloc(rows * 3 * s.d, "qkv");
+  heads_ = device_alloc(rows * s.d, "the heads' outputs");
+  u_ = device_alloc(rows * s.mlp, "the MLP hidden");
+  pooled_ = device_alloc((size_t)max_batch * s.d, "pooled");
+  logits_ = device_alloc((size_t)max_batch * s.classes, "logits");
+}
+
+VitForward::~VitForward() {
+  for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_})
+    if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
+}
+
+TileKind VitForward::choose(int M, int N, int which) const {
+  if (const char* force = std::getenv("VIT_TILE")) {
+    if (!std::strcmp(force, "big")) return TileKind::kBig;
+    if (!std::strcmp(force, "mid")) return TileKind::kMid;
+    if (!std::strcmp(force, "small")) return TileKind::kSmall;
+  }
+  // The largest tile whose blocks fill every SM to its occupancy at least once (a full first wave);
+  // else the smallest (the most blocks).
+  const int bm[3] = {TileBig::BM, TileMid::BM, TileSmall::BM}, bn[3] = {TileBig::BN, TileMid::BN, TileSmall::BN};
+  for (int t = 0; t < 2; ++t) {
+    const long long blocks = (long long)((M + bm[t] - 1) / bm[t]) * (N / bn[t]);
+    if (blocks >= (long long)sms_ * std::max(1, occupancy_[which][t])) return (TileKind)t;
+  }
+  return TileKind::kSmall;
+}
+
+std::string VitForward::tile_plan(int batch) const {
+  const int M = batch * s_.tokens, n[kOps] = {3 * s_.d, s_.d, s_.mlp, s_.d};
+  std::string out;
+  for (int w = 0; w < kOps; ++w) {
+    const TileKind t = choose(M, n[w], w);
+    out += std::string(out.empty() ? "" : ", ") + op_name(w) + "=" + tile_name(t) + " (occupancy " +
+           std::to_string(occupancy_[w][(int)t]) + ")";
+  }
+  return out;
+}
+
+void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int stop_after, const ForwardTaps* taps) {
+  if (batch < 1 || batch > max_batch_) throw UserError("batch " + std::to_string(batch) + " is outside [1, max batch]");
+  const VitShape& s = s_;
+  const int M = batch * s.tokens;
+  const ForwardTaps none;
+  const ForwardTaps& tp = taps ? *taps : none;
+
+  VIT_LAUNCH(patch_embed_kernel, batch, 256, (size_t)s.image * s.image * sizeof(float), st, d_images, patch_w_,
+             patch_b_, pos_, xa_, s.image, s.patch, s.d);
+  CUDA_CHECK_LAUNCH("patch_embed_kernel");
+  if (stop_after == 0) return;
+
+  const float scale = 1.0f / std::sqrt((float)s.head_dim);
+  for (int l = 0; l < s.layers; ++l) {
+    const LayerW& w = lw_[l];
+    const bool tap = l == 0;
+    GemmArgs a{};
+    a.eps = s.eps;
+
+    a.A = xa_; a.W = w.qkv_w; a.bias = w.qkv_b; a.C = qkv_;
+    a.M = M; a.N = 3 * s.d; a.K = s.d;
+    a.gamma = w.ln1_w; a.beta = w.ln1_b; a.ln_out = tap ? tp.ln1 : nullptr;
+    gemm<LnQkv>(choose(M, a.N, 0), a, st);
+
+    float* probs = tap ? tp.probs : nullptr;
+    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), kAttnThreads, 0, st, qkv_, heads_, probs, s.tokens, s.d, scale);
+    CUDA_CHECK_LAUNCH("attention_kernel");
+
+    a = GemmArgs{};
+    a.A = heads_; a.W = w.proj_w; a.bias = w.proj_b; a.R = xa_; a.C = xb_;
+    a.M = M; a.N = s.d; a.K = s.d;
+    gemm<AttnProjResidual>(choose(M, a.N, 1), a, st);
+
+    a = GemmArgs{};
+    a.eps = s.eps;
+    a.A = xb_; a.W = w.fc1_w; a.bias = w.fc1_b; a.C = u_;
+    a.M = M; a.N = s.mlp; a.K = s.d;
+    a.gamma = w.ln2_w; a.beta = w.ln2_b; a.ln_out = tap ? tp.ln2 : nullptr;
+    gemm<LnFc1Gelu>(choose(M, a.N, 2), a, st);
+
+    a = GemmArgs{};
+    a.A = u_; a.W = w.fc2_w; a.bias = w.fc2_b; a.R = xb_; a.C = xa_;
+    a.M = M; a.N = s.d; a.K = s.mlp;
+    gemm<Fc2Residual>(choose(M, a.N, 3), a, st);
+    if (stop_after == l + 1) return;
+  }
+
+  float* lnf = tp.lnf;
+  VIT_LAUNCH(final_ln_pool_kernel, batch, kPoolThreads, 0, st, xa_, norm_w_, norm_b_, pooled_, lnf, s.tokens, s.d, s.eps);
+  CUDA_CHECK_LAUNCH("final_ln_pool_kernel");
+  const int n = batch * s.classes;
+  VIT_LAUNCH(head_kernel, (n + 255) / 256, 256, 0, st, pooled_, head_w_, head_b_, logits_, batch, s.d, s.classes);
+  CUDA_CHECK_LAUNCH("head_kernel");
+}
+
+ForwardGraph::ForwardGraph(VitForward& f, const float* d_images, int batch, cudaStream_t stream) {
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    f.enqueue(d_images, batch, stream);
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);  // ends the capture; the error already thrown is the one reported
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+  CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
+
+ForwardGraph::~ForwardGraph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+}
+
+void ForwardGraph::launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
