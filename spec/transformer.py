@@ -187,6 +187,38 @@ def forward_flop(s: Shape) -> int:
     return 2 * t * s.patch_dim * d + s.layers * per_layer + 2 * d * s.classes
 
 
+# The kernels of one forward (cuda/transformer/kernels.cuh, gemm_kernel.cuh): an nsys name's marker ->
+# (operation, launches per forward as a function of the layers).
+KERNEL_OPS = (("patch_embed_kernel", "patch-embed"), ("LnQkv", "ln1+qkv"), ("attention_kernel", "attention"),
+              ("AttnProjResidual", "attn-proj+residual"), ("LnFc1Gelu", "ln2+fc1+gelu"),
+              ("Fc2Residual", "fc2+residual"), ("final_ln_pool_kernel", "final-ln+pool"), ("head_kernel", "head"))
+
+
+def kernel_op(name: str) -> str | None:
+    """The operation an nsys kernel name belongs to (None: not one of ours)."""
+    for marker, op in KERNEL_OPS:
+        if marker in name:
+            return op
+    return None
+
+
+def op_costs(s: Shape) -> dict[str, dict]:
+    """Per image and per launch: each operation's FLOP (2 per multiply-add) and the bytes it must move
+    at least (its float32 activations in and out once; the weights, read from L2, left out)."""
+    t, d, m, pd = s.tokens, s.d, s.mlp, s.patch_dim
+    f = 4  # bytes per float
+    return {
+        "patch-embed": {"flop": 2 * t * pd * d, "bytes": f * (s.image ** 2 + t * d)},
+        "ln1+qkv": {"flop": 2 * t * d * 3 * d, "bytes": f * (t * d + 3 * t * d)},
+        "attention": {"flop": 4 * s.heads * t * t * s.head_dim, "bytes": f * (3 * t * d + t * d)},
+        "attn-proj+residual": {"flop": 2 * t * d * d, "bytes": f * 3 * t * d},
+        "ln2+fc1+gelu": {"flop": 2 * t * d * m, "bytes": f * (t * d + t * m)},
+        "fc2+residual": {"flop": 2 * t * m * d, "bytes": f * (t * m + 2 * t * d)},
+        "final-ln+pool": {"flop": 0, "bytes": f * (t * d + d)},
+        "head": {"flop": 2 * d * s.classes, "bytes": f * (d + s.classes)},
+    }
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0]) if argv else CONFIG_PATH

@@ -19,41 +19,20 @@ float* device_alloc(size_t floats, const char* what) {
   return p;
 }
 
-constexpr int kOps = 4;  // LnQkv, AttnProjResidual, LnFc1Gelu, Fc2Residual
-
-template <class Op, class T>
-void run_gemm(const GemmArgs& a, cudaStream_t st) {
-  if (a.N % T::BN || a.K % T::BK) throw UserError(std::string(Op::kName) + ": N or K is not a multiple of the tile");
-  const dim3 grid(a.N / T::BN, (a.M + T::BM - 1) / T::BM);
-  VIT_LAUNCH((vit_gemm<Op, T>), grid, T::kThreads, 0, st, a);
-  CUDA_CHECK_LAUNCH(Op::kName);
-}
-
-template <class Op>
-void gemm(TileKind t, const GemmArgs& a, cudaStream_t st) {
-  switch (t) {
-    case TileKind::kBig: run_gemm<Op, TileBig>(a, st); break;
-    case TileKind::kMid: run_gemm<Op, TileMid>(a, st); break;
-    default: run_gemm<Op, TileSmall>(a, st); break;
-  }
-}
-
-template <class Op>
-void occupancy_of(int out[3]) {
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[0], vit_gemm<Op, TileBig>, TileBig::kThreads, 0));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[1], vit_gemm<Op, TileMid>, TileMid::kThreads, 0));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out[2], vit_gemm<Op, TileSmall>, TileSmall::kThreads, 0));
-}
-
-const char* op_name(int which) {
-  static const char* names[kOps] = {LnQkv::kName, AttnProjResidual::kName, LnFc1Gelu::kName, Fc2Residual::kName};
-  return names[which];
-}
-
 }  // namespace
 
 const char* tile_name(TileKind t) {
   return t == TileKind::kBig ? "128x128" : t == TileKind::kMid ? "64x128" : "64x64";
+}
+
+void launch_gemm(GemmOp op, TileKind t, const GemmArgs& a, cudaStream_t st) {
+  if (op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu) launch_gemm_ln(op, t, a, st);
+  else launch_gemm_residual(op, t, a, st);
+}
+
+void gemm_occupancy(GemmOp op, int out[3]) {
+  if (op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu) gemm_occupancy_ln(op, out);
+  else gemm_occupancy_residual(op, out);
 }
 
 VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params, int max_batch)
@@ -64,10 +43,7 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
-  occupancy_of<LnQkv>(occupancy_[0]);
-  occupancy_of<AttnProjResidual>(occupancy_[1]);
-  occupancy_of<LnFc1Gelu>(occupancy_[2]);
-  occupancy_of<Fc2Residual>(occupancy_[3]);
+  for (int op = 0; op < kGemmOps; ++op) gemm_occupancy((GemmOp)op, occupancy_[op]);
   const std::vector<float> dev_params = device_layout(s, file_params);
   params_ = device_alloc(dev_params.size(), "the weights");
   CUDA_CHECK(cudaMemcpy(params_, dev_params.data(), dev_params.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -105,20 +81,19 @@ TileKind VitForward::choose(int M, int N, int which) const {
   }
   // The largest tile whose blocks fill every SM to its occupancy at least once (a full first wave);
   // else the smallest (the most blocks).
-  const int bm[3] = {TileBig::BM, TileMid::BM, TileSmall::BM}, bn[3] = {TileBig::BN, TileMid::BN, TileSmall::BN};
   for (int t = 0; t < 2; ++t) {
-    const long long blocks = (long long)((M + bm[t] - 1) / bm[t]) * (N / bn[t]);
+    const long long blocks = (long long)((M + kTileM[t] - 1) / kTileM[t]) * (N / kTileN[t]);
     if (blocks >= (long long)sms_ * std::max(1, occupancy_[which][t])) return (TileKind)t;
   }
   return TileKind::kSmall;
 }
 
 std::string VitForward::tile_plan(int batch) const {
-  const int M = batch * s_.tokens, n[kOps] = {3 * s_.d, s_.d, s_.mlp, s_.d};
+  const int M = batch * s_.tokens, n[kGemmOps] = {3 * s_.d, s_.d, s_.mlp, s_.d};
   std::string out;
-  for (int w = 0; w < kOps; ++w) {
+  for (int w = 0; w < kGemmOps; ++w) {
     const TileKind t = choose(M, n[w], w);
-    out += std::string(out.empty() ? "" : ", ") + op_name(w) + "=" + tile_name(t) + " (occupancy " +
+    out += std::string(out.empty() ? "" : ", ") + gemm_op_name((GemmOp)w) + "=" + tile_name(t) + " (occupancy " +
            std::to_string(occupancy_[w][(int)t]) + ")";
   }
   return out;
@@ -146,7 +121,7 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
     a.A = xa_; a.W = w.qkv_w; a.bias = w.qkv_b; a.C = qkv_;
     a.M = M; a.N = 3 * s.d; a.K = s.d;
     a.gamma = w.ln1_w; a.beta = w.ln1_b; a.ln_out = tap ? tp.ln1 : nullptr;
-    gemm<LnQkv>(choose(M, a.N, 0), a, st);
+    launch_gemm(GemmOp::kLnQkv, choose(M, a.N, 0), a, st);
 
     float* probs = tap ? tp.probs : nullptr;
     VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), kAttnThreads, 0, st, qkv_, heads_, probs, s.tokens, s.d, scale);
@@ -155,19 +130,19 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
     a = GemmArgs{};
     a.A = heads_; a.W = w.proj_w; a.bias = w.proj_b; a.R = xa_; a.C = xb_;
     a.M = M; a.N = s.d; a.K = s.d;
-    gemm<AttnProjResidual>(choose(M, a.N, 1), a, st);
+    launch_gemm(GemmOp::kAttnProj, choose(M, a.N, 1), a, st);
 
     a = GemmArgs{};
     a.eps = s.eps;
     a.A = xb_; a.W = w.fc1_w; a.bias = w.fc1_b; a.C = u_;
     a.M = M; a.N = s.mlp; a.K = s.d;
     a.gamma = w.ln2_w; a.beta = w.ln2_b; a.ln_out = tap ? tp.ln2 : nullptr;
-    gemm<LnFc1Gelu>(choose(M, a.N, 2), a, st);
+    launch_gemm(GemmOp::kLnFc1Gelu, choose(M, a.N, 2), a, st);
 
     a = GemmArgs{};
     a.A = u_; a.W = w.fc2_w; a.bias = w.fc2_b; a.R = xb_; a.C = xa_;
     a.M = M; a.N = s.d; a.K = s.mlp;
-    gemm<Fc2Residual>(choose(M, a.N, 3), a, st);
+    launch_gemm(GemmOp::kFc2, choose(M, a.N, 3), a, st);
     if (stop_after == l + 1) return;
   }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "transformer/gemm.h"
 #include "transformer/model.h"
 
 // The taps the checks read (device pointers sized for the batch, or nullptr): layer 0's two
@@ -19,9 +20,6 @@ struct ForwardTaps {
   float* lnf = nullptr;    // [B·T × d]
 };
 
-// Which GEMM tile an operation runs with at a batch (the choice is logged in the results).
-enum class TileKind { kBig, kMid, kSmall };
-const char* tile_name(TileKind t);
 
 class VitForward {
  public:

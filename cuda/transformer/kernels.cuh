@@ -3,6 +3,7 @@
 // summary has one row per operation:
 //
 //   patch_embed_kernel            x = patches·Wpe + bpe + pos                  one block per image
+//   (gemm_kernel.cuh)
 //   vit_gemm<LnQkv, …>            qkv = LN1(x)·Wqkv + bqkv                      LayerNorm in the prologue
 //   attention_kernel              o_h = softmax(q_h·k_hᵀ/√32)·v_h               one block per (image, head)
 //   vit_gemm<AttnProjResidual, …> x = x + o·Wo + bo                             residual in the epilogue
@@ -15,35 +16,9 @@
 // arithmetic is float32 with the accurate library functions (expf, erff, sqrtf; no fast-math), so
 // the bounds of cuda/transformer/error_scale.h hold for it.
 #pragma once
-#include <cuda_runtime.h>  // with -DVIT_EMULATE: cuda/transformer/emu/cuda_runtime.h, the CPU stand-in
-
-#include <cmath>
-#include <cstdint>
-
-#ifndef VIT_EMULATE
-// A kernel launch (the emulation runs it on the CPU instead) and the dynamic shared memory array.
-#define VIT_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
-#define VIT_DYNAMIC_SMEM(name) extern __shared__ float name[]
-#endif
+#include "transformer/device_util.cuh"
 
 namespace vit {
-
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Exact GELU, PyTorch's default: 0.5·x·(1 + erf(x/√2)).
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 // ------------------------------------------------------------------------------------------ patch embedding
 // One block per image: its pixels into shared memory, then each thread computes outputs (t, c) with
@@ -65,200 +40,6 @@ __global__ void __launch_bounds__(256) patch_embed_kernel(const float* __restric
       acc = fmaf(pix[(py * patch + dy) * image + px * patch + dx], w[p * d + c], acc);
     }
     out[idx] = acc + bias[c] + pos[idx];
-  }
-}
-
-// ------------------------------------------------------------------------------------------ the GEMM
-// C[M × N] = prologue(A)[M × K] · W[K × N] + bias, then the epilogue. Register-tiled SIMT SGEMM: a
-// block computes a BM × BN tile, each thread TM × TN outputs in groups of 4 rows × 4 columns spread
-// over the tile (so its shared-memory reads and global stores are float4s), K in steps of BK through
-// two shared-memory buffers (the next step's global loads are in registers while this one computes:
-// one __syncthreads per step). With a LayerNorm prologue the block first computes each of its rows'
-// mean and 1/σ (one warp per row, a float4 per lane per 128 columns, two passes in registers), and
-// normalises A as it stages it; the block of column 0 can also write the normalised rows (`ln_out`,
-// the checks' tap). N must be a multiple of BN and K of BK (and of 128 with the prologue); M is any.
-enum class Epi { kBias, kBiasGelu, kBiasResidual };
-
-struct GemmArgs {
-  const float* A;      // [M × K]
-  const float* W;      // [K × N]
-  const float* bias;   // [N]
-  const float* R;      // [M × N], the residual (kBiasResidual)
-  float* C;            // [M × N]
-  int M, N, K;
-  const float* gamma;  // [K], the LayerNorm prologue
-  const float* beta;
-  float eps;
-  float* ln_out;       // [M × K] or nullptr
-};
-
-// The operations (tags): one nsys row each.
-struct LnQkv { static constexpr bool kLn = true; static constexpr Epi kEpi = Epi::kBias; static constexpr const char* kName = "ln1+qkv"; };
-struct AttnProjResidual { static constexpr bool kLn = false; static constexpr Epi kEpi = Epi::kBiasResidual; static constexpr const char* kName = "attn-proj+residual"; };
-struct LnFc1Gelu { static constexpr bool kLn = true; static constexpr Epi kEpi = Epi::kBiasGelu; static constexpr const char* kName = "ln2+fc1+gelu"; };
-struct Fc2Residual { static constexpr bool kLn = false; static constexpr Epi kEpi = Epi::kBiasResidual; static constexpr const char* kName = "fc2+residual"; };
-
-template <int BM_, int BN_, int BK_, int TM_, int TN_, int MinBlocks_>
-struct Tile {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, kMinBlocks = MinBlocks_;
-  static constexpr int TX = BN / TN, TY = BM / TM, kThreads = TX * TY;
-  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 groups");
-  static_assert((BM * BK / 4) % kThreads == 0 && (BK * BN / 4) % kThreads == 0, "whole loads per thread");
-};
-using TileBig = Tile<128, 128, 8, 8, 8, 2>;   // 256 threads, 64 outputs each
-using TileMid = Tile<64, 128, 16, 8, 8, 3>;    // 128 threads
-using TileSmall = Tile<64, 64, 16, 8, 8, 6>;   // 64 threads: small M·N, more blocks
-
-template <class Op, class T>
-__global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) vit_gemm(GemmArgs a) {
-  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN, NT = T::kThreads, TX = T::TX, TY = T::TY;
-  constexpr int kPad = 4;  // As rows of BM + 4: the transposed stores spread over more banks
-  constexpr int A_LOADS = BM * BK / 4 / NT, B_LOADS = BK * BN / 4 / NT;
-  __shared__ __align__(16) float As[2][BK][BM + kPad];
-  __shared__ __align__(16) float Bs[2][BK][BN];
-  __shared__ float s_mean[Op::kLn ? BM : 1], s_rstd[Op::kLn ? BM : 1];
-
-  const int tid = threadIdx.x, n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-  const int M = a.M, N = a.N, K = a.K;
-
-  if constexpr (Op::kLn) {  // each row's mean and 1/sqrt(var + eps): one warp per row
-    const int warp = tid / 32, lane = tid % 32, nv = K / 128;
-    for (int r = warp; r < BM; r += NT / 32) {
-      const int m = m0 + r;
-      float mean = 0.f, rstd = 0.f;
-      if (m < M) {
-        const float* row = a.A + (size_t)m * K;
-        float4 v[4];
-        float s = 0.f;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (j < nv) {
-            v[j] = ld4(row + (j * 32 + lane) * 4);
-            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
-          }
-        mean = warp_sum(s) / (float)K;
-        float q = 0.f;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (j < nv) {
-            const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-            q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-          }
-        rstd = 1.0f / sqrtf(warp_sum(q) / (float)K + a.eps);
-      }
-      if (lane == 0) { s_mean[r] = mean; s_rstd[r] = rstd; }
-    }
-    __syncthreads();
-  }
-
-  float4 ra[A_LOADS], rb[B_LOADS];
-  auto load_a = [&](int k0) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int idx = tid + i * NT, r = idx / (BK / 4), kc = (idx % (BK / 4)) * 4, m = m0 + r;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (m < M) {
-        v = ld4(a.A + (size_t)m * K + k0 + kc);
-        if constexpr (Op::kLn) {
-          const float mean = s_mean[r], rstd = s_rstd[r];
-          const float4 g = ld4(a.gamma + k0 + kc), be = ld4(a.beta + k0 + kc);
-          v.x = fmaf((v.x - mean) * rstd, g.x, be.x);
-          v.y = fmaf((v.y - mean) * rstd, g.y, be.y);
-          v.z = fmaf((v.z - mean) * rstd, g.z, be.z);
-          v.w = fmaf((v.w - mean) * rstd, g.w, be.w);
-          if (a.ln_out && blockIdx.x == 0) st4(a.ln_out + (size_t)m * K + k0 + kc, v);
-        }
-      }
-      ra[i] = v;
-    }
-  };
-  auto store_a = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int idx = tid + i * NT, r = idx / (BK / 4), kc = (idx % (BK / 4)) * 4;
-      As[buf][kc + 0][r] = ra[i].x;
-      As[buf][kc + 1][r] = ra[i].y;
-      As[buf][kc + 2][r] = ra[i].z;
-      As[buf][kc + 3][r] = ra[i].w;
-    }
-  };
-  auto load_b = [&](int k0) {
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int idx = tid + i * NT, k = idx / (BN / 4), nc = (idx % (BN / 4)) * 4;
-      rb[i] = ld4(a.W + (size_t)(k0 + k) * N + n0 + nc);
-    }
-  };
-  auto store_b = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int idx = tid + i * NT, k = idx / (BN / 4), nc = (idx % (BN / 4)) * 4;
-      st4(&Bs[buf][k][nc], rb[i]);
-    }
-  };
-
-  const int tx = tid % TX, ty = tid / TX;
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
-  load_a(0);
-  load_b(0);
-  store_a(0);
-  store_b(0);
-  __syncthreads();
-  const int steps = K / BK;
-  for (int kt = 0; kt < steps; ++kt) {
-    const int buf = kt & 1;
-    if (kt + 1 < steps) {
-      load_a((kt + 1) * BK);
-      load_b((kt + 1) * BK);
-    }
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float af[TM], bf[TN];
-#pragma unroll
-      for (int g = 0; g < TM / 4; ++g) {
-        const float4 v = ld4(&As[buf][k][g * 4 * TY + ty * 4]);
-        af[g * 4 + 0] = v.x; af[g * 4 + 1] = v.y; af[g * 4 + 2] = v.z; af[g * 4 + 3] = v.w;
-      }
-#pragma unroll
-      for (int g = 0; g < TN / 4; ++g) {
-        const float4 v = ld4(&Bs[buf][k][g * 4 * TX + tx * 4]);
-        bf[g * 4 + 0] = v.x; bf[g * 4 + 1] = v.y; bf[g * 4 + 2] = v.z; bf[g * 4 + 3] = v.w;
-      }
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
-    }
-    if (kt + 1 < steps) {
-      store_a(buf ^ 1);
-      store_b(buf ^ 1);
-    }
-    __syncthreads();
-  }
-
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int m = m0 + (i / 4) * 4 * TY + ty * 4 + (i % 4);
-    if (m >= M) continue;
-#pragma unroll
-    for (int g = 0; g < TN / 4; ++g) {
-      const int n = n0 + g * 4 * TX + tx * 4;
-      const float4 bv = ld4(a.bias + n);
-      float4 c = make_float4(acc[i][g * 4 + 0] + bv.x, acc[i][g * 4 + 1] + bv.y, acc[i][g * 4 + 2] + bv.z,
-                             acc[i][g * 4 + 3] + bv.w);
-      if constexpr (Op::kEpi == Epi::kBiasGelu) {
-        c.x = gelu_erf(c.x); c.y = gelu_erf(c.y); c.z = gelu_erf(c.z); c.w = gelu_erf(c.w);
-      } else if constexpr (Op::kEpi == Epi::kBiasResidual) {
-        const float4 r = ld4(a.R + (size_t)m * N + n);
-        c.x += r.x; c.y += r.y; c.z += r.z; c.w += r.w;
-      }
-      st4(a.C + (size_t)m * N + n, c);
-    }
   }
 }
 
