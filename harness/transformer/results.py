@@ -1,0 +1,178 @@
+"""results/transformer.json from the parts in results/transformer/ (run.py, torch_time.py, train.py):
+the model, the weights, every check (value, limit, verdict), the accuracies, the timing table
+against every PyTorch variant (ratios to the fastest, images/s, the share of the FP32 rate), the
+profile's kernel rows and the provenance. A part that is absent leaves its section null (the report
+says "not measured yet"). docs/formats.md describes the file.
+
+    python -m harness.transformer.results [--summary]   assemble (and print the compact summary)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from spec import provenance
+from spec.files import RESULTS_DIR, write_json
+from spec.transformer import CONFIG_PATH, forward_flop, layout_table, load_config, n_params, shape
+
+PARTS = RESULTS_DIR / "transformer"
+OUT = RESULTS_DIR / "transformer.json"
+GOAL, ACCEPTANCE = 0.5, 0.7   # our forward's time over PyTorch's fastest variant's (issue 31)
+
+
+def _load(path: Path):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _checks(doc) -> dict | None:
+    if doc is None:
+        return None
+    return {k: doc.get(k) for k in ("weights", "gpu", "layer_batch", "logits_batch", "u", "passed", "checks",
+                                    "argmax_agree", "argmax_n", "reference_seconds")}
+
+
+def _stats(rec: dict | None) -> dict | None:
+    """{median_ms, cv_pct, min_ms, max_ms, repeats} of a timing record (ours or PyTorch's), or
+    {"error"}; None when absent."""
+    if rec is None:
+        return None
+    if rec.get("error"):
+        return {"error": rec["error"]}
+    med = rec.get("median_ms", rec.get("median"))
+    return {"median_ms": med, "cv_pct": rec.get("cv_pct"), "min_ms": rec.get("min_ms", rec.get("min")),
+            "max_ms": rec.get("max_ms", rec.get("max")), "repeats": len(rec.get("times_ms") or []),
+            **({"setup_s": rec["setup_s"]} if "setup_s" in rec else {})}
+
+
+def timing(ours: dict | None, torch: dict | None, ceilings: dict | None) -> dict | None:
+    if ours is None and torch is None:
+        return None
+    fp32 = ((ceilings or {}).get("fp32_matmul") or {}).get("tflops")
+    flop = (ours or {}).get("timing", {}).get("flop_per_image") or (torch or {}).get("flop_per_image")
+    ours_rows = {r["batch"]: r for r in (ours or {}).get("timing", {}).get("rows", [])}
+    torch_rows = {r["batch"]: r for r in (torch or {}).get("rows", [])}
+    rows = []
+    for b in sorted(set(ours_rows) | set(torch_rows)):
+        o, t = ours_rows.get(b), torch_rows.get(b)
+        row = {"batch": b, "ours": None, "torch": {}, "fastest_torch": None, "ratio": None,
+               "goal_met": None, "acceptance_met": None, "tiles": (o or {}).get("tiles")}
+        if o is not None:
+            variants = {"stream": _stats(o["stream"]), "graph": _stats(o["graph"])}
+            best = min(variants, key=lambda k: variants[k]["median_ms"])
+            med = variants[best]["median_ms"]
+            row["ours"] = {"variants": variants, "best": best, "median_ms": med,
+                           "images_per_s": b / (med / 1e3), "tflops": flop * b / (med / 1e3) / 1e12 if flop else None}
+            if fp32 and row["ours"]["tflops"] is not None:
+                row["ours"]["fp32_share"] = row["ours"]["tflops"] / fp32
+        if t is not None:
+            row["torch"] = {k: _stats(v) for k, v in t["variants"].items()}
+            ok = {k: v["median_ms"] for k, v in row["torch"].items() if v and "median_ms" in v}
+            if ok:
+                name = min(ok, key=ok.get)
+                row["fastest_torch"] = {"name": name, "median_ms": ok[name], "images_per_s": b / (ok[name] / 1e3),
+                                        "tflops": flop * b / (ok[name] / 1e3) / 1e12 if flop else None}
+        if row["ours"] and row["fastest_torch"]:
+            row["ratio"] = row["ours"]["median_ms"] / row["fastest_torch"]["median_ms"]
+            row["goal_met"], row["acceptance_met"] = row["ratio"] <= GOAL, row["ratio"] <= ACCEPTANCE
+        rows.append(row)
+    return {"goal": GOAL, "acceptance": ACCEPTANCE, "fp32_tflops": fp32,
+            "fp32_source": "results/ceilings.json fp32_matmul (cuBLAS SGEMM, TF32 off)" if fp32 else None,
+            "flop_per_image": flop, "ours_method": "CUDA events around each forward; 'stream' launches the "
+            "kernels one by one, 'graph' replays a CUDA graph of the same launches",
+            "warmup": (ours or {}).get("timing", {}).get("warmup"), "repeats": (ours or {}).get("timing", {}).get("repeats"),
+            "torch_version": (torch or {}).get("torch_version"), "torch_tf32": (torch or {}).get("tf32"),
+            "compile_modes": (torch or {}).get("compile_modes"), "rows": rows}
+
+
+def assemble(parts=PARTS, out=OUT, ceilings_path=RESULTS_DIR / "ceilings.json", config_path=CONFIG_PATH) -> dict:
+    parts = Path(parts)
+    config = load_config(config_path)
+    s = shape(config)
+    manifest = _load(parts / "weights" / "manifest.json")
+    trained, rnd = _load(parts / "check_trained.json"), _load(parts / "check_random.json")
+    torch = _load(parts / "torch_time.json")
+    ours_t = _load(parts / "time_ours.json")
+    ceil = _load(ceilings_path) or {}
+    gpu = next((d.get("gpu") for d in (trained, ours_t, torch) if d and d.get("gpu")), None)
+    checks = {"trained": _checks(trained), "random": _checks(rnd)}
+    verdicts = [c["passed"] for c in checks.values() if c is not None]
+    doc = {
+        "schema": 1, "commit": provenance.git_commit(),
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "gpu": gpu, "driver": provenance.driver_version(), "config": config,
+        "model": {"tokens": s.tokens, "patch_dim": s.patch_dim, "d_model": s.d, "heads": s.heads,
+                  "head_dim": s.head_dim, "mlp_dim": s.mlp, "layers": s.layers, "classes": s.classes,
+                  "ln_eps": s.eps, "gelu": config["gelu"], "pool": config["pool"], "n_params": n_params(s),
+                  "tensors": len(layout_table(s)), "flop_per_image": forward_flop(s)},
+        "weights": None if manifest is None else {"path": "results/transformer/weights",
+                                                  "sha256": manifest["files"][0]["sha256"],
+                                                  "origin": manifest.get("origin")},
+        "checks": checks if any(c is not None for c in checks.values()) else None,
+        "checks_passed": all(verdicts) if verdicts else None,
+        "accuracy": _load(parts / "accuracy.json"),
+        "torch_accuracy": (torch or {}).get("test_accuracy"),
+        "timing": timing(ours_t, torch, ceil),
+        "ceilings": {"fp32_tflops": (ceil.get("fp32_matmul") or {}).get("tflops"),
+                     "copy_gb_per_s": (ceil.get("copy") or {}).get("gb_per_s"),
+                     "source": "results/ceilings.json" if ceil else None, "gpu": ceil.get("gpu")},
+        "profile": _load(parts / "profile.json"),
+        "steps": _load(parts / "steps.json"),
+    }
+    write_json(out, doc)
+    return doc
+
+
+def summary(doc: dict) -> str:
+    """A few lines for the device command's output tail: checks, accuracy, the timing table."""
+    lines = [f"transformer: commit {doc['commit']} on {doc['gpu'] or 'no GPU'}"]
+    for kind, c in (doc.get("checks") or {}).items():
+        if c is None:
+            lines.append(f"  checks ({kind}): not run")
+            continue
+        bad = [f"{r['name']}/{r['measure']} {r['value']:.3g}>{r['limit']:.3g}" for r in c["checks"] if not r["passed"]]
+        worst = max(c["checks"], key=lambda r: r["value"] / r["limit"] if r["limit"] else 0)
+        lines.append(f"  checks ({kind}): {sum(r['passed'] for r in c['checks'])}/{len(c['checks'])} pass; "
+                     f"tightest {worst['name']}/{worst['measure']} at {worst['value'] / worst['limit']:.2f} of its limit"
+                     + (f"; FAIL: {', '.join(bad)}" if bad else ""))
+    a = doc.get("accuracy")
+    lines.append(f"  accuracy: ours {100 * a['ours']:.2f}%  PyTorch {100 * a['torch']:.2f}%  differ {a['differ']}"
+                 f" ({a['explained_within_bound']}/{a['explained_shown']} within bound)" if a else "  accuracy: not measured")
+    t = doc.get("timing")
+    if t:
+        lines.append(f"  {'batch':>6} {'ours ms':>9} {'(how)':>7} {'torch ms':>9} {'fastest torch':>26} {'ratio':>6} "
+                     f"{'img/s':>9} {'FP32%':>6}")
+        for r in t["rows"]:
+            o, f = r["ours"] or {}, r["fastest_torch"] or {}
+            lines.append(f"  {r['batch']:>6} {o.get('median_ms', float('nan')):>9.4f} {o.get('best', '-'):>7} "
+                         f"{f.get('median_ms', float('nan')):>9.4f} {f.get('name', '-'):>26} "
+                         f"{r['ratio'] if r['ratio'] is not None else float('nan'):>6.3f} "
+                         f"{o.get('images_per_s', float('nan')):>9.0f} {100 * o.get('fp32_share', float('nan')):>6.1f}")
+    else:
+        lines.append("  timing: not measured")
+    p = doc.get("profile")
+    if p and p.get("kernels"):
+        k = p["kernels"][0]
+        lines.append(f"  profile (batch {p['batch']}): widest {k['op']} {100 * (k['share'] or 0):.1f}% "
+                     f"({k['avg_ns'] / 1e3:.1f} us avg, {k['tflops'] or 0:.1f} TFLOP/s, {k['gb_per_s'] or 0:.0f} GB/s)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--summary", action="store_true", help="also print the compact summary")
+    a = ap.parse_args(argv)
+    doc = assemble()
+    print(f"wrote {OUT}", file=sys.stderr)
+    if a.summary:
+        print(summary(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""The runs of build/vit_forward behind `invoke transformer.*`, each writing its part into
+results/transformer/ (results.py assembles results/transformer.json from the parts):
+
+    check     `vit_forward check` on the trained weights and on seeded random ones -> check_trained.json,
+              check_random.json (every check's value, limit and verdict; exit 1 when one fails)
+    accuracy  `vit_forward predict` over the test set -> ours_logits.npy, predict.json; against
+              PyTorch's logits of the same weights (torch_time.py's torch_logits.npy): the predictions
+              that differ, each explained by `vit_forward check --explain` (its float64 logits and
+              their rounding bounds) -> accuracy.json
+    time      `vit_forward time` -> time_ours.json
+    profile   nsys on `vit_forward profile --batch 1024` -> profile/transformer.nsys-rep and its three
+              CSVs, their kernel rows -> profile.json
+
+$VIT_FORWARD names another binary (the CPU tests use build/vit_forward_emu).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, write_json
+from spec.transformer import CONFIG_PATH, kernel_op, load_config, op_costs, shape
+
+PARTS = RESULTS_DIR / "transformer"
+WEIGHTS = PARTS / "weights"
+RANDOM_SEED = 31
+PROFILE_NAME, PROFILE_RANGE, PROFILE_BATCH = "transformer", "vit-forward", 1024
+EXPLAIN_MAX = 64   # differing predictions explained one by one (the rest counted)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def binary() -> Path:
+    return Path(os.environ.get("VIT_FORWARD", BUILD_DIR / "vit_forward"))
+
+
+def config_path() -> Path:
+    """transformer.toml, or $VIT_CONFIG (the CPU tests' smaller test_size)."""
+    return Path(os.environ.get("VIT_CONFIG", CONFIG_PATH))
+
+
+def vit(*args, timeout: float | None = None, env: dict | None = None) -> int:
+    """Run the binary from the repository root (its output passes through); its exit status."""
+    cmd = [str(binary()), *map(str, args), "--data", str(DATA_DIR), "--config", str(config_path())]
+    log("+ " + shlex.join(cmd))
+    try:
+        return subprocess.run(cmd, cwd=ROOT, timeout=timeout, env=env).returncode
+    except FileNotFoundError:
+        log(f"error: {cmd[0]} not found: run `invoke build` (or make {cmd[0]})")
+        return 2
+    except subprocess.TimeoutExpired:
+        log(f"error: {cmd[0]} {args[0]}: no result after {timeout} s")
+        return 124
+
+
+def weights_args(weights) -> list[str]:
+    return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", str(weights)]
+
+
+def check(weights=WEIGHTS, parts=PARTS, layer_batch: int = 32, logits_batch: int = 256) -> int:
+    """Both checks (trained weights, then random ones); the worse exit status."""
+    rcs = []
+    for kind, w in (("trained", weights), ("random", "random")):
+        out = Path(parts) / f"check_{kind}.json"
+        out.unlink(missing_ok=True)
+        rcs.append(vit("check", *weights_args(w), "--layer-batch", layer_batch, "--logits-batch", logits_batch,
+                       "--out", out))
+    return max(rcs)
+
+
+def _margin(z: np.ndarray, a: int, b: int) -> float:
+    return float(z[a] - z[b])
+
+
+def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None) -> int:
+    """Our test-set predictions against PyTorch's (same weights); accuracy.json. Exit status: the
+    binary's, else 1 when the two accuracies differ by more than the explained predictions."""
+    parts = Path(parts)
+    ours_path, torch_path = parts / "ours_logits.npy", Path(torch_logits or parts / "torch_logits.npy")
+    rc = vit("predict", *weights_args(weights), "--out", ours_path, "--json", parts / "predict.json")
+    if rc:
+        return rc
+    if not torch_path.is_file():
+        log(f"error: {torch_path}: PyTorch's logits not found (run `invoke transformer.time` first)")
+        return 2
+    from harness.data.dataset import load_dataset
+    labels = load_dataset(DATA_DIR)["test_labels"]
+    ours, theirs = np.load(ours_path), np.load(torch_path)
+    n = min(len(ours), len(theirs))
+    ours, theirs, labels = ours[:n], theirs[:n], labels[:n]
+    po, pt = ours.argmax(1), theirs.argmax(1)
+    differ = [int(i) for i in np.nonzero(po != pt)[0]]
+    cases = []
+    if differ:
+        explain_out = parts / "explain.json"
+        shown = differ[:EXPLAIN_MAX]
+        rc = vit("check", *weights_args(weights), "--layer-batch", 1, "--logits-batch", 1,
+                 "--explain", ",".join(map(str, shown)), "--out", explain_out)
+        explained = {e["index"]: e for e in json.loads(explain_out.read_text())["explain"]} if explain_out.is_file() else {}
+        for i in shown:
+            e = explained.get(i)
+            a, b = int(po[i]), int(pt[i])           # our class, PyTorch's class
+            rec = {"index": i, "label": int(labels[i]), "ours": a, "torch": b,
+                   "margin_ours": _margin(ours[i], a, b), "margin_torch": _margin(theirs[i], b, a),
+                   "max_logit_gap": float(np.abs(ours[i] - theirs[i]).max())}
+            if e is not None:
+                ref, bound = np.asarray(e["ref"]), np.asarray(e["bound"])
+                rec |= {"ref_margin": _margin(ref, a, b), "bound": float(bound[a] + bound[b]),
+                        "within_bound": bool(abs(ref[a] - ref[b]) <= bound[a] + bound[b])}
+            cases.append(rec)
+    acc_o, acc_t = float((po == labels).mean()), float((pt == labels).mean())
+    doc = {"n": int(n), "ours": acc_o, "torch": acc_t, "correct_ours": int((po == labels).sum()),
+           "correct_torch": int((pt == labels).sum()), "differ": len(differ), "explained_shown": len(cases),
+           "explained_within_bound": sum(1 for c in cases if c.get("within_bound")),
+           "max_logit_gap": float(np.abs(ours - theirs).max()), "cases": cases}
+    write_json(parts / "accuracy.json", doc)
+    log(f"accuracy: ours {100 * acc_o:.2f}%, PyTorch {100 * acc_t:.2f}% on {n} test images; predictions "
+        f"differ on {len(differ)} ({doc['explained_within_bound']} of {len(cases)} shown within the float32 "
+        f"bound of the float64 margin); max |logit gap| {doc['max_logit_gap']:.3g}")
+    same = abs(doc["correct_ours"] - doc["correct_torch"]) <= len(differ) and \
+        doc["explained_within_bound"] == len(cases)
+    return 0 if same else 1
+
+
+def time_ours(weights=WEIGHTS, parts=PARTS, batches="128,1024,10000", warmup: int = 5, repeats: int = 30) -> int:
+    out = Path(parts) / "time_ours.json"
+    out.unlink(missing_ok=True)
+    return vit("time", *weights_args(weights), "--batches", batches, "--warmup", warmup, "--repeats", repeats,
+               "--out", out)
+
+
+def kernel_rows(kern, batch: int) -> list[dict]:
+    """The profile's kernel rows (analysis.nsys_csv frame) with their operation, share and the rates
+    their average launch reached (spec/transformer.py op_costs at `batch`)."""
+    s = shape(load_config(config_path()))
+    costs = op_costs(s)
+    total = float(kern["total_ns"].sum())
+    rows = []
+    for _, r in kern.iterrows():
+        op = kernel_op(str(r["name"]))
+        c = costs.get(op, {"flop": 0, "bytes": 0})
+        avg_s = float(r["avg_ns"]) * 1e-9
+        rows.append({"name": str(r["name"]), "op": op, "instances": int(r["instances"]),
+                     "total_ns": float(r["total_ns"]), "avg_ns": float(r["avg_ns"]),
+                     "share": float(r["total_ns"]) / total if total else None,
+                     "tflops": c["flop"] * batch / avg_s / 1e12 if avg_s > 0 else None,
+                     "gb_per_s": c["bytes"] * batch / avg_s / 1e9 if avg_s > 0 else None})
+    return sorted(rows, key=lambda r: -r["total_ns"])
+
+
+def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = PROFILE_BATCH) -> int:
+    """nsys of one forward at `batch` (NVTX range vit-forward): the report, its three CSVs, profile.json."""
+    from harness.profiling import REPORTS, find_nsys, remove_stale
+    from analysis.nsys_csv import read_kern_sum
+    try:
+        nsys = find_nsys()
+    except SystemExit as exc:
+        log(str(exc))
+        return 2
+    profile_dir = Path(profile_dir)
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale(PROFILE_NAME, profile_dir)
+    with tempfile.TemporaryDirectory(dir=profile_dir, prefix=".transformer-nsys-") as tmp:
+        base = Path(tmp) / PROFILE_NAME
+        cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx", f"--nvtx-capture={PROFILE_RANGE}",
+               "--capture-range-end=stop", "--force-overwrite", "true", "-o", str(base), str(binary()), "profile",
+               *weights_args(weights), "--batch", str(batch), "--data", str(DATA_DIR), "--config", str(config_path())]
+        log("+ " + shlex.join(cmd))
+        env = dict(os.environ, NSYS_NVTX_PROFILER_REGISTER_ONLY="0")
+        rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+        rep = base.with_name(f"{PROFILE_NAME}.nsys-rep")
+        if not rep.is_file():
+            log(f"error: nsys profile wrote no {rep.name} (exit status {rc})")
+            return rc or 1
+        stats = [nsys, "stats", "--force-export=true"] + [x for r in REPORTS for x in ("--report", r)] + \
+                ["--format", "csv", "--output", str(base), str(rep)]
+        log("+ " + shlex.join(stats))
+        if subprocess.run(stats, cwd=ROOT).returncode:
+            log("error: nsys stats failed")
+            return 1
+        moved = {}
+        for r in REPORTS:
+            src = base.with_name(f"{PROFILE_NAME}_{r}.csv")
+            if not src.is_file() or src.stat().st_size == 0:
+                log(f"error: nsys stats wrote no {src.name}")
+                return 1
+            moved[r] = profile_dir / src.name
+            os.replace(src, moved[r])
+        os.replace(rep, profile_dir / rep.name)
+    rows = kernel_rows(read_kern_sum(moved["cuda_gpu_kern_sum"]), batch)
+    write_json(Path(parts) / "profile.json", {
+        "batch": batch, "range": PROFILE_RANGE, "report": f"profile/{PROFILE_NAME}.nsys-rep",
+        "csv": {r: f"profile/{moved[r].name}" for r in REPORTS}, "kernels": rows,
+        "gpu_ns": sum(r["total_ns"] for r in rows)})
+    log(f"profile: {len(rows)} kernel rows, widest {rows[0]['op'] if rows else '-'}")
+    return 0
