@@ -72,11 +72,10 @@ void push(std::vector<CheckRow>& rows, CheckRow r) {
 // One operation from the device's own inputs: worst against D·u, norm-wise against 4·√D·u.
 void compare_op(std::vector<CheckRow>& rows, const std::string& name, const std::vector<float>& got, const LocalBound& b) {
   const auto [worst, norm] = errors(got, b.ref, b.scale);
-  const std::string D = Json::num(b.depth);
   push(rows, {name, "worst", worst, b.depth * kU, b.depth, false,
-              "one operation from the device's inputs: max |y - y64| / L; limit D*u, D = " + D});
+              "one operation from the device's float32 inputs: max |y - y64| / L, limit D*u (L its |.|-scale)"});
   push(rows, {name, "normwise", norm, 4 * std::sqrt(b.depth) * kU, b.depth, false,
-              "one operation from the device's inputs: ||y - y64|| / ||L||; limit 4*sqrt(D)*u, D = " + D});
+              "one operation from the device's float32 inputs: ||y - y64||_2 / ||L||_2, limit 4*sqrt(D)*u"});
 }
 
 // From the images: against the propagated standard deviation u·R (error_scale.h part 2).
@@ -84,9 +83,9 @@ void compare_e2e(std::vector<CheckRow>& rows, const std::string& name, const std
                  const std::vector<double>& ref, const std::vector<double>& rms) {
   const auto [worst, norm] = errors(got, ref, rms);
   push(rows, {name, "worst", worst, kWorstSigmas * kU, 0, false,
-              "from the images: max |y - y64| / R, R the propagated rounding s.d. in units of u; limit 8*u"});
+              "from the images: max |y - y64| / R, limit 8*u (u*R the propagated rounding standard deviation)"});
   push(rows, {name, "normwise", norm, kNormwiseSigmas * kU, 0, false,
-              "from the images: ||y - y64|| / ||R||; limit 4*u"});
+              "from the images: ||y - y64||_2 / ||R||_2, limit 4*u"});
 }
 
 void print_rows(const std::vector<CheckRow>& rows) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #ifndef VIT_EMULATE
 // A kernel launch (the emulation runs it on the CPU instead) and the dynamic shared memory array.
@@ -14,8 +15,20 @@
 
 namespace vit {
 
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+#ifdef VIT_EMULATE
+// The device faults on a float4 access that is not 16-byte aligned; the CPU would not: the emulation stops.
+#define VIT_ALIGNED16(p) (reinterpret_cast<uintptr_t>(p) % 16 == 0 ? (void)0 : std::abort())
+#else
+#define VIT_ALIGNED16(p) ((void)0)
+#endif
+__device__ __forceinline__ float4 ld4(const float* p) {
+  VIT_ALIGNED16(p);
+  return *reinterpret_cast<const float4*>(p);
+}
+__device__ __forceinline__ void st4(float* p, float4 v) {
+  VIT_ALIGNED16(p);
+  *reinterpret_cast<float4*>(p) = v;
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

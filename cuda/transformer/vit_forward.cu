@@ -246,6 +246,10 @@ int run(int argc, char** argv) {
     std::printf("%s\n", o.done().c_str());
     return kExitPass;
   }
+  static const char* kModes[] = {"verify", "reference", "check", "predict", "time", "profile"};
+  bool known = false;
+  for (const char* k : kModes) known |= a.mode == k;
+  if (!known) throw UserError("unknown mode " + one_line(a.mode) + " (see --help)");
   if (a.mode == "verify" && !a.has("--weights")) throw UserError("verify: --weights DIR is required");
   const Model m = load_model(a);
   if (a.mode == "verify") {
