@@ -86,6 +86,8 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None) -> int:
     binary's, else 1 when the two accuracies differ by more than the explained predictions."""
     parts = Path(parts)
     ours_path, torch_path = parts / "ours_logits.npy", Path(torch_logits or parts / "torch_logits.npy")
+    for stale in ("accuracy.json", "explain.json", "predict.json", "ours_logits.npy"):
+        (parts / stale).unlink(missing_ok=True)
     rc = vit("predict", *weights_args(weights), "--out", ours_path, "--json", parts / "predict.json")
     if rc:
         return rc
@@ -169,6 +171,7 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
     profile_dir = Path(profile_dir)
     profile_dir.mkdir(parents=True, exist_ok=True)
     remove_stale(PROFILE_NAME, profile_dir)
+    (Path(parts) / "profile.json").unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=profile_dir, prefix=".transformer-nsys-") as tmp:
         base = Path(tmp) / PROFILE_NAME
         cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx", f"--nvtx-capture={PROFILE_RANGE}",
@@ -203,3 +206,27 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
         "gpu_ns": sum(r["total_ns"] for r in rows)})
     log(f"profile: {len(rows)} kernel rows, widest {rows[0]['op'] if rows else '-'}")
     return 0
+
+
+def main(argv=None) -> int:
+    """python -m harness.transformer.run check|accuracy|time|profile (the device script's steps)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m harness.transformer.run", description=main.__doc__)
+    ap.add_argument("step", choices=("check", "accuracy", "time", "profile"))
+    ap.add_argument("--weights", default=str(WEIGHTS))
+    ap.add_argument("--batches", default="128,1024,10000")
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=PROFILE_BATCH)
+    a = ap.parse_args(argv)
+    w = a.weights if a.weights == "random" else Path(a.weights)
+    if a.step == "check":
+        return check(w)
+    if a.step == "accuracy":
+        return accuracy(w)
+    if a.step == "time":
+        return time_ours(w, batches=a.batches, repeats=a.repeats)
+    return profile(w, batch=a.batch)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

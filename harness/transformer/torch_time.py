@@ -11,6 +11,7 @@ graph of each eager module's forward, and torch.compile of the SDPA module in mo
     python -m harness.transformer.torch_time --weights DIR [--batches 128,1024,10000] [--repeats 30]
                                              [--out results/transformer/torch_time.json]
                                              [--logits results/transformer/torch_logits.npy]
+                                             [--deadline-s S]
 """
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def run_variant(name: str, models: dict, x: torch.Tensor, warmup: int, repeats: 
 
 
 def run(weights_dir, batches=(128, 1024, 10000), warmup=5, repeats=30, variants=VARIANTS,
-        data_dir=DATA_DIR, config_path=CONFIG_PATH, out=PART, logits_out=LOGITS) -> dict:
+        data_dir=DATA_DIR, config_path=CONFIG_PATH, out=PART, logits_out=LOGITS, deadline_s=None) -> dict:
     set_float32_exact()
     config = load_config(config_path)
     s = shape(config)
@@ -167,24 +168,29 @@ def run(weights_dir, batches=(128, 1024, 10000), warmup=5, repeats=30, variants=
         f"(nn.TransformerEncoder); their predictions differ on "
         f"{int((preds['sdpa'].argmax(1) != preds['encoder'].argmax(1)).sum())} images")
 
-    rows = []
-    for b in batches:
-        x = images[:b] if b <= images.shape[0] else images.repeat((b + images.shape[0] - 1) // images.shape[0], 1)[:b]
-        x = x.contiguous()
-        row = {"batch": b, "variants": {}}
-        for name in variants:
-            r = run_variant(name, models, x, warmup, repeats)
-            row["variants"][name] = r
-            log(f"pytorch  batch {b:6d}  {name:26s} " + (f"{r['median']:9.4f} ms (cv {r['cv_pct']:4.1f}%)"
-                                                         if "error" not in r else "error: " + r["error"][:100]))
-        rows.append(row)
-        torch.cuda.empty_cache()
     doc = {"schema": 1, "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(), "tf32": False, "warmup": warmup, "repeats": repeats,
            "flop_per_image": forward_flop(s), "weights_sha256": manifest["files"][0]["sha256"],
            "compile_modes": {"compiled-default": "default", "compiled-reduce-overhead": "reduce-overhead"},
-           "test_accuracy": acc, "logits": str(logits_out), "rows": rows}
-    write_json(out, doc)
+           "test_accuracy": acc, "logits": str(logits_out), "deadline_s": deadline_s,
+           "rows": [{"batch": b, "variants": {}} for b in batches]}
+    inputs = {b: (images[:b] if b <= images.shape[0] else
+                  images.repeat((b + images.shape[0] - 1) // images.shape[0], 1)[:b]).contiguous() for b in batches}
+    t_start = time.perf_counter()
+    # Variant by variant (the compiles last), every batch each; the file is rewritten after each one, so
+    # a run cut short keeps what it measured.
+    for name in variants:
+        for row in doc["rows"]:
+            b = row["batch"]
+            if deadline_s is not None and time.perf_counter() - t_start > deadline_s:
+                r = {"error": f"not run: the {deadline_s:g} s budget of this timing run was spent"}
+            else:
+                r = run_variant(name, models, inputs[b], warmup, repeats)
+            row["variants"][name] = r
+            log(f"pytorch  batch {b:6d}  {name:26s} " + (f"{r['median']:9.4f} ms (cv {r['cv_pct']:4.1f}%)"
+                                                         if "error" not in r else "error: " + r["error"][:100]))
+            write_json(out, doc)
+        torch.cuda.empty_cache()
     return doc
 
 
@@ -204,12 +210,13 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--out", default=str(PART))
     ap.add_argument("--logits", default=str(LOGITS))
+    ap.add_argument("--deadline-s", type=float, help="skip the variants left once this many seconds have passed")
     a = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: no CUDA device: the PyTorch timing runs on the GPU", file=sys.stderr)
         return 3
     run(a.weights, [int(b) for b in a.batches.split(",")], a.warmup, a.repeats, a.variants.split(","),
-        out=Path(a.out), logits_out=Path(a.logits))
+        out=Path(a.out), logits_out=Path(a.logits), deadline_s=a.deadline_s)
     return 0
 
 
