@@ -11,7 +11,7 @@ _CHECKS = Opt(Obj({"weights": OSTR, "passed": OBOOL, "checks": Arr(_ROW), "layer
                    "logits_batch": Opt(INT), "argmax_agree": Opt(INT), "argmax_n": Opt(INT)},
                   required=("passed", "checks")))
 _STATS = Opt(Obj({"median_ms": ONUM, "cv_pct": ONUM, "error": OSTR}))
-_OURS = Opt(Obj({"variants": Map(_STATS), "best": STR, "median_ms": NUM, "images_per_s": ONUM,
+_OURS = Opt(Obj({"variants": Map(_STATS), "best": STR, "engine": STR, "median_ms": NUM, "images_per_s": ONUM,
                  "tflops": ONUM, "fp32_share": ONUM}, required=("variants", "best", "median_ms")))
 _FASTEST = Opt(Obj({"name": STR, "median_ms": NUM}, required=("name", "median_ms")))
 _TROW = Obj({"batch": INT, "ours": _OURS, "torch": Map(_STATS), "fastest_torch": _FASTEST, "ratio": ONUM,
@@ -34,7 +34,7 @@ TRANSFORMER = Obj({
     "model": Obj({"tokens": INT, "patch_dim": INT, "d_model": INT, "heads": INT, "head_dim": INT,
                   "mlp_dim": INT, "layers": INT, "classes": INT, "n_params": INT, "flop_per_image": NUM},
                  required=("tokens", "d_model", "heads", "layers", "n_params", "flop_per_image")),
-    "checks": Opt(Obj({"trained": _CHECKS, "random": _CHECKS})), "checks_passed": OBOOL,
+    "checks": Opt(Map(Obj({"trained": _CHECKS, "random": _CHECKS}))), "checks_passed": OBOOL,
     "accuracy": _ACCURACY, "timing": _TIMING, "profile": _PROFILE,
     "ceilings": Opt(Obj({"fp32_tflops": ONUM, "copy_gb_per_s": ONUM})),
 }, required=("schema", "commit", "date_utc", "model", "checks", "accuracy", "timing", "profile"))

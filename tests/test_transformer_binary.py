@@ -1,7 +1,8 @@
 """build/vit_forward without a GPU: it builds for sm_90 and sm_75 (compile only), its host modes and
 exit statuses (bad input 2, no device 3), and its kernels under the CPU emulation
 (build/vit_forward_emu: cuda/transformer/emu/): every check passes with each GEMM tile, the CUDA graph
-replays the stream's result, and a weights file whose bytes changed is refused before any kernel runs."""
+replays the stream's result; both GEMM engines (FFMA, and 3xTF32 with the mma.sync fragments emulated
+from the PTX ISA's layout)."""
 from __future__ import annotations
 
 import json
@@ -56,14 +57,15 @@ def test_exit_statuses_without_a_gpu(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ["fp32", "tf32x3"])
 @pytest.mark.parametrize("tile", ["big", "mid", "small"])
-def test_emulated_kernels_pass_every_check(emu, tmp_path, tile):
+def test_emulated_kernels_pass_every_check(emu, tmp_path, tile, engine):
     out = tmp_path / "check.json"
-    res = _run(emu, "check", "--random", "7", "--layer-batch", "3", "--logits-batch", "3", "--explain", "5,9",
-               "--out", out, env={"VIT_TILE": tile, "VIT_EMU_SMS": "2"})
+    res = _run(emu, "check", "--random", "7", "--gemm", engine, "--layer-batch", "3", "--logits-batch", "3",
+               "--explain", "5,9", "--out", out, env={"VIT_TILE": tile, "VIT_EMU_SMS": "2"})
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr
     doc = json.loads(out.read_text())
-    assert doc["passed"] and len(doc["checks"]) == 30 and doc["argmax_agree"] == 3
+    assert doc["passed"] and doc["gemm"] == engine and len(doc["checks"]) == 30 and doc["argmax_agree"] == 3
     assert [e["index"] for e in doc["explain"]] == [5, 9]
     for e in doc["explain"]:
         assert all(abs(o - r) <= b for o, r, b in zip(e["ours"], e["ref"], e["bound"]))
@@ -75,7 +77,7 @@ def test_emulated_timing_and_graph(emu, tmp_path):
     res = _run(emu, "time", "--random", "7", "--batches", "1,2", "--warmup", "1", "--repeats", "2", "--out", out)
     assert res.returncode == 0, res.stderr
     rows = json.loads(out.read_text())["timing"]["rows"]
-    assert [r["batch"] for r in rows] == [1, 2] and all(len(r["graph"]["times_ms"]) == 2 for r in rows)
-    assert "ln1+qkv=" in rows[0]["tiles"]
+    assert [r["batch"] for r in rows] == [1, 1, 2, 2] and all(len(r["graph"]["times_ms"]) == 2 for r in rows)
+    assert [r["engine"] for r in rows] == ["fp32", "tf32x3"] * 2 and "ln1+qkv=" in rows[0]["tiles"]
     res = _run(emu, "profile", "--random", "7", "--batch", "1")
     assert res.returncode == 0 and "NVTX range vit-forward" in res.stdout

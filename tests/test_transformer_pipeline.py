@@ -90,8 +90,11 @@ def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
     assert origin["kind"] == "trained" and len(origin["loss_per_epoch"]) == 1
 
     assert vit.check(weights, parts, layer_batch=2, logits_batch=3) == 0
-    trained = json.loads((parts / "check_trained.json").read_text())
-    assert trained["passed"] and {r["name"] for r in trained["checks"]} >= {"L1.ln1", "L1.attn_weights", "logits(images)"}
+    for engine in vit.ENGINES:
+        trained = json.loads((parts / f"check_trained_{engine}.json").read_text())
+        assert trained["passed"] and trained["gemm"] == engine
+        assert {r["name"] for r in trained["checks"]} >= {"L1.ln1", "L1.attn_weights", "logits(images)"}
+    assert vit.passed_engines(parts) == ["fp32", "tf32x3"]
 
     fake_torch_time(parts, weights, config)
     assert vit.accuracy(weights, parts) == 0
@@ -99,12 +102,18 @@ def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
     assert acc["n"] == N_TEST and acc["differ"] == 0 and acc["max_logit_gap"] < 1e-4
 
     assert vit.time_ours(weights, parts, batches="2", warmup=1, repeats=2) == 0
+    engine, why = vit.headline_engine(parts)
+    assert engine in vit.ENGINES and "batch 2" in why
     fake_profile(parts)
     doc = tresults.assemble(parts, out=tmp_path / "results" / "transformer.json", config_path=cfg_path)
-    assert doc["checks_passed"] is True and doc["timing"]["rows"][0]["fastest_torch"]["name"] == "eager-encoder"
+    assert doc["checks_passed"] is True and doc["engines_passed"] == ["fp32", "tf32x3"]
+    row = doc["timing"]["rows"][0]
+    assert row["fastest_torch"]["name"] == "eager-encoder" and len(row["ours"]["variants"]) == 4
+    assert row["ours"]["best"] in row["ours"]["variants"] and doc["accuracy"]["engine"] in vit.ENGINES
     assert doc["profile"]["kernels"][0]["op"] == "ln2+fc1+gelu"
     text = tresults.summary(doc)
-    assert "checks (trained): 30/30 pass" in text and "eager-encoder" in text
+    assert "checks (fp32, trained): 30/30 pass" in text and "checks (tf32x3, random): 30/30 pass" in text
+    assert "eager-encoder" in text
 
     # The report renders the section from it (beside the synthetic MLP fixture's results).
     results = tmp_path / "report_results"
@@ -116,6 +125,7 @@ def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
     section = md.split("## Transformer extension")[1].split("## Open gaps")[0]
     assert "Not measured yet: there is no" not in section
     assert "| `L1.attn_weights` | worst |" in section and "`eager-encoder`" in section
+    assert "| check | measure | limit | D | fp32, trained | fp32, random | tf32x3, trained | tf32x3, random |" in section
     assert "error: RuntimeError: No available kernel." in section and "ln2+fc1+gelu" in section
 
 

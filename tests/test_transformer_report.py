@@ -47,10 +47,14 @@ def test_with_results_the_numbers_are_the_files(tmp_path):
     rc, text = _render(tmp_path, doc)
     assert rc == 0 and "not measured yet" not in text.lower()
     t = doc["timing"]["rows"][0]
-    assert f"| {t['batch']} | {t['ours']['median_ms']:.4f} | {t['ours']['best']} |" in text
+    assert f"| {t['batch']} | {t['ours']['median_ms']:.4f} | `{t['ours']['best']}` |" in text
     assert f"`{t['fastest_torch']['name']}` | {t['fastest_torch']['median_ms']:.4f} |" in text
-    for r in doc["checks"]["trained"]["checks"][:4]:
-        assert f"| `{r['name']}` | {r['measure']} | {r['value']:.3g} | {r['limit']:.3g} |" in text
+    for name, x in t["ours"]["variants"].items():
+        assert f"| ours, `{name}` | {x['median_ms']:.4f} (" in text
+    runs = [doc["checks"][e][k]["checks"] for e in ("fp32", "tf32x3") for k in ("trained", "random")]
+    for i, r in enumerate(runs[0][:4]):
+        values = " | ".join(f"{run[i]['value']:.3g}" for run in runs)
+        assert f"| `{r['name']}` | {r['measure']} | {r['limit']:.3g} | {r['depth']:.0f} | {values} | PASS |" in text
     assert "| 7 | 3 | 3 | 6 |" in text                     # the differing prediction's row
     widest = doc["profile"]["kernels"][0]
     assert f"The widest row is `{widest['op']}`" in text and "compute-bound" in text
@@ -60,17 +64,19 @@ def test_with_results_the_numbers_are_the_files(tmp_path):
 def test_section_records_and_summary():
     doc = json.loads(DOC.read_text())
     s = section.section(doc)
-    assert s["trained"]["n"] == 30 and s["trained"]["n_pass"] == 30 and s["timing"]["misses"]
+    assert [(c["engine"], c["kind"], c["n_pass"]) for c in s["checks"]["cols"]] == [
+        ("fp32", "trained", 30), ("fp32", "random", 30), ("tf32x3", "trained", 30), ("tf32x3", "random", 30)]
+    assert len(s["checks"]["rows"]) == 30 and s["checks"]["passed"] and s["timing"]["misses"]
     assert s["profile"]["widest"]["bound"] == "compute" and len(s["definitions"]) == 4
     assert section.section(None) == {"present": False}
     lines = summary(doc)
-    assert "checks (trained): 30/30 pass" in lines and "accuracy: ours" in lines
+    assert "checks (tf32x3, trained): 30/30 pass" in lines and "accuracy (fp32): ours" in lines
 
 
 def test_the_template_holds_no_numbers():
     text = (TEMPLATES_DIR / "results_transformer.md.j2").read_text()
     literal = re.sub(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", "", text, flags=re.S)
-    literal = re.sub(r"\b(?:float|int)(?:32|64)\b|FP32|TF32|SHA-256|results_transformer", "", literal)
+    literal = re.sub(r"\b(?:float|int)(?:32|64)\b|FP32|TF32|3xTF32|tf32x3|fp32|SHA-256|results_transformer", "", literal)
     assert not re.findall(r"\d", literal), re.findall(r".{20}\d.{20}", literal)[:3]
 
 

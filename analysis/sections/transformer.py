@@ -9,20 +9,34 @@ TORCH_ORDER = ("eager-encoder", "eager-sdpa-auto", "eager-sdpa-efficient", "eage
                "compiled-default", "compiled-reduce-overhead")
 
 
-def _checks(c: dict | None) -> dict | None:
-    if c is None:
+def _share(r: dict) -> float:
+    if r.get("value") is None:              # a NaN or infinite error (JSON null): the worst there is
+        return float("inf")
+    return r["value"] / r["limit"] if r.get("limit") else 0.0
+
+
+def _checks(checks: dict) -> dict | None:
+    """One table for every engine and weights: a row per (check, measure) with its limit and depth, a
+    column per run; each run's weights, pass count, tightest row and top-1 agreement."""
+    runs = [(e, k, c) for e, kinds in checks.items() for k, c in kinds.items() if c is not None]
+    if not runs:
         return None
-    rows = c.get("checks") or []
-    def share(r):
-        if r.get("value") is None:          # a NaN or infinite error (JSON null): the worst there is
-            return float("inf")
-        return r["value"] / r["limit"] if r.get("limit") else 0.0
-    tight = max(rows, key=share, default=None)
-    return {"weights": c.get("weights"), "passed": c.get("passed"), "rows": rows,
-            "n_pass": sum(1 for r in rows if r.get("passed")), "n": len(rows),
-            "layer_batch": c.get("layer_batch"), "logits_batch": c.get("logits_batch"),
-            "argmax_agree": c.get("argmax_agree"), "argmax_n": c.get("argmax_n"),
-            "tightest": tight, "tightest_share": share(tight) if tight else None}
+    cols, rows = [], {}
+    for engine, kind, c in runs:
+        rs = c.get("checks") or []
+        tight = max(rs, key=_share, default=None)
+        cols.append({"engine": engine, "kind": kind, "weights": c.get("weights"), "passed": c.get("passed"),
+                     "n_pass": sum(1 for r in rs if r.get("passed")), "n": len(rs),
+                     "layer_batch": c.get("layer_batch"), "logits_batch": c.get("logits_batch"),
+                     "argmax_agree": c.get("argmax_agree"), "argmax_n": c.get("argmax_n"),
+                     "tightest": tight, "tightest_share": _share(tight) if tight else None})
+        for r in rs:
+            row = rows.setdefault((r["name"], r["measure"]), {"name": r["name"], "measure": r["measure"],
+                                                             "limit": r["limit"], "depth": r.get("depth"),
+                                                             "values": [None] * len(runs), "passed": True})
+            row["values"][len(cols) - 1] = r["value"]
+            row["passed"] = row["passed"] and bool(r.get("passed"))
+    return {"cols": cols, "rows": list(rows.values()), "passed": all(c["passed"] for c in cols)}
 
 
 def _limiter(k: dict, ceilings: dict) -> dict:
@@ -43,7 +57,8 @@ def _timing(t: dict | None) -> dict | None:
     names = [n for n in TORCH_ORDER if any(n in r["torch"] for r in t["rows"])]
     names += sorted({n for r in t["rows"] for n in r["torch"]} - set(names))
     misses = [r for r in t["rows"] if r.get("acceptance_met") is False]
-    return {"rows": t["rows"], "torch_names": names, "tiles": any(r.get("tiles") for r in t["rows"]), "goal": t.get("goal"), "acceptance": t.get("acceptance"),
+    ours_names = list(dict.fromkeys(k for r in t["rows"] if r.get("ours") for k in r["ours"]["variants"]))
+    return {"rows": t["rows"], "torch_names": names, "ours_names": ours_names, "tiles": any(r.get("tiles") for r in t["rows"]), "goal": t.get("goal"), "acceptance": t.get("acceptance"),
             "fp32_tflops": t.get("fp32_tflops"), "fp32_source": t.get("fp32_source"),
             "compile_modes": t.get("compile_modes") or {}, "warmup": t.get("warmup"), "repeats": t.get("repeats"),
             "torch_version": t.get("torch_version"), "misses": misses,
@@ -54,7 +69,7 @@ def _profile(p: dict | None, ceilings: dict) -> dict | None:
     if p is None or not p.get("kernels"):
         return None
     rows = [k | _limiter(k, ceilings) for k in p["kernels"]]
-    return {"batch": p.get("batch"), "report": p.get("report"), "csv": p.get("csv") or {}, "rows": rows,
+    return {"batch": p.get("batch"), "engine": p.get("engine"), "report": p.get("report"), "csv": p.get("csv") or {}, "rows": rows,
             "widest": rows[0], "gpu_ns": p.get("gpu_ns")}
 
 
@@ -67,12 +82,12 @@ def section(doc: dict | None) -> dict:
     model = doc.get("model") or {}
     origin = (doc.get("weights") or {}).get("origin") or {}
     accs = origin.get("test_accuracy_per_epoch") or []
-    definitions = list(dict.fromkeys(r["detail"] for c in checks.values() if c for r in c.get("checks") or []
-                                     if r.get("detail")))
+    definitions = list(dict.fromkeys(r["detail"] for kinds in checks.values() for c in kinds.values() if c
+                                     for r in c.get("checks") or [] if r.get("detail")))
     return {"present": True, "mflop_per_image": (model.get("flop_per_image") or 0) / 1e6,
             "last_train_accuracy": accs[-1] if accs else None, "definitions": definitions, "commit": doc.get("commit"), "date": doc.get("date_utc"), "gpu": doc.get("gpu"),
             "model": doc.get("model") or {}, "config": doc.get("config") or {}, "weights": doc.get("weights"),
-            "trained": _checks(checks.get("trained")), "random": _checks(checks.get("random")),
-            "checks_passed": doc.get("checks_passed"), "accuracy": doc.get("accuracy"),
+            "checks": _checks(checks), "checks_passed": doc.get("checks_passed"),
+            "engines_passed": doc.get("engines_passed"), "accuracy": doc.get("accuracy"),
             "timing": _timing(doc.get("timing")), "profile": _profile(doc.get("profile"), ceilings),
             "ceilings": ceilings}

@@ -25,14 +25,24 @@ const char* tile_name(TileKind t) {
   return t == TileKind::kBig ? "128x128" : t == TileKind::kMid ? "64x128" : "64x64";
 }
 
-void launch_gemm(GemmOp op, TileKind t, const GemmArgs& a, cudaStream_t st) {
-  if (op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu) launch_gemm_ln(op, t, a, st);
-  else launch_gemm_residual(op, t, a, st);
+const char* engine_name(GemmEngine e) { return e == GemmEngine::kFp32 ? "fp32" : "tf32x3"; }
+
+GemmEngine engine_of(const std::string& name) {
+  if (name == "fp32") return GemmEngine::kFp32;
+  if (name == "tf32x3") return GemmEngine::kTf32x3;
+  throw UserError("--gemm " + one_line(name) + ": want fp32 (CUDA-core FFMA) or tf32x3 (tensor cores, float32-accurate)");
 }
 
-void gemm_occupancy(GemmOp op, int out[3]) {
-  if (op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu) gemm_occupancy_ln(op, out);
-  else gemm_occupancy_residual(op, out);
+void launch_gemm(GemmOp op, GemmEngine e, TileKind t, const GemmArgs& a, cudaStream_t st) {
+  const bool ln = op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu;
+  if (e == GemmEngine::kFp32) ln ? launch_gemm_ln(op, t, a, st) : launch_gemm_residual(op, t, a, st);
+  else ln ? launch_gemm_tc_ln(op, t, a, st) : launch_gemm_tc_residual(op, t, a, st);
+}
+
+void gemm_occupancy(GemmOp op, GemmEngine e, int out[3]) {
+  const bool ln = op == GemmOp::kLnQkv || op == GemmOp::kLnFc1Gelu;
+  if (e == GemmEngine::kFp32) ln ? gemm_occupancy_ln(op, out) : gemm_occupancy_residual(op, out);
+  else ln ? gemm_occupancy_tc_ln(op, out) : gemm_occupancy_tc_residual(op, out);
 }
 
 VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params, int max_batch)
@@ -43,7 +53,9 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
-  for (int op = 0; op < kGemmOps; ++op) gemm_occupancy((GemmOp)op, occupancy_[op]);
+  CUDA_CHECK(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, dev));
+  for (int e = 0; e < kGemmEngines; ++e)
+    for (int op = 0; op < kGemmOps; ++op) gemm_occupancy((GemmOp)op, (GemmEngine)e, occupancy_[e][op]);
   const std::vector<float> dev_params = device_layout(s, file_params);
   params_ = device_alloc(dev_params.size(), "the weights");
   CUDA_CHECK(cudaMemcpy(params_, dev_params.data(), dev_params.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -83,18 +95,24 @@ TileKind VitForward::choose(int M, int N, int which) const {
   // else the smallest (the most blocks).
   for (int t = 0; t < 2; ++t) {
     const long long blocks = (long long)((M + kTileM[t] - 1) / kTileM[t]) * (N / kTileN[t]);
-    if (blocks >= (long long)sms_ * std::max(1, occupancy_[which][t])) return (TileKind)t;
+    if (blocks >= (long long)sms_ * std::max(1, occupancy_[(int)engine_][which][t])) return (TileKind)t;
   }
   return TileKind::kSmall;
 }
 
+void VitForward::set_engine(GemmEngine e) {
+  if (e == GemmEngine::kTf32x3 && cc_major_ < 8)
+    throw UserError("--gemm tf32x3 needs TF32 tensor cores (compute capability 8.0 or later)");
+  engine_ = e;
+}
+
 std::string VitForward::tile_plan(int batch) const {
   const int M = batch * s_.tokens, n[kGemmOps] = {3 * s_.d, s_.d, s_.mlp, s_.d};
-  std::string out;
+  std::string out = std::string(engine_name(engine_)) + ":";
   for (int w = 0; w < kGemmOps; ++w) {
     const TileKind t = choose(M, n[w], w);
-    out += std::string(out.empty() ? "" : ", ") + gemm_op_name((GemmOp)w) + "=" + tile_name(t) + " (occupancy " +
-           std::to_string(occupancy_[w][(int)t]) + ")";
+    out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" + tile_name(t) + " (occupancy " +
+           std::to_string(occupancy_[(int)engine_][w][(int)t]) + ")";
   }
   return out;
 }
@@ -121,7 +139,7 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
     a.A = xa_; a.W = w.qkv_w; a.bias = w.qkv_b; a.C = qkv_;
     a.M = M; a.N = 3 * s.d; a.K = s.d;
     a.gamma = w.ln1_w; a.beta = w.ln1_b; a.ln_out = tap ? tp.ln1 : nullptr;
-    launch_gemm(GemmOp::kLnQkv, choose(M, a.N, 0), a, st);
+    launch_gemm(GemmOp::kLnQkv, engine_, choose(M, a.N, 0), a, st);
 
     float* probs = tap ? tp.probs : nullptr;
     VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), kAttnThreads, 0, st, qkv_, heads_, probs, s.tokens, s.d, scale);
@@ -130,19 +148,19 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
     a = GemmArgs{};
     a.A = heads_; a.W = w.proj_w; a.bias = w.proj_b; a.R = xa_; a.C = xb_;
     a.M = M; a.N = s.d; a.K = s.d;
-    launch_gemm(GemmOp::kAttnProj, choose(M, a.N, 1), a, st);
+    launch_gemm(GemmOp::kAttnProj, engine_, choose(M, a.N, 1), a, st);
 
     a = GemmArgs{};
     a.eps = s.eps;
     a.A = xb_; a.W = w.fc1_w; a.bias = w.fc1_b; a.C = u_;
     a.M = M; a.N = s.mlp; a.K = s.d;
     a.gamma = w.ln2_w; a.beta = w.ln2_b; a.ln_out = tap ? tp.ln2 : nullptr;
-    launch_gemm(GemmOp::kLnFc1Gelu, choose(M, a.N, 2), a, st);
+    launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(M, a.N, 2), a, st);
 
     a = GemmArgs{};
     a.A = u_; a.W = w.fc2_w; a.bias = w.fc2_b; a.R = xb_; a.C = xa_;
     a.M = M; a.N = s.d; a.K = s.mlp;
-    launch_gemm(GemmOp::kFc2, choose(M, a.N, 3), a, st);
+    launch_gemm(GemmOp::kFc2, engine_, choose(M, a.N, 3), a, st);
     if (stop_after == l + 1) return;
   }
 

@@ -46,6 +46,11 @@ class VitForward {
   const float* mlp_hidden() const { return u_; }  // GELU(fc1), [B·T × m]
   const float* pooled() const { return pooled_; }
 
+  // The GEMM engine of the next enqueue() (fp32 FFMA by default; a captured graph keeps its own).
+  // tf32x3 needs compute capability 8.0 (a UserError before).
+  void set_engine(GemmEngine e);
+  GemmEngine engine() const { return engine_; }
+
   // The tile each GEMM runs with at `batch`: "ln1+qkv=128x128, ..." (the heuristic: fewest waves of
   // blocks weighted by a tile's per-output cost, from the occupancy the runtime reports).
   std::string tile_plan(int batch) const;
@@ -54,8 +59,9 @@ class VitForward {
   TileKind choose(int M, int N, int which) const;
 
   VitShape s_;
-  int max_batch_ = 0, sms_ = 0;
-  int occupancy_[4][3] = {};  // [op][tile]: resident blocks per SM
+  int max_batch_ = 0, sms_ = 0, cc_major_ = 0;
+  int occupancy_[kGemmEngines][kGemmOps][3] = {};  // [engine][op][tile]: resident blocks per SM
+  GemmEngine engine_ = GemmEngine::kFp32;
   float* params_ = nullptr;
   // Device pointers of the weights, looked up once (enqueue does no name lookups).
   struct LayerW {

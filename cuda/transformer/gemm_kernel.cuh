@@ -37,6 +37,59 @@ using TileSmall = Tile<64, 64, 16, 8, 8, 6>;   // 64 threads: small M·N, more b
 static_assert(TileBig::BM == kTileM[0] && TileBig::BN == kTileN[0] && TileMid::BM == kTileM[1] &&
               TileMid::BN == kTileN[1] && TileSmall::BM == kTileM[2] && TileSmall::BN == kTileN[2], "gemm.h's tile sizes");
 
+// Each of the block's rows' mean and 1/sqrt(var + eps) (one warp per row, a float4 per lane per 128
+// columns, the two passes in registers); rows past M get zeros. The caller synchronises after it.
+template <int BM, int NT>
+__device__ __forceinline__ void ln_row_stats(const GemmArgs& a, int m0, float* s_mean, float* s_rstd) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nv = a.K / 128;
+  for (int r = warp; r < BM; r += NT / 32) {
+    const int m = m0 + r;
+    float mean = 0.f, rstd = 0.f;
+    if (m < a.M) {
+      const float* row = a.A + (size_t)m * a.K;
+      float4 v[4];
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j < nv) {
+          v[j] = ld4(row + (j * 32 + lane) * 4);
+          s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+        }
+      mean = warp_sum(s) / (float)a.K;
+      float q = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j < nv) {
+          const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
+          q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+        }
+      rstd = 1.0f / sqrtf(warp_sum(q) / (float)a.K + a.eps);
+    }
+    if (lane == 0) { s_mean[r] = mean; s_rstd[r] = rstd; }
+  }
+}
+
+// The LayerNorm of four of row m's values at column k: (v − mean)·rstd·γ + β; the block of column 0
+// writes them to ln_out when it is set (each A element is staged once per block).
+__device__ __forceinline__ float4 ln_apply(const GemmArgs& a, float4 v, float mean, float rstd, int m, int k) {
+  const float4 g = ld4(a.gamma + k), be = ld4(a.beta + k);
+  v.x = fmaf((v.x - mean) * rstd, g.x, be.x);
+  v.y = fmaf((v.y - mean) * rstd, g.y, be.y);
+  v.z = fmaf((v.z - mean) * rstd, g.z, be.z);
+  v.w = fmaf((v.w - mean) * rstd, g.w, be.w);
+  if (a.ln_out && blockIdx.x == 0) st4(a.ln_out + (size_t)m * a.K + k, v);
+  return v;
+}
+
+// The epilogue of one output value: bias, then GELU or the residual.
+template <class Op>
+__device__ __forceinline__ float epilogue(const GemmArgs& a, float acc, int m, int n) {
+  float c = acc + a.bias[n];
+  if constexpr (Op::kEpi == Epi::kBiasGelu) c = gelu_erf(c);
+  else if constexpr (Op::kEpi == Epi::kBiasResidual) c += a.R[(size_t)m * a.N + n];
+  return c;
+}
+
 template <class Op, class T>
 __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) vit_gemm(GemmArgs a) {
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, TM = T::TM, TN = T::TN, NT = T::kThreads, TX = T::TX, TY = T::TY;
@@ -49,33 +102,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) vit_gemm(GemmArgs 
   const int tid = threadIdx.x, n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
   const int M = a.M, N = a.N, K = a.K;
 
-  if constexpr (Op::kLn) {  // each row's mean and 1/sqrt(var + eps): one warp per row
-    const int warp = tid / 32, lane = tid % 32, nv = K / 128;
-    for (int r = warp; r < BM; r += NT / 32) {
-      const int m = m0 + r;
-      float mean = 0.f, rstd = 0.f;
-      if (m < M) {
-        const float* row = a.A + (size_t)m * K;
-        float4 v[4];
-        float s = 0.f;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (j < nv) {
-            v[j] = ld4(row + (j * 32 + lane) * 4);
-            s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
-          }
-        mean = warp_sum(s) / (float)K;
-        float q = 0.f;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (j < nv) {
-            const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-            q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-          }
-        rstd = 1.0f / sqrtf(warp_sum(q) / (float)K + a.eps);
-      }
-      if (lane == 0) { s_mean[r] = mean; s_rstd[r] = rstd; }
-    }
+  if constexpr (Op::kLn) {
+    ln_row_stats<BM, NT>(a, m0, s_mean, s_rstd);
     __syncthreads();
   }
 
@@ -87,15 +115,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) vit_gemm(GemmArgs 
       float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
       if (m < M) {
         v = ld4(a.A + (size_t)m * K + k0 + kc);
-        if constexpr (Op::kLn) {
-          const float mean = s_mean[r], rstd = s_rstd[r];
-          const float4 g = ld4(a.gamma + k0 + kc), be = ld4(a.beta + k0 + kc);
-          v.x = fmaf((v.x - mean) * rstd, g.x, be.x);
-          v.y = fmaf((v.y - mean) * rstd, g.y, be.y);
-          v.z = fmaf((v.z - mean) * rstd, g.z, be.z);
-          v.w = fmaf((v.w - mean) * rstd, g.w, be.w);
-          if (a.ln_out && blockIdx.x == 0) st4(a.ln_out + (size_t)m * K + k0 + kc, v);
-        }
+        if constexpr (Op::kLn) v = ln_apply(a, v, s_mean[r], s_rstd[r], m, k0 + kc);
       }
       ra[i] = v;
     }

@@ -88,26 +88,32 @@ TimingStats summarise(const std::vector<double>& times_ms) {
 }
 
 std::vector<TimingRow> time_forward(VitForward& f, const std::vector<float>& images, int n,
-                                    const std::vector<int>& batches, int warmup, int repeats) {
+                                    const std::vector<int>& batches, const std::vector<GemmEngine>& engines,
+                                    int warmup, int repeats) {
   std::vector<TimingRow> rows;
   Stream st;
-  for (int b : batches) {
+  const GemmEngine before = f.engine();
+  for (int b : batches)
+    for (GemmEngine e : engines) {
     if (b > f.max_batch()) throw UserError("batch " + std::to_string(b) + " exceeds the max batch");
     upload(f, images, n, b);
+    f.set_engine(e);
     TimingRow r;
     r.batch = b;
+    r.engine = e;
     r.tiles = f.tile_plan(b);
     r.stream = time_it([&] { f.enqueue(f.images(), b, st.s); }, st.s, warmup, repeats);
     ForwardGraph g(f, f.images(), b, st.s);
     r.graph = time_it([&] { g.launch(st.s); }, st.s, warmup, repeats);
     const double flop = forward_flop(f.shape()) * b;
-    std::printf("ours  batch %6d  stream %9.4f ms (cv %4.1f%%)  graph %9.4f ms (cv %4.1f%%)  %8.0f img/s  %.1f TFLOP/s\n",
-                b, r.stream.median_ms, r.stream.cv_pct, r.graph.median_ms, r.graph.cv_pct,
+    std::printf("ours  batch %6d  %-6s  stream %9.4f ms (cv %4.1f%%)  graph %9.4f ms (cv %4.1f%%)  %8.0f img/s  %.1f TFLOP/s\n",
+                b, engine_name(e), r.stream.median_ms, r.stream.cv_pct, r.graph.median_ms, r.graph.cv_pct,
                 b / (std::min(r.stream.median_ms, r.graph.median_ms) / 1e3),
                 flop / (std::min(r.stream.median_ms, r.graph.median_ms) / 1e3) / 1e12);
     std::printf("      tiles: %s\n", r.tiles.c_str());
     rows.push_back(std::move(r));
   }
+  f.set_engine(before);
   return rows;
 }
 
@@ -115,7 +121,8 @@ std::string timing_json(const std::vector<TimingRow>& rows, const VitShape& s, i
   Json a = Json::array();
   for (const auto& r : rows)
     a.add(Json::object()
-              .set("batch", Json::num(r.batch)).set("stream", stats_json(r.stream)).set("graph", stats_json(r.graph))
+              .set("batch", Json::num(r.batch)).set("engine", Json::str(engine_name(r.engine)))
+              .set("stream", stats_json(r.stream)).set("graph", stats_json(r.graph))
               .set("tiles", Json::str(r.tiles))
               .done());
   return Json::object()

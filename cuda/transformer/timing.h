@@ -16,13 +16,16 @@ TimingStats summarise(const std::vector<double>& times_ms);
 
 struct TimingRow {
   int batch = 0;
+  GemmEngine engine = GemmEngine::kFp32;
   TimingStats stream, graph;
   std::string tiles;
 };
 
 // `images` [n × image²] on the host; a batch larger than n repeats the images.
+// Every batch on every engine (the forward's engine restored after).
 std::vector<TimingRow> time_forward(VitForward& f, const std::vector<float>& images, int n,
-                                    const std::vector<int>& batches, int warmup, int repeats);
+                                    const std::vector<int>& batches, const std::vector<GemmEngine>& engines,
+                                    int warmup, int repeats);
 std::string timing_json(const std::vector<TimingRow>& rows, const VitShape& s, int warmup, int repeats);
 
 // Warm-up forwards, then one forward at `batch` between nvtxRangePushA(range) and nvtxRangePop.

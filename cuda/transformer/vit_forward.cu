@@ -33,10 +33,11 @@ constexpr const char* kUsage =
     "  layout                      the weight layout as JSON (names, shapes, offsets, counts)\n"
     "  verify    --weights DIR     check the weights folder's hashes and layout (no GPU)\n"
     "  reference WEIGHTS --images N --out DIR   float64 intermediates of the first N test images (no GPU)\n"
-    "  check     WEIGHTS [--layer-batch 32] [--logits-batch 256] [--explain i,j,...] [--out FILE.json]\n"
-    "  predict   WEIGHTS [--out LOGITS.npy] [--json FILE.json]   the test set's logits and accuracy\n"
-    "  time      WEIGHTS [--batches 128,1024,10000] [--warmup 5] [--repeats 30] [--out FILE.json]\n"
-    "  profile   WEIGHTS [--batch 1024]   one forward inside the NVTX range 'vit-forward' (for nsys)\n"
+    "  check     WEIGHTS [--gemm E] [--layer-batch 32] [--logits-batch 256] [--explain i,j,...] [--out FILE.json]\n"
+    "  predict   WEIGHTS [--gemm E] [--out LOGITS.npy] [--json FILE.json]   the test set's logits and accuracy\n"
+    "  time      WEIGHTS [--gemm fp32,tf32x3] [--batches 128,1024,10000] [--warmup 5] [--repeats 30] [--out FILE.json]\n"
+    "  profile   WEIGHTS [--gemm E] [--batch 1024]   one forward inside the NVTX range 'vit-forward' (for nsys)\n"
+    "--gemm E: the GEMMs' engine, fp32 (CUDA-core FFMA, the default) or tf32x3 (tensor cores, float32-accurate)\n"
     "WEIGHTS: --weights DIR (manifest.json + params.npy) or --random SEED (model.h random_params)\n"
     "common: --data DIR (default data), --config FILE (default transformer.toml)\n";
 
@@ -53,7 +54,7 @@ struct Args {
 Args parse_args(int argc, char** argv) {
   static const char* known[] = {"--config", "--weights", "--random", "--data", "--images", "--out", "--json",
                                 "--layer-batch", "--logits-batch", "--explain", "--batches", "--warmup",
-                                "--repeats", "--batch"};
+                                "--repeats", "--batch", "--gemm"};
   Args a;
   if (argc < 2) throw UserError(std::string("no mode given\n") + kUsage);
   a.mode = argv[1];
@@ -168,10 +169,12 @@ int mode_check(const Args& a, const Model& m) {
   if (a.has("--explain") && !a.get("--explain").empty()) in.explain = int_list(a.get("--explain"), "--explain", 0, ds.n_test - 1);
   const int max_batch = std::max({in.layer_batch, in.logits_batch, (int)in.explain.size(), 1});
   VitForward f(m.shape, m.params, max_batch);
-  std::printf("vit_forward check: %s on %s\n", m.source.c_str(), gpu_name().c_str());
+  f.set_engine(engine_of(a.get("--gemm", "fp32")));
+  std::printf("vit_forward check: %s, %s GEMMs, on %s\n", m.source.c_str(), engine_name(f.engine()), gpu_name().c_str());
   const CheckReport rep = run_checks(f, in);
   Json o = header(m, "check");
-  o.set("gpu", Json::str(gpu_name())).set("layer_batch", Json::num(in.layer_batch))
+  o.set("gpu", Json::str(gpu_name())).set("gemm", Json::str(engine_name(f.engine())))
+      .set("layer_batch", Json::num(in.layer_batch))
       .set("logits_batch", Json::num(in.logits_batch)).set("u", Json::num(1.0 / 16777216.0))
       .set("checks", check_rows_json(rep.rows)).set("passed", Json::boolean(rep.passed))
       .set("argmax_agree", Json::num(rep.argmax_agree)).set("argmax_n", Json::num(rep.argmax_n))
@@ -185,6 +188,7 @@ int mode_predict(const Args& a, const Model& m) {
   const Dataset ds = load_dataset(a.get("--data", "data"));
   const int n = std::min(ds.n_test, m.config.test_size), C = m.shape.classes;
   VitForward f(m.shape, m.params, n);
+  f.set_engine(engine_of(a.get("--gemm", "fp32")));
   CUDA_CHECK(cudaMemcpy(f.images(), ds.test_x.data(), (size_t)n * ds.dim * sizeof(float), cudaMemcpyHostToDevice));
   f.enqueue(f.images(), n, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -200,7 +204,7 @@ int mode_predict(const Args& a, const Model& m) {
   std::printf("vit_forward predict: %d of %d test images correct (%.2f%%) with %s\n", correct, n, 100.0 * correct / n,
               m.source.c_str());
   Json o = header(m, "predict");
-  o.set("gpu", Json::str(gpu_name())).set("n", Json::num(n)).set("correct", Json::num(correct))
+  o.set("gpu", Json::str(gpu_name())).set("gemm", Json::str(engine_name(f.engine()))).set("n", Json::num(n)).set("correct", Json::num(correct))
       .set("accuracy", Json::num((double)correct / n));
   write_json_file(a.get("--json"), o.done());
   return kExitPass;
@@ -215,7 +219,10 @@ int mode_time(const Args& a, const Model& m) {
   VitForward f(m.shape, m.params, max_batch);
   std::printf("vit_forward time: %s on %s, %d warm-up + %d timed forwards per batch\n", m.source.c_str(),
               gpu_name().c_str(), warmup, repeats);
-  const auto rows = time_forward(f, ds.test_x, ds.n_test, batches, warmup, repeats);
+  std::vector<GemmEngine> engines;
+  std::stringstream names(a.get("--gemm", "fp32,tf32x3"));
+  for (std::string e; std::getline(names, e, ',');) engines.push_back(engine_of(e));
+  const auto rows = time_forward(f, ds.test_x, ds.n_test, batches, engines, warmup, repeats);
   Json o = header(m, "time");
   o.set("gpu", Json::str(gpu_name())).set("timing", timing_json(rows, m.shape, warmup, repeats));
   write_json_file(a.get("--out"), o.done());
@@ -264,6 +271,7 @@ int run(int argc, char** argv) {
     const Dataset ds = load_dataset(a.get("--data", "data"));
     const int batch = int_flag(a, "--batch", 1024, 1, 65535);
     VitForward f(m.shape, m.params, batch);
+    f.set_engine(engine_of(a.get("--gemm", "fp32")));
     profile_forward(f, ds.test_x, ds.n_test, batch, "vit-forward");
     std::printf("vit_forward profile: one forward at batch %d inside NVTX range vit-forward (%s)\n", batch,
                 f.tile_plan(batch).c_str());

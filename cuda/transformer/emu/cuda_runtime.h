@@ -41,6 +41,19 @@ struct dim3 {
 struct __attribute__((aligned(16))) float4 {
   float x, y, z, w;
 };
+struct __attribute__((aligned(8))) float2 {
+  float x, y;
+};
+inline float __uint_as_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t __float_as_uint(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 struct EmuStream {};
@@ -110,6 +123,7 @@ struct Block {
   Barrier all;
   std::vector<Barrier> warps;
   std::vector<float> slots;     // one per thread: the shuffles' exchange
+  std::vector<float> mma;       // six per thread: the mma fragments' exchange
   std::vector<float> dynamic;   // extern __shared__
   std::vector<Context> ctx;  // the threads' fibers
   std::vector<char> finished;
@@ -150,6 +164,36 @@ inline float emu_shuffle(float v, unsigned src_lane) {
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shuffle(v, (emu::tl_tid % 32) ^ (unsigned)mask); }
 inline float __shfl_sync(unsigned, float v, int lane) { return emu_shuffle(v, (unsigned)lane); }
 
+// cvt.rna.tf32.f32: round to nearest (ties away from zero) to 10 mantissa bits, the low 13 bits zero.
+inline uint32_t emu_tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = a·b + d, from the PTX ISA's fragment layout
+// (lane = 4·g + t): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of A [16 × 8]; b0 (t, g),
+// b1 (t + 4, g) of B [8 × 8]; d0, d1 (g, 2t + {0, 1}), d2, d3 (g + 8, 2t + {0, 1}). Each sum in double,
+// rounded once (the tensor cores round less well; the bounds allow for it).
+inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  emu::Block& blk = *emu::tl_block;
+  const unsigned tid = emu::tl_tid, warp = tid / 32, lane = tid % 32;
+  float* mine = &blk.mma[tid * 6];
+  for (int i = 0; i < 4; ++i) mine[i] = __uint_as_float(a[i]);
+  mine[4] = __uint_as_float(b[0]);
+  mine[5] = __uint_as_float(b[1]);
+  emu::arrive_and_wait(blk.warps[warp]);
+  const float* w = &blk.mma[warp * 32 * 6];
+  auto A = [&](int row, int k) { return (double)w[((row % 8) * 4 + k % 4) * 6 + row / 8 + 2 * (k / 4)]; };
+  auto B = [&](int k, int n) { return (double)w[(n * 4 + k % 4) * 6 + 4 + k / 4]; };
+  const int g = (int)lane / 4, t = (int)lane % 4;
+  float out[4];
+  for (int c = 0; c < 4; ++c) {
+    const int row = g + 8 * (c / 2), col = 2 * t + c % 2;
+    double acc = d[c];
+    for (int k = 0; k < 8; ++k) acc += A(row, k) * B(k, col);
+    out[c] = (float)acc;
+  }
+  emu::arrive_and_wait(blk.warps[warp]);
+  for (int c = 0; c < 4; ++c) d[c] = out[c];
+}
+
 #define VIT_DYNAMIC_SMEM(name) float* name = emu::tl_block->dynamic.data()
 
 // ---------------------------------------------------------------------------------------- runtime
@@ -161,7 +205,7 @@ enum cudaError_t {
   cudaErrorUnsupportedPtxVersion = 222,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrComputeCapabilityMajor = 75 };
 enum cudaStreamCaptureMode { cudaStreamCaptureModeThreadLocal = 1 };
 constexpr unsigned cudaStreamNonBlocking = 1;
 
@@ -211,6 +255,7 @@ inline void run_block(dim3 idx, dim3 grid, dim3 block, size_t smem,
   b.warps.resize((nt + 31) / 32);
   for (unsigned w = 0; w < b.warps.size(); ++w) b.warps[w].count = std::min(32u, nt - 32 * w);
   b.slots.assign(nt, 0.f);
+  b.mma.assign((size_t)nt * 6, 0.f);
   b.dynamic.assign(smem / sizeof(float) + 1, 0.f);
   b.ctx.resize(nt);
   b.finished.assign(nt, 0);
@@ -268,7 +313,10 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
   return cudaSuccess;
 }
 inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
-inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr, int) { *v = emu::sms(); return cudaSuccess; }
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
+  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : emu::sms();
+  return cudaSuccess;
+}
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) { *p = cudaDeviceProp{}; return cudaSuccess; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { *s = new EmuStream; return cudaSuccess; }
