@@ -15,7 +15,7 @@ _OURS = Opt(Obj({"variants": Map(_STATS), "best": STR, "engine": STR, "median_ms
                  "tflops": ONUM, "fp32_share": ONUM}, required=("variants", "best", "median_ms")))
 _FASTEST = Opt(Obj({"name": STR, "median_ms": NUM}, required=("name", "median_ms")))
 _TROW = Obj({"batch": INT, "ours": _OURS, "torch": Map(_STATS), "fastest_torch": _FASTEST, "ratio": ONUM,
-             "goal_met": OBOOL, "acceptance_met": OBOOL, "tiles": OSTR},
+             "goal_met": OBOOL, "acceptance_met": OBOOL, "tiles": OSTR, "tile_mismatches": Opt(INT)},
             required=("batch", "ours", "torch", "fastest_torch", "ratio"))
 _TIMING = Opt(Obj({"goal": NUM, "acceptance": NUM, "fp32_tflops": ONUM, "rows": Arr(_TROW)},
                   required=("goal", "acceptance", "rows")))

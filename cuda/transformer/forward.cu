@@ -85,12 +85,45 @@ VitForward::~VitForward() {
     if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
 }
 
-TileKind VitForward::choose(int M, int N, int which) const {
+GemmArgs VitForward::args_for(GemmOp op, int layer, int M, float* ln_out) const {
+  const LayerW& w = lw_[layer];
+  const VitShape& s = s_;
+  GemmArgs a{};
+  a.M = M;
+  a.eps = s.eps;
+  a.ln_out = ln_out;
+  switch (op) {
+    case GemmOp::kLnQkv:  // qkv = LN1(x)·Wqkv + bqkv
+      a.A = xa_; a.W = w.qkv_w; a.bias = w.qkv_b; a.C = qkv_; a.N = 3 * s.d; a.K = s.d;
+      a.gamma = w.ln1_w; a.beta = w.ln1_b;
+      break;
+    case GemmOp::kAttnProj:  // x_attn = x + o·Wo + bo
+      a.A = heads_; a.W = w.proj_w; a.bias = w.proj_b; a.R = xa_; a.C = xb_; a.N = s.d; a.K = s.d;
+      break;
+    case GemmOp::kLnFc1Gelu:  // u = GELU(LN2(x_attn)·W1 + b1)
+      a.A = xb_; a.W = w.fc1_w; a.bias = w.fc1_b; a.C = u_; a.N = s.mlp; a.K = s.d;
+      a.gamma = w.ln2_w; a.beta = w.ln2_b;
+      break;
+    default:  // x = x_attn + u·W2 + b2, over the layer's input
+      a.A = u_; a.W = w.fc2_w; a.bias = w.fc2_b; a.R = xb_; a.C = xa_; a.N = s.d; a.K = s.mlp;
+      break;
+  }
+  return a;
+}
+
+TileKind VitForward::choose(int batch, int which) const {
   if (const char* force = std::getenv("VIT_TILE")) {
     if (!std::strcmp(force, "big")) return TileKind::kBig;
     if (!std::strcmp(force, "mid")) return TileKind::kMid;
     if (!std::strcmp(force, "small")) return TileKind::kSmall;
   }
+  auto it = tuned_.find({(int)engine_, batch});
+  if (it != tuned_.end()) return it->second[which];
+  return heuristic(batch, which);
+}
+
+TileKind VitForward::heuristic(int batch, int which) const {
+  const int M = batch * s_.tokens, n[kGemmOps] = {3 * s_.d, s_.d, s_.mlp, s_.d}, N = n[which];
   // The largest tile whose blocks fill every SM to its occupancy at least once (a full first wave);
   // else the smallest (the most blocks).
   for (int t = 0; t < 2; ++t) {
@@ -107,10 +140,10 @@ void VitForward::set_engine(GemmEngine e) {
 }
 
 std::string VitForward::tile_plan(int batch) const {
-  const int M = batch * s_.tokens, n[kGemmOps] = {3 * s_.d, s_.d, s_.mlp, s_.d};
-  std::string out = std::string(engine_name(engine_)) + ":";
+  const bool tuned = tuned_.count({(int)engine_, batch}) > 0;
+  std::string out = std::string(engine_name(engine_)) + (tuned ? " (tuned):" : ":");
   for (int w = 0; w < kGemmOps; ++w) {
-    const TileKind t = choose(M, n[w], w);
+    const TileKind t = choose(batch, w);
     out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" + tile_name(t) + " (occupancy " +
            std::to_string(occupancy_[(int)engine_][w][(int)t]) + ")";
   }
@@ -131,36 +164,15 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
 
   const float scale = 1.0f / std::sqrt((float)s.head_dim);
   for (int l = 0; l < s.layers; ++l) {
-    const LayerW& w = lw_[l];
     const bool tap = l == 0;
-    GemmArgs a{};
-    a.eps = s.eps;
-
-    a.A = xa_; a.W = w.qkv_w; a.bias = w.qkv_b; a.C = qkv_;
-    a.M = M; a.N = 3 * s.d; a.K = s.d;
-    a.gamma = w.ln1_w; a.beta = w.ln1_b; a.ln_out = tap ? tp.ln1 : nullptr;
-    launch_gemm(GemmOp::kLnQkv, engine_, choose(M, a.N, 0), a, st);
-
+    launch_gemm(GemmOp::kLnQkv, engine_, choose(batch, 0), args_for(GemmOp::kLnQkv, l, M, tap ? tp.ln1 : nullptr), st);
     float* probs = tap ? tp.probs : nullptr;
     VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), kAttnThreads, 0, st, qkv_, heads_, probs, s.tokens, s.d, scale);
     CUDA_CHECK_LAUNCH("attention_kernel");
-
-    a = GemmArgs{};
-    a.A = heads_; a.W = w.proj_w; a.bias = w.proj_b; a.R = xa_; a.C = xb_;
-    a.M = M; a.N = s.d; a.K = s.d;
-    launch_gemm(GemmOp::kAttnProj, engine_, choose(M, a.N, 1), a, st);
-
-    a = GemmArgs{};
-    a.eps = s.eps;
-    a.A = xb_; a.W = w.fc1_w; a.bias = w.fc1_b; a.C = u_;
-    a.M = M; a.N = s.mlp; a.K = s.d;
-    a.gamma = w.ln2_w; a.beta = w.ln2_b; a.ln_out = tap ? tp.ln2 : nullptr;
-    launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(M, a.N, 2), a, st);
-
-    a = GemmArgs{};
-    a.A = u_; a.W = w.fc2_w; a.bias = w.fc2_b; a.R = xb_; a.C = xa_;
-    a.M = M; a.N = s.d; a.K = s.mlp;
-    launch_gemm(GemmOp::kFc2, engine_, choose(M, a.N, 3), a, st);
+    launch_gemm(GemmOp::kAttnProj, engine_, choose(batch, 1), args_for(GemmOp::kAttnProj, l, M), st);
+    launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(batch, 2), args_for(GemmOp::kLnFc1Gelu, l, M, tap ? tp.ln2 : nullptr),
+                st);
+    launch_gemm(GemmOp::kFc2, engine_, choose(batch, 3), args_for(GemmOp::kFc2, l, M), st);
     if (stop_after == l + 1) return;
   }
 

@@ -5,6 +5,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,17 +53,31 @@ class VitForward {
   void set_engine(GemmEngine e);
   GemmEngine engine() const { return engine_; }
 
-  // The tile each GEMM runs with at `batch`: "ln1+qkv=128x128, ..." (the heuristic: fewest waves of
-  // blocks weighted by a tile's per-output cost, from the occupancy the runtime reports).
+  // The tile each GEMM runs with at `batch`: "fp32: ln1+qkv=128x128 (occupancy 2), ..." — tuned (below)
+  // for the engine and batch when tune() ran, else the heuristic: the largest tile whose blocks fill
+  // every SM to its occupancy once, else the smallest. VIT_TILE=big|mid|small forces one.
   std::string tile_plan(int batch) const;
 
+  // Times every tile of each of layer 0's GEMMs at `batch` on the current engine (`reps` launches each,
+  // from the buffers a forward left) and keeps the fastest whose output equals the heuristic tile's bit
+  // for bit (each output's products are summed in the same order whatever the tile); a tile whose output
+  // differs is never kept and counted. Needs a forward at `batch` first. Returns "op: tile ms, ...".
+  struct TuneReport {
+    std::string text;
+    int mismatched = 0;
+  };
+  TuneReport tune(int batch, cudaStream_t stream, int reps = 5);
+
  private:
-  TileKind choose(int M, int N, int which) const;
+  TileKind choose(int batch, int which) const;
+  TileKind heuristic(int batch, int which) const;
+  vit::GemmArgs args_for(GemmOp op, int layer, int M, float* ln_out = nullptr) const;
 
   VitShape s_;
   int max_batch_ = 0, sms_ = 0, cc_major_ = 0;
   int occupancy_[kGemmEngines][kGemmOps][3] = {};  // [engine][op][tile]: resident blocks per SM
   GemmEngine engine_ = GemmEngine::kFp32;
+  std::map<std::pair<int, int>, std::array<TileKind, kGemmOps>> tuned_;  // (engine, batch) -> each op's tile
   float* params_ = nullptr;
   // Device pointers of the weights, looked up once (enqueue does no name lookups).
   struct LayerW {

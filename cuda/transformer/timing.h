@@ -18,7 +18,8 @@ struct TimingRow {
   int batch = 0;
   GemmEngine engine = GemmEngine::kFp32;
   TimingStats stream, graph;
-  std::string tiles;
+  std::string tiles, tuning;  // the plan timed, and the tuner's times ("op: tile ms ... -> tile")
+  int tile_mismatches = 0;    // tiles whose output differed from the heuristic tile's (never used)
 };
 
 // `images` [n × image²] on the host; a batch larger than n repeats the images.
@@ -28,5 +29,6 @@ std::vector<TimingRow> time_forward(VitForward& f, const std::vector<float>& ima
                                     int warmup, int repeats);
 std::string timing_json(const std::vector<TimingRow>& rows, const VitShape& s, int warmup, int repeats);
 
-// Warm-up forwards, then one forward at `batch` between nvtxRangePushA(range) and nvtxRangePop.
+// The tiles tuned, warm-up forwards, then one forward at `batch` between nvtxRangePushA(range) and
+// nvtxRangePop.
 void profile_forward(VitForward& f, const std::vector<float>& images, int n, int batch, const std::string& range);

@@ -66,7 +66,8 @@ def timing(ours: dict | None, torch: dict | None, ceilings: dict | None, passed:
         o, t = ours_rows.get(b), torch_rows.get(b)
         row = {"batch": b, "ours": None, "torch": {}, "fastest_torch": None, "ratio": None,
                "goal_met": None, "acceptance_met": None,
-               "tiles": "; ".join(e["tiles"] for e in o if e.get("tiles")) if o else None}
+               "tiles": "; ".join(e["tiles"] for e in o if e.get("tiles")) if o else None,
+               "tile_mismatches": sum(e.get("tile_mismatches") or 0 for e in o) if o else None}
         if o:
             variants = {f"{e.get('engine', 'fp32')}-{how}": _stats(e[how]) for e in o for how in ("stream", "graph")}
             eligible = [k for k in variants if passed is None or k.rsplit("-", 1)[0] in passed] or list(variants)

@@ -164,6 +164,13 @@ inline float emu_shuffle(float v, unsigned src_lane) {
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shuffle(v, (emu::tl_tid % 32) ^ (unsigned)mask); }
 inline float __shfl_sync(unsigned, float v, int lane) { return emu_shuffle(v, (unsigned)lane); }
 
+// One block at a time on one thread: an atomic is a plain update.
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  const unsigned long long old = *p;
+  *p += v;
+  return old;
+}
+
 // cvt.rna.tf32.f32: round to nearest (ties away from zero) to 10 mantissa bits, the low 13 bits zero.
 inline uint32_t emu_tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
@@ -308,6 +315,11 @@ cudaError_t cudaMalloc(T** p, size_t bytes) {
   return cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+inline cudaError_t cudaMemset(void* p, int v, size_t bytes) {
+  std::memset(p, v, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t bytes, cudaStream_t = nullptr) { return cudaMemset(p, v, bytes); }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
   std::memmove(dst, src, bytes);
   return cudaSuccess;
