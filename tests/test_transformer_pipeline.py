@@ -156,3 +156,44 @@ def test_gpu_timing_writes_every_batch(tmp_path):
     for r in rows:
         for how in ("stream", "graph"):
             assert r[how]["median_ms"] > 0 and len(r[how]["times_ms"]) == 20
+
+
+@pytest.mark.slow
+def test_torch_time_runs_its_variants_on_cpu_stand_ins(tmp_path, monkeypatch):
+    """torch_time.run on the CPU: CUDA events and synchronisation replaced by the host clock; each
+    variant a result or a one-line error, the file rewritten as it goes, the logits written first."""
+    import time as _time
+
+    from harness.transformer import torch_time as tt
+    from harness.transformer.weights import random_flat, write_weights
+
+    class Event:
+        def __init__(self, **_):
+            self.t = 0.0
+
+        def record(self):
+            self.t = _time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "cpu stand-in")
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    config = load_config()
+    s = shape(config)
+    write_weights(tmp_path / "w", random_flat(s, 2), s, config, {"kind": "random", "seed": 2})
+    variants = ["eager-encoder", "eager-sdpa-auto", "eager-sdpa-math", "cuda-graph-sdpa"]
+    doc = tt.run(tmp_path / "w", batches=[3], warmup=1, repeats=3, variants=variants, out=tmp_path / "t.json",
+                 logits_out=tmp_path / "l.npy", device="cpu")
+    got = doc["rows"][0]["variants"]
+    assert list(got) == variants and json.loads((tmp_path / "t.json").read_text()) == doc
+    for name in variants[:3]:
+        assert got[name]["median"] > 0 and len(got[name]["times_ms"]) == 3, name
+    assert "error" in got["cuda-graph-sdpa"] and "\n" not in got["cuda-graph-sdpa"]["error"]
+    assert np.load(tmp_path / "l.npy").shape == (10000, 10)
+    t = tresults.timing(None, doc, None)
+    assert t["rows"][0]["fastest_torch"]["name"] in variants[:3]
