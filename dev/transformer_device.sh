@@ -5,19 +5,25 @@
 #   source .device-kit/env.sh && MLP_COMMIT=<commit> bash dev/transformer_device.sh
 #
 # Steps, in order, each under its own time limit and all within one budget (BUDGET_S, default 510 s,
-# so the whole command ends well inside 9 minutes): build (make build/vit_forward), train (PyTorch
-# on the GPU -> results/transformer/weights/), check (vit_forward check, trained and random weights),
-# time-ours (vit_forward time at 128, 1024, 10000), profile (nsys of one forward at 1024 ->
-# profile/transformer*), time-torch (PyTorch's variants; writes its test-set logits first; its
-# compiles last, cut at its share of the budget), accuracy (ours against PyTorch's predictions),
-# assemble (results/transformer.json), render (RESULTS.md: needs matplotlib, as `invoke report`).
+# so the whole command ends well inside 9 minutes):
+#   build       make build/vit_forward
+#   train       PyTorch on the GPU -> results/transformer/weights/ (params.npy, manifest.json)
+#   check       vit_forward check on both GEMM engines (fp32: FFMA on the CUDA cores; tf32x3: the tensor
+#               cores, float32-accurate), trained and seeded random weights
+#   time-ours   vit_forward time at 128, 1024, 10000 on both engines (the tiles tuned first)
+#   profile     nsys of one forward at 1024 on the headline engine -> profile/transformer*
+#   time-torch  PyTorch's variants (its test-set logits first; its compiles last, cut at its budget)
+#   accuracy    our test-set predictions against PyTorch's
+#   assemble    results/transformer.json
+#   render      RESULTS.md (needs matplotlib, as `invoke report`)
 # A failed step does not stop the next ones (a step whose input is missing fails on its own); each
-# exit status is printed and kept in
-# results/transformer/steps.json, each step's output in results/transformer/logs/<step>.log. Then
-# everything is packed into $OUT/transformer.tgz (OUT defaults to results/transformer/out) and a
-# compact summary (checks, accuracy, timing table) ends the output. For a smoke run without a GPU:
-# TRAIN_DEVICE=cpu TRAIN_ARGS="--epochs 1 --train-size 256 --eval-size 64" VIT_FORWARD=build/vit_forward_emu
-# VIT_CONFIG=<a copy of transformer.toml with a small test_size> (the PyTorch timing then fails, alone).
+# exit status is printed and kept in results/transformer/steps.json, each step's output in
+# results/transformer/logs/<step>.log. Then everything is packed into $OUT/transformer.tgz (OUT
+# defaults to results/transformer/out) and a compact summary (checks, accuracy, timing table) ends
+# the output. A smoke run without a GPU (every CUDA step on the emulated binary; PyTorch's timing
+# then fails alone): TRAIN_DEVICE=cpu TRAIN_ARGS="--epochs 1 --train-size 256 --eval-size 64"
+# VIT_FORWARD=build/vit_forward_emu VIT_CONFIG=<transformer.toml with a small test_size>
+# CHECK_ARGS="--layer-batch 2 --logits-batch 3" TIME_ARGS="--batches 2 --repeats 2 --warmup 1".
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -63,12 +69,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 step build 150 make --no-print-directory -j"$(nproc)" ARCH=sm_90 build/vit_forward
 # shellcheck disable=SC2086  # TRAIN_ARGS: extra flags, e.g. "--epochs 1 --train-size 256" for a smoke run
 step train 90 "$PY" -m harness.transformer.train --device "${TRAIN_DEVICE:-cuda}" ${TRAIN_ARGS:-}
-step check 120 "$PY" -m harness.transformer.run check
-step time-ours 60 "$PY" -m harness.transformer.run time
-step profile 90 "$PY" -m harness.transformer.run profile
+# shellcheck disable=SC2086  # CHECK_ARGS, TIME_ARGS, PROFILE_ARGS, TORCH_ARGS: extra flags for a smoke run
+step check 150 "$PY" -m harness.transformer.run check ${CHECK_ARGS:-}
+step time-ours 60 "$PY" -m harness.transformer.run time ${TIME_ARGS:-}
+step profile 90 "$PY" -m harness.transformer.run profile ${PROFILE_ARGS:-}
 TORCH_LIMIT=$(( $(left) - 85 ))
 step time-torch "$TORCH_LIMIT" "$PY" -m harness.transformer.torch_time --weights "$PARTS/weights" \
-  --deadline-s $(( TORCH_LIMIT > 60 ? TORCH_LIMIT - 45 : 15 ))
+  --deadline-s $(( TORCH_LIMIT > 60 ? TORCH_LIMIT - 45 : 15 )) ${TORCH_ARGS:-}
 step accuracy 60 "$PY" -m harness.transformer.run accuracy
 step assemble 30 "$PY" -m harness.transformer.results
 step render 60 "$PY" -m analysis.report

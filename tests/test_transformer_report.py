@@ -87,3 +87,22 @@ def test_a_malformed_file_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "transformer.json" in err and "batch" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out" / "RESULTS.md").exists()
+
+
+@pytest.mark.parametrize("drop", ["torch", "ours", "accuracy", "profile", "checks", "weights"])
+def test_a_missing_part_renders_as_not_measured(tmp_path, drop):
+    doc = json.loads(DOC.read_text())
+    if drop == "torch":
+        for r in doc["timing"]["rows"]:
+            r.update(torch={}, fastest_torch=None, ratio=None, goal_met=None, acceptance_met=None)
+    elif drop == "ours":
+        for r in doc["timing"]["rows"]:
+            r.update(ours=None, ratio=None, goal_met=None, acceptance_met=None, tiles=None, tile_mismatches=None)
+    elif drop == "weights":
+        doc["weights"] = None
+    else:
+        doc[drop] = None
+    rc, text = _render(tmp_path, doc)
+    assert rc == 0 and "## Transformer" not in text
+    if drop in ("accuracy", "profile", "checks"):
+        assert "Not measured yet." in text

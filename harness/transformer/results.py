@@ -142,6 +142,10 @@ def assemble(parts=PARTS, out=OUT, ceilings_path=RESULTS_DIR / "ceilings.json", 
     return doc
 
 
+def _f(x, width: int, digits: int) -> str:
+    return f"{'-':>{width}}" if x is None else f"{x:>{width}.{digits}f}"
+
+
 def _g(x) -> str:
     return "nan" if x is None else f"{x:.3g}"
 
@@ -175,10 +179,10 @@ def summary(doc: dict) -> str:
                      f"{'img/s':>9} {'FP32%':>6}")
         for r in t["rows"]:
             o, f = r["ours"] or {}, r["fastest_torch"] or {}
-            lines.append(f"  {r['batch']:>6} {o.get('median_ms', float('nan')):>9.4f} {o.get('best', '-'):>13} "
-                         f"{f.get('median_ms', float('nan')):>9.4f} {f.get('name', '-'):>26} "
-                         f"{r['ratio'] if r['ratio'] is not None else float('nan'):>6.3f} "
-                         f"{o.get('images_per_s', float('nan')):>9.0f} {100 * o.get('fp32_share', float('nan')):>6.1f}")
+            share = o.get("fp32_share")
+            lines.append(f"  {r['batch']:>6} {_f(o.get('median_ms'), 9, 4)} {o.get('best') or '-':>13} "
+                         f"{_f(f.get('median_ms'), 9, 4)} {f.get('name') or '-':>26} {_f(r['ratio'], 6, 3)} "
+                         f"{_f(o.get('images_per_s'), 9, 0)} {_f(None if share is None else 100 * share, 6, 1)}")
         for r in t["rows"]:
             v = (r["ours"] or {}).get("variants") or {}
             lines.append(f"  ours at {r['batch']}: " + ", ".join(
@@ -189,7 +193,8 @@ def summary(doc: dict) -> str:
     if p and p.get("kernels"):
         k = p["kernels"][0]
         lines.append(f"  profile (batch {p['batch']}, {p.get('engine')}): widest {k['op']} {100 * (k['share'] or 0):.1f}% "
-                     f"({k['avg_ns'] / 1e3:.1f} us avg, {k['tflops'] or 0:.1f} TFLOP/s, {k['gb_per_s'] or 0:.0f} GB/s)")
+                     f"({k['avg_ns'] / 1e3:.1f} us avg, {k['tflops'] or 0:.1f} TFLOP/s, {k['gb_per_s'] or 0:.0f} GB/s); "
+                     + ", ".join(f"{x['op']} {100 * (x['share'] or 0):.0f}%" for x in p["kernels"][1:6]))
     return "\n".join(lines)
 
 

@@ -269,14 +269,17 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", default="128,1024,10000")
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=PROFILE_BATCH)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--layer-batch", type=int, default=32)
+    ap.add_argument("--logits-batch", type=int, default=256)
     a = ap.parse_args(argv)
     w = a.weights if a.weights == "random" else Path(a.weights)
     if a.step == "check":
-        return check(w)
+        return check(w, layer_batch=a.layer_batch, logits_batch=a.logits_batch)
     if a.step == "accuracy":
         return accuracy(w)
     if a.step == "time":
-        return time_ours(w, batches=a.batches, repeats=a.repeats)
+        return time_ours(w, batches=a.batches, warmup=a.warmup, repeats=a.repeats)
     return profile(w, batch=a.batch)
 
 
