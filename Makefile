@@ -3,6 +3,7 @@
 #   build/libmlp.so   the entry points for Python      (cuda/tools/libmlp.cu)
 #   build/mlp_host    host-only tools for CPU tests    (cuda/tools/mlp_host.cpp)
 #   build/mlp_fit     each path's fit, without a GPU   (cuda/tools/mlp_fit.cu)
+#   build/vit_forward the transformer extension        (cuda/transformer/vit_forward.cu, issue 31)
 #
 #   make ARCH=sm_90                          our submission (cuda/contract/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
@@ -56,7 +57,7 @@ GATE_OBJ   := $(call obj_of,$(GATE_SRC))
 SUB_OBJ    := $(OBJ)/submission.o
 
 .PHONY: all clean
-all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit
+all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward
 
 # A stamp that changes only when ARCH, SUBMISSION or ACCUM changes, so switching either rebuilds
 # what depends on it and nothing else.
@@ -106,6 +107,30 @@ $(BUILD)/mlp_host: $(OBJ)/tools/mlp_host.o $(HOST_OBJ)
 $(BUILD)/mlp_fit: $(OBJ)/tools/mlp_fit.o $(OBJ)/paths/path_fit.o $(OBJ)/common/common.o
 	$(NVCC) $(GENCODE) $^ -o $@
 
+# The vision transformer's forward pass (cuda/transformer/, issue 31): its own kernels, float64
+# reference and CLI, with the data loader, .npy, SHA-256 and the strict number parsers of io/.
+VIT_SRC    := $(wildcard cuda/transformer/*.cpp cuda/transformer/*.cu)
+VIT_OBJ    := $(call obj_of,$(VIT_SRC)) $(OBJ)/common/common.o $(OBJ)/io/dataset.o $(OBJ)/io/npy.o \
+              $(OBJ)/io/sha256.o $(OBJ)/io/bounds.o
+$(BUILD)/vit_forward: $(VIT_OBJ)
+	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
+
+# The same sources on the CPU (cuda/transformer/emu/: the CUDA runtime and the kernels' built-ins as
+# host code, each block's threads as std::threads): build/vit_forward_emu, for the CPU tests of the
+# kernels' indexing and the checks (tests/test_transformer_emulated.py). Not part of `all`.
+EMU_CXXFLAGS := -O2 -std=c++20 -fopenmp -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas \
+                -Icuda/transformer/emu -Icuda
+EMU_SRC    := $(VIT_SRC) cuda/common/common.cpp cuda/io/dataset.cpp cuda/io/npy.cpp cuda/io/sha256.cpp cuda/io/bounds.cpp
+EMU_OBJ    := $(patsubst cuda/%,$(BUILD)/emu/%.o,$(basename $(EMU_SRC)))
+$(BUILD)/emu/%.o: cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -x c++ -c $< -o $@
+$(BUILD)/emu/%.o: cuda/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/vit_forward_emu: $(EMU_OBJ)
+	$(CXX) $(EMU_CXXFLAGS) $^ -o $@
+
 clean:
 	rm -rf $(BUILD)
 
@@ -143,4 +168,4 @@ $(BUILD)/stationary_epoch: dev/stationary/stationary_epoch.cu $(BUILD)/config.st
 print-nvcc:
 	@echo $(NVCC) $(NVCCFLAGS)
 
--include $(shell find $(OBJ) $(BUILD)/asan -name '*.d' ! -name 'submission-*.d' 2>/dev/null) $(SUB_DEP)
+-include $(shell find $(OBJ) $(BUILD)/asan $(BUILD)/emu -name '*.d' ! -name 'submission-*.d' 2>/dev/null) $(SUB_DEP)

@@ -332,9 +332,80 @@ def ours_studies(c, only=None):
     _exit_on(ours_main(["--only", only] if only else []) or 0, "gpu.ours-studies: a study failed (above)")
 
 
+# ----------------------------------------------------------------------------- transformer: issue 31
+
+@task(name="train", help={"device": "cuda (default where there is one) or cpu",
+                          "epochs": "override transformer.toml's epochs",
+                          "train-size": "override its train_size (the first N training images)",
+                          "eval-size": "test images evaluated after each epoch (default: test_size)"})
+def transformer_train(c, device=None, epochs=None, train_size=None, eval_size=None):
+    """Train transformer.toml's vision transformer briefly with PyTorch -> results/transformer/weights/ (params.npy, manifest.json with SHA-256s)."""
+    from harness.transformer.train import main as train_main
+    args = [f"--{k}={v}" for k, v in (("device", device), ("epochs", epochs), ("train-size", train_size),
+                                      ("eval-size", eval_size)) if v is not None]
+    _exit_on(train_main(args), "transformer.train: failed (above)")
+
+
+@task(name="check", help={"layer-batch": "test images for layer one's checks (default 32)",
+                          "logits-batch": "test images for the logits' checks (default 256)"})
+def transformer_check(c, layer_batch=32, logits_batch=256):
+    """Our CUDA forward against float64 on both GEMM engines (fp32 FFMA, tf32x3 tensor cores), trained and seeded random weights: each check's value, limit, verdict -> results/transformer/check_*.json."""
+    from harness.transformer import run as vit
+    _exit_on(vit.check(layer_batch=int(layer_batch), logits_batch=int(logits_batch)),
+             "transformer.check: a check failed or the binary stopped (above)")
+
+
+@task(name="time", help={"batches": "comma-separated batch sizes (default 128,1024,10000)",
+                         "repeats": "timed forwards per batch and variant (default 30)",
+                         "pytorch": "also time PyTorch's variants and record its test-set logits (default: on)"})
+def transformer_time(c, batches="128,1024,10000", repeats=30, pytorch=True):
+    """Our forward (both engines, stream and CUDA graph, tiles tuned) and PyTorch's variants (eager, CUDA graph, torch.compile) at each batch -> results/transformer/time_ours.json, torch_time.json."""
+    from harness.transformer import run as vit
+    rc = vit.time_ours(batches=batches, repeats=int(repeats))
+    if pytorch:
+        from harness.transformer.torch_time import main as torch_main
+        rc = max(rc, torch_main(["--weights", str(vit.WEIGHTS), "--batches", batches, "--repeats", str(repeats)]))
+    _exit_on(rc, "transformer.time: a timing run failed (above)")
+
+
+@task(name="accuracy")
+def transformer_accuracy(c):
+    """Test-set accuracy of our forward against PyTorch's with the same weights; differing predictions explained -> results/transformer/accuracy.json."""
+    from harness.transformer import run as vit
+    _exit_on(vit.accuracy(), "transformer.accuracy: the accuracies differ beyond rounding, or a run failed (above)")
+
+
+@task(name="profile", help={"batch": "the profiled forward's batch (default 1024)"})
+def transformer_profile(c, batch=1024):
+    """Nsight Systems on one forward -> profile/transformer.nsys-rep and its three stats CSVs, results/transformer/profile.json."""
+    from harness.transformer import run as vit
+    _exit_on(vit.profile(batch=int(batch)), "transformer.profile: failed (above)")
+
+
+@task(name="report")
+def transformer_report(c):
+    """Assemble results/transformer.json from results/transformer/ and re-render RESULTS.md (its transformer section)."""
+    from harness.transformer.results import main as results_main
+    from analysis.report import main as render_main
+    _exit_on(results_main(["--summary"]) or render_main([]) or 0, "transformer.report: failed (above)")
+
+
+@task(name="all", pre=[transformer_train, transformer_check, transformer_time, transformer_accuracy,
+                       transformer_profile, transformer_report])
+def transformer_all(c):
+    """train, check, time, accuracy, profile and report in one go (stops at the first failure; dev/transformer_device.sh runs every step)."""
+
+
+transformer = Collection("transformer", transformer_train, transformer_check, transformer_time,
+                         transformer_accuracy, transformer_profile, transformer_report)
+transformer.add_task(transformer_all, default=True)
+transformer.__doc__ = "The vision transformer's forward pass (issue 31): train, check, time, profile, report."
+
+
 gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
-ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu)
+ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
+               transformer)
 
 
 def _bad_input_exits_2(body):
@@ -352,5 +423,5 @@ def _bad_input_exits_2(body):
     return checked
 
 
-for _t in [*ns.tasks.values(), *gpu.tasks.values()]:
+for _t in [*ns.tasks.values(), *gpu.tasks.values(), *transformer.tasks.values()]:
     _t.body = _bad_input_exits_2(_t.body)

@@ -28,7 +28,8 @@ FILES = {"run": "run.json", "pytorch": "pytorch.json", "phases": "persistent_pha
          "torch_memory": "torch_memory.json", "torch_batch": "torch_batch_steps.json",
          "torch_linear": "torch_linear_kernels.json",
          "stationary_phases": "stationary_phases.json",
-         "ours_batch": "ours_batch_steps.json", "ours_linear": "ours_linear_kernels.json"}
+         "ours_batch": "ours_batch_steps.json", "ours_linear": "ours_linear_kernels.json",
+         "transformer": "transformer.json"}
 SCHEMA_OF = {"run": "run", "pytorch": "pytorch", "phases": "persistent_phases",
              "sanitize": "sanitize", "ceilings": "ceilings", "sweep": "sweep",
              "full_split": "sweep", "torch_memory": "torch_memory",
@@ -253,6 +254,7 @@ class Inputs:
     stationary_phases: dict | None = None
     ours_batch: dict | None = None
     ours_linear: dict | None = None
+    transformer: dict | None = None
 
 
 def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures) -> Inputs:
@@ -272,4 +274,18 @@ def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures)
         ncu=load_ncu(paths["ncu"]),
         predictions=load_predictions(predictions_path, measures),
         gaps=load_gaps(gaps_path),
+        transformer=load_transformer(paths["transformer"]),
         paths=paths)
+
+
+def load_transformer(path) -> dict | None:
+    """results/transformer.json (harness/transformer/results.py), checked against
+    spec/transformer_schema.py; None when absent."""
+    from spec.transformer_schema import validate_transformer
+    doc = load_json(path, required=False)
+    if doc is not None:
+        try:
+            validate_transformer(doc, path)
+        except SchemaError as exc:
+            raise InputError(exc) from None
+    return doc

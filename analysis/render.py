@@ -11,7 +11,7 @@ import jinja2
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
-from analysis.sections import ours_studies, supervised, torch_studies
+from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
 from spec.files import ROOT, write_all
@@ -103,6 +103,7 @@ def results_context(inp: Inputs) -> dict:
         "ours_linear": ours_studies.linear(inp.ours_linear, inp.torch_linear),
         "stationary": floor.stationary(inp.stationary_phases, run),
         "floor": floor.floor(run, inp.ceilings, inp.phases, inp.stationary_phases),
+        "transformer": transformer.section(inp.transformer),
     }
 
 

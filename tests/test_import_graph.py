@@ -85,3 +85,21 @@ def test_no_import_cycle():
     for n in sorted(g):
         if n not in state:
             visit(n)
+
+
+# The transformer extension (issue 31) stands beside the MLP's harness: it reads the data and reuses the
+# profiler's nsys helpers and analysis/nsys_csv.py, and nothing else of the MLP's harness (gate,
+# baseline, studies, run); nothing of the MLP's imports it but tasks.py.
+TRANSFORMER_MAY_IMPORT = ("harness.transformer", "harness.data", "harness.profiling", "analysis.nsys_csv", "spec")
+
+
+def test_the_transformer_extension_imports_only_its_layers():
+    g = graph()
+    mine = [n for n in g if n.startswith("harness.transformer")]
+    assert "harness.transformer.run" in mine
+    bad = [(n, d) for n in mine for d in g[n]
+           if not any(d == p or d.startswith(p + ".") for p in TRANSFORMER_MAY_IMPORT)]
+    assert not bad, bad
+    users = [n for n, deps in g.items() if any(d.startswith("harness.transformer") for d in deps)
+             and not n.startswith("harness.transformer") and n != "tasks"]
+    assert not users, users

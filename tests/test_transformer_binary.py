@@ -1,0 +1,83 @@
+"""build/vit_forward without a GPU: it builds for sm_90 and sm_75 (compile only), its host modes and
+exit statuses (bad input 2, no device 3), and its kernels under the CPU emulation
+(build/vit_forward_emu: cuda/transformer/emu/): every check passes with each GEMM tile, the CUDA graph
+replays the stream's result; both GEMM engines (FFMA, and 3xTF32 with the mma.sync fragments emulated
+from the PTX ISA's layout)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from spec.files import BUILD_DIR, ROOT
+
+BIN, EMU = BUILD_DIR / "vit_forward", BUILD_DIR / "vit_forward_emu"
+
+
+def _make(target, *extra):
+    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", *extra, str(target)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def emu():
+    _make(EMU.relative_to(ROOT))
+    return EMU
+
+
+def _run(binary, *args, env=None, timeout=600):
+    return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=None if env is None else dict(os.environ, **env))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
+def test_the_binary_builds(tmp_path, arch):
+    build = tmp_path / arch
+    _make(build / "vit_forward", f"ARCH={arch}", f"BUILD={build}")
+    assert (build / "vit_forward").exists()
+
+
+def test_exit_statuses_without_a_gpu(tmp_path):
+    if not BIN.exists():
+        pytest.skip("build/vit_forward missing: run `invoke build`")
+    assert _run(BIN, "--help").returncode == 0
+    for args, code, text in ((("nope",), 2, "unknown mode"), (("check", "--random", "1", "--bogus", "2"), 2, "unknown flag"),
+                             (("check",), 2, "exactly one of --weights"),
+                             (("check", "--weights", tmp_path), 2, "manifest.json")):
+        res = _run(BIN, *args)
+        assert res.returncode == code and text in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    res = _run(BIN, "check", "--random", "1", "--layer-batch", "2", "--logits-batch", "2")
+    if res.returncode == 0:
+        pytest.skip("a CUDA device is present")
+    assert res.returncode == 3 and "CUDA error" in res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["fp32", "tf32x3"])
+@pytest.mark.parametrize("tile", ["big", "mid", "small"])
+def test_emulated_kernels_pass_every_check(emu, tmp_path, tile, engine):
+    out = tmp_path / "check.json"
+    res = _run(emu, "check", "--random", "7", "--gemm", engine, "--layer-batch", "3", "--logits-batch", "3",
+               "--explain", "5,9", "--out", out, env={"VIT_TILE": tile, "VIT_EMU_SMS": "2"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["passed"] and doc["gemm"] == engine and len(doc["checks"]) == 30 and doc["argmax_agree"] == 3
+    assert [e["index"] for e in doc["explain"]] == [5, 9]
+    for e in doc["explain"]:
+        assert all(abs(o - r) <= b for o, r, b in zip(e["ours"], e["ref"], e["bound"]))
+
+
+@pytest.mark.slow
+def test_emulated_timing_and_graph(emu, tmp_path):
+    out = tmp_path / "time.json"
+    res = _run(emu, "time", "--random", "7", "--batches", "1,2", "--warmup", "1", "--repeats", "2", "--out", out)
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(out.read_text())["timing"]["rows"]
+    assert [r["batch"] for r in rows] == [1, 1, 2, 2] and all(len(r["graph"]["times_ms"]) == 2 for r in rows)
+    assert [r["engine"] for r in rows] == ["fp32", "tf32x3"] * 2 and "ln1+qkv=" in rows[0]["tiles"]
+    res = _run(emu, "profile", "--random", "7", "--batch", "1")
+    assert res.returncode == 0 and "NVTX range vit-forward" in res.stdout
