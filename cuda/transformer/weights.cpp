@@ -56,10 +56,10 @@ LoadedWeights load_weights(const std::string& dir, const VitConfig& c, const Vit
     throw UserError(mpath + ": version " + member(m, "version", JsonValue::kNumber, mpath).text + ", want " +
                     std::to_string(kVersion));
   if (member_string(m, "dtype", mpath) != "float32") throw UserError(mpath + ": dtype is not float32");
-  const JsonValue& tensors = member(m, "tensors", JsonValue::kArray, mpath);
+  const JsonValue tensors = member(m, "tensors", JsonValue::kArray, mpath);
 
   // 1. Every file against its hash, before any of it is parsed.
-  const JsonValue& files = member(m, "files", JsonValue::kArray, mpath);
+  const JsonValue files = member(m, "files", JsonValue::kArray, mpath);
   std::string params_file, params_bytes, params_hash;
   for (const auto& f : files.items) {
     const std::string name = member_string(f, "path", mpath + ": files[]"), want = member_string(f, "sha256", mpath);
@@ -76,7 +76,7 @@ LoadedWeights load_weights(const std::string& dir, const VitConfig& c, const Vit
   if (params_file.empty()) throw UserError(mpath + ": \"file\" is not among the hashed \"files\"");
 
   // 2. The model it was made for is this config's.
-  const JsonValue& cfg = member(m, "config", JsonValue::kObject, mpath);
+  const JsonValue cfg = member(m, "config", JsonValue::kObject, mpath);
   std::string diffs;
   for (const auto& key : kModelKeys) {
     const JsonValue* v = cfg.get(key);
@@ -95,7 +95,7 @@ LoadedWeights load_weights(const std::string& dir, const VitConfig& c, const Vit
     const JsonValue& t = tensors.items[i];
     const std::string at = mpath + ": tensors[" + std::to_string(i) + "]";
     const std::string name = member_string(t, "name", at);
-    const JsonValue& shape = member(t, "shape", JsonValue::kArray, at);
+    const JsonValue shape = member(t, "shape", JsonValue::kArray, at);
     bool same = name == layout[i].name && shape.items.size() == layout[i].shape.size() &&
                 (size_t)member_number(t, "offset", at) == layout[i].offset &&
                 (size_t)member_number(t, "count", at) == layout[i].count;
