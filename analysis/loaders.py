@@ -255,6 +255,7 @@ class Inputs:
     ours_batch: dict | None = None
     ours_linear: dict | None = None
     transformer: dict | None = None
+    sanitize_reruns: list = field(default_factory=list)   # [(path, doc, committed_in)] of sanitize_*.json
 
 
 def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures) -> Inputs:
@@ -275,7 +276,20 @@ def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures)
         predictions=load_predictions(predictions_path, measures),
         gaps=load_gaps(gaps_path),
         transformer=load_transformer(paths["transformer"]),
+        sanitize_reruns=load_sanitize_reruns(results_dir),
         paths=paths)
+
+
+def load_sanitize_reruns(results_dir) -> list:
+    """results/sanitize_*.json: `invoke sanitize --paths X` runs of some targets alone, each checked
+    as sanitize.json is, with the commit that last changed it (git: such files record none)."""
+    from spec.provenance import committed_in
+    out = []
+    for path in sorted(Path(results_dir).glob("sanitize_*.json")):
+        doc = load_json(path, SCHEMA_OF["sanitize"], required=False)
+        if doc is not None:
+            out.append((path, doc, doc.get("commit") or committed_in(path)))
+    return out
 
 
 def load_transformer(path) -> dict | None:

@@ -10,6 +10,7 @@ import jinja2
 
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
+from spec.provenance import committed_in
 from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
 from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
@@ -80,7 +81,8 @@ def results_context(inp: Inputs) -> dict:
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
         "loss_curve": gate.loss_curve(run, torch), "phases": phase,
-        "sanitize": sanitize.section(inp.sanitize, inp.sanitize_log),
+        "sanitize": sanitize.section(inp.sanitize, inp.sanitize_log, inp.sanitize_reruns,
+                                     (inp.sanitize or {}).get("commit") or committed_in(inp.paths["sanitize"])),
         "memory": memory.memory_cost(inp.sweep, run, torch),
         "full_split": memory.full_split(inp.full_split, inp.sweep, run),
         "profiles": list(profs.values()), "unprofiled": missing_files,

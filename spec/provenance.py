@@ -74,6 +74,17 @@ def _count(repo: Path, a: str, b: str) -> int:
     return int(_git(repo, "rev-list", "--count", f"{a}..{b}").stdout.strip())
 
 
+def committed_in(path: Path, repo: Path = ROOT) -> str | None:
+    """The commit that last changed `path` in repo's history (git log -1), None when it was never
+    committed or git cannot say: where a results file records no commit, when it reached the
+    repository."""
+    try:
+        proc = _git(repo, "log", "-1", "--format=%H", "--", str(Path(path).resolve().relative_to(Path(repo).resolve())))
+    except (OSError, ValueError):
+        return None
+    return proc.stdout.strip() or None
+
+
 def is_shallow(repo: Path = ROOT) -> bool:
     """A shallow clone: its history is cut, so it cannot count the commits between two others."""
     try:
