@@ -6,7 +6,6 @@ RESULTS.md section renders with every part. GPU tests at the end run the real bi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -197,3 +196,10 @@ def test_torch_time_runs_its_variants_on_cpu_stand_ins(tmp_path, monkeypatch):
     assert np.load(tmp_path / "l.npy").shape == (10000, 10)
     t = tresults.timing(None, doc, None)
     assert t["rows"][0]["fastest_torch"]["name"] in variants[:3]
+
+
+def test_a_prediction_margin_is_the_gap_between_the_two_classes_logits():
+    import numpy as np
+    from harness.transformer import run as vit_run
+    z = np.array([0.5, 2.0, -1.0], dtype=np.float32)
+    assert vit_run._margin(z, 1, 0) == 1.5 and vit_run._margin(z, 2, 1) == -3.0

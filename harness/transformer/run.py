@@ -37,6 +37,11 @@ PROFILE_NAME, PROFILE_RANGE, PROFILE_BATCH = "transformer", "vit-forward", 1024
 EXPLAIN_MAX = 64   # differing predictions explained one by one (the rest counted)
 
 
+def _margin(logits, a: int, b: int) -> float:
+    """How far class a's logit is above class b's (negative: below)."""
+    return float(logits[a] - logits[b])
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
