@@ -27,6 +27,7 @@
 #include "common/rng.h"
 #include "gate/call_watch.h"
 #include "gate/guard.h"
+#include "gate/workload.h"
 
 namespace {
 
@@ -222,11 +223,7 @@ CaseResult case_stream_contract(const GateInputs& g) {
   const int n = std::min(g.recipe->train_size, 2 * B + std::max(1, B * 11 / 32));  // case 9's epoch
   const float lr = (float)g.recipe->lr, mu = (float)g.recipe->momentum;
   SplitMix64 rng(stream_seed(g.seed, kStreamTest, 13));
-  auto noise = [&](size_t count, double scale) {
-    std::vector<float> v(count);
-    for (auto& x : v) x = (float)((rng.uniform() * 2 - 1) * scale);
-    return v;
-  };
+  auto noise = [&](size_t count, double scale) { return gate::uniform(count, scale, rng); };
   // Inputs: real images and labels in epoch 0's order, the initial parameters, drawn values elsewhere.
   std::vector<float> X((size_t)B * s.in);
   std::vector<int> y((size_t)B);

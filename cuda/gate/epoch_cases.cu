@@ -74,11 +74,6 @@ Part epoch_part(const Workload& w, const EpochSpec& e) {
   return part;
 }
 
-std::vector<float> drawn(size_t n, double scale, SplitMix64& rng) {
-  std::vector<float> v(n);
-  for (auto& x : v) x = (float)((rng.uniform() * 2 - 1) * scale);
-  return v;
-}
 
 }  // namespace
 
@@ -91,19 +86,19 @@ CaseResult case_epoch_check(const GateInputs& g) {
   std::vector<Part> parts;
   // The recipe: the initial parameters and a velocity as after some steps (the step must use it).
   EpochSpec recipe{g.recipe->batch, (float)g.recipe->lr, (float)g.recipe->momentum, rw.init,
-                   drawn(rw.init.size(), 1e-3, rng), ""};
+                   uniform(rw.init.size(), 1e-3, rng), ""};
   parts.push_back(epoch_part(rw, recipe));
   // The recipe's shape at drawn hyperparameters from a drawn state: parameters moved by U(±0.05),
   // velocity U(±1e-2).
   const auto [lr, mu] = drawn_hyperparameters(seed + 1);
-  EpochSpec moved{g.recipe->batch, lr, mu, rw.init, drawn(rw.init.size(), 1e-2, rng), ", from a drawn state"};
-  const std::vector<float> shift = drawn(rw.init.size(), 0.05, rng);
+  EpochSpec moved{g.recipe->batch, lr, mu, rw.init, uniform(rw.init.size(), 1e-2, rng), ", from a drawn state"};
+  const std::vector<float> shift = uniform(rw.init.size(), 0.05, rng);
   for (size_t i = 0; i < moved.p0.size(); ++i) moved.p0[i] += shift[i];
   parts.push_back(epoch_part(rw, moved));
   // The odd shape at batches 7 and 129, drawn hyperparameters, from its initial parameters.
   for (int b : {kOddBatches[1], kOddBatches[2]}) {
     const auto [lro, muo] = drawn_hyperparameters(seed + 2 + (uint64_t)b);
-    EpochSpec odd{b, lro, muo, ow.init, drawn(ow.init.size(), 1e-3, rng), ""};
+    EpochSpec odd{b, lro, muo, ow.init, uniform(ow.init.size(), 1e-3, rng), ""};
     parts.push_back(epoch_part(ow, odd));
   }
   combine(r, parts,

@@ -166,6 +166,12 @@ std::string device_changed(const char* fn, const char* name, const T* dev, const
 template std::string device_changed<float>(const char*, const char*, const float*, const float*, size_t);
 template std::string device_changed<int>(const char*, const char*, const int*, const int*, size_t);
 
+std::vector<float> uniform(size_t n, double scale, SplitMix64& rng) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = (float)((rng.uniform() * 2 - 1) * scale);
+  return v;
+}
+
 std::pair<float, float> drawn_hyperparameters(uint64_t seed) {
   SplitMix64 rng(seed);
   const float lr = (float)(0.01 + 0.49 * rng.uniform()), mu = (float)(0.3 + 0.69 * rng.uniform());

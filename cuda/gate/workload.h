@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rng.h"
 #include "gate/cases.h"
 #include "gate/guard.h"
 
@@ -69,6 +70,9 @@ std::string inputs_changed(const char* fn, const std::vector<std::pair<const Dev
 // The same for a device array that is not a DevBuf (the training set: `n` values from `want`).
 template <class T>
 std::string device_changed(const char* fn, const char* name, const T* dev, const T* want, size_t n);
+
+// `n` values drawn uniformly from (−scale, scale) with `rng` (velocities, gradients, shifts).
+std::vector<float> uniform(size_t n, double scale, SplitMix64& rng);
 
 // A learning rate and momentum other than the recipe's, drawn with `seed` (cases 5 and 9): lr in
 // [0.01, 0.5), momentum in [0.3, 0.99).
