@@ -21,13 +21,12 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from spec import validate
+from spec import catalog, validate
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT
 
 REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum")
 CAPTURE_RANGE = "profile-epoch"
 # The binary's paths (cuda/paths/stepwise_path.cu path_names), used when results/run.json does not list them.
-DEFAULT_PATHS = ("unfused", "fused", "graph", "persistent", "stationary")
 # Extra `nsys profile` options profile_all passes: trace the kernels inside CUDA graphs one by one
 # (the default, "graph", traces a graph as one item, so the graph path's kernels would not appear
 # in cuda_gpu_kern_sum and its launches per step could not be counted).
@@ -175,14 +174,15 @@ def profile_path(path_name: str, binary: str | os.PathLike = "build/mlp_train",
 
 
 def default_paths(results_dir: Path = RESULTS_DIR) -> list[str]:
-    """The paths results/run.json lists (those the build ran), else DEFAULT_PATHS."""
+    """The paths results/run.json lists (those the build ran), else the build's default set
+    (the binary's registry, spec/catalog.py)."""
     run_json = Path(results_dir) / "run.json"
     try:
         paths = list(json.loads(run_json.read_text())["paths"])
     except (OSError, ValueError, KeyError, TypeError):
         paths = []
     # Names from a results file become file names: each must be a safe name (spec/validate.py).
-    return [validate.safe_name(p, f"{run_json}: paths") for p in paths] or list(DEFAULT_PATHS)
+    return [validate.safe_name(p, f"{run_json}: paths") for p in paths] or list(catalog.default_path_names())
 
 
 def profile_all(paths: Sequence[str] | None = None, pytorch: bool = True,

@@ -57,16 +57,14 @@ def test_every_path_has_a_host_side_make_path_builds():
         assert f'"{name}"' in make_path, f"make_path (cuda/paths/stepwise_path.cu) does not build {name!r}"
 
 
-def test_the_lists_of_paths_kept_elsewhere_follow_the_registry():
-    """The copies a new path must still be added to (docs/CONTRIBUTING.md names them): build/mlp_fit's
-    output, the architecture table's columns and the paths `invoke profile` falls back to."""
+def test_the_lists_of_paths_kept_elsewhere_follow_the_registry(tmp_path):
+    """build/mlp_fit's output (the one copy left: it instantiates each path's fit) and what reads
+    the registry instead of a list: the paths `invoke profile` falls back to."""
     import json
 
     from harness import profiling
-    from harness.studies import arch_resources
     fit = subprocess.run([str(BUILD_DIR / "mlp_fit"), "--cc", "90", "--sms", "132", "--smem-per-block", "232448",
                           "--smem-per-sm", "233472", "--threads-per-sm", "2048", "--clusters", "1"],
                          capture_output=True, text=True, check=True)
     assert [k for k in json.loads(fit.stdout) if k != "device_limits"] == list(catalog.path_names())
-    assert arch_resources.TABLE_PATHS == catalog.path_names()
-    assert profiling.DEFAULT_PATHS == catalog.default_path_names()
+    assert profiling.default_paths(tmp_path) == list(catalog.default_path_names())

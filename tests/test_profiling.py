@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import profiling
+from spec import catalog
 
 FAKE_NSYS = """#!{python}
 import json, os, sys
@@ -182,7 +183,7 @@ def test_profile_all_runs_every_path_from_the_root_with_node_graph_trace(env):
     results.mkdir()
     (results / "run.json").write_text(json.dumps({"paths": {"fused": {}, "graph": {}}}))
     assert profiling.default_paths(results) == ["fused", "graph"]
-    assert profiling.default_paths(env["tmp"] / "nowhere") == list(profiling.DEFAULT_PATHS)
+    assert profiling.default_paths(env["tmp"] / "nowhere") == list(catalog.default_path_names())
     done = profiling.profile_all(None, pytorch=False, binary=env["binary"],
                                  data_dir=env["tmp"] / "data", out_dir=env["out"],
                                  results_dir=results)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from harness.studies.launch_sites import launch_block_sizes
 from harness.studies.ptx_names import base_name, demangle, parse_ptx_bounds, short_name
-from spec import files, validate
+from spec import catalog, files, validate
 from spec.files import ROOT, write_text
 
 CUDA_DIR = ROOT / "cuda"
@@ -428,7 +428,6 @@ def limits_table() -> str:
 EXAMPLE_GPUS: dict[str, tuple[str, int]] = {
     "sm_75": ("T4", 40), "sm_80": ("A100", 108), "sm_86": ("A10", 72), "sm_89": ("L4", 58),
     "sm_90": ("H100 SXM / H200", 132), "sm_100": ("B200", 148), "sm_120": ("RTX 5090", 170)}
-TABLE_PATHS = ("unfused", "fused", "graph", "persistent", "persistent2", "stationary")
 FIT_TOOL = ROOT / "build" / "mlp_fit"
 
 
@@ -460,12 +459,13 @@ def _cell(fit: dict) -> str:
 
 def path_table(tool: Path = FIT_TOOL) -> str:
     """README's table: which paths run, in which configuration, on which class of GPU."""
-    lines = ["| GPU class (example, SMs) | " + " | ".join(f"`{p}`" for p in TABLE_PATHS) + " |",
-             "|---|" + "---|" * len(TABLE_PATHS)]
+    table_paths = catalog.path_names()   # every path of the binary's registry, opt-in ones too
+    lines = ["| GPU class (example, SMs) | " + " | ".join(f"`{p}`" for p in table_paths) + " |",
+             "|---|" + "---|" * len(table_paths)]
     for arch, lim in ARCHS.items():
         name, sms = EXAMPLE_GPUS[arch]
         fits = path_fits(arch, sms, tool)
-        lines.append(f"| {arch} {lim.gpus} ({name}, {sms}) | " + " | ".join(_cell(fits[p]) for p in TABLE_PATHS) + " |")
+        lines.append(f"| {arch} {lim.gpus} ({name}, {sms}) | " + " | ".join(_cell(fits[p]) for p in table_paths) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from spec import provenance
+from spec import catalog, provenance
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, check_targets, write_json
 
 EXIT_CUDA_ERROR = 3   # mlp_train's status for a CUDA error, no device among them (cuda/common/exit_status.h)
@@ -82,7 +82,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     binary = BUILD_DIR / "mlp_train"
     if not binary.exists():
         raise SystemExit(f"error: {binary} missing: run `invoke build` first")
-    paths = paths or ["unfused", "fused", "graph", "persistent", "persistent2", "stationary"]  # persistent2: opt-in, checked too
+    paths = paths or list(catalog.path_names())   # the registry's, the opt-in ones checked too
     plan = []
     for tool in tools:
         for path in paths:
