@@ -4,6 +4,7 @@
 #   build/mlp_host    host-only tools for CPU tests    (cuda/tools/mlp_host.cpp)
 #   build/mlp_fit     each path's fit, without a GPU   (cuda/tools/mlp_fit.cu)
 #   build/vit_forward the transformer extension        (cuda/transformer/vit_forward.cu, issue 31)
+#   build/gemm_check  the tiled GEMMs against float64   (cuda/tools/gemm_check.cu)
 #
 #   make ARCH=sm_90                          our submission (cuda/contract/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
@@ -57,7 +58,7 @@ GATE_OBJ   := $(call obj_of,$(GATE_SRC))
 SUB_OBJ    := $(OBJ)/submission.o
 
 .PHONY: all clean
-all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward
+all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward $(BUILD)/gemm_check
 
 # A stamp that changes only when ARCH, SUBMISSION or ACCUM changes, so switching either rebuilds
 # what depends on it and nothing else.
@@ -98,6 +99,10 @@ $(BUILD)/mlp_train: $(OBJ)/cli/mlp_train.o $(SUB_OBJ) $(PATHS_OBJ) $(GATE_OBJ) $
 
 $(BUILD)/libmlp.so: $(OBJ)/tools/libmlp.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
+
+# The tiled path's GEMMs at forced tile shapes and splits against float64 (tests/test_gpu_tiled.py).
+$(BUILD)/gemm_check: $(OBJ)/tools/gemm_check.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
+	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/mlp_host: $(OBJ)/tools/mlp_host.o $(HOST_OBJ)
 	$(CXX) $(CXXFLAGS) $^ -o $@

@@ -20,7 +20,7 @@ const char* kSynopsis =
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
     "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--smoke] [--perf-only]\n"
     "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]]\n"
-    "                 [--strict-determinism] [--help]\n"
+    "                 [--strict-determinism] [--parity] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --out DIR       an existing directory, or a new one whose parent exists (default results)\n"
     "  --paths a,b     the kernel paths to run (default every path but the opt-in persistent2)\n"
@@ -32,6 +32,8 @@ const char* kSynopsis =
     "  --reference shipped  case 7 compares with DATA/reference (the float64 result shipped for the\n"
     "                  recipe) instead of retraining float64 on the CPU (same-run, the default)\n"
     "  --perf-only     time the paths (case 8) without the gate or the float64 reference (sweeps)\n"
+    "  --parity        with --perf-only: also one epoch of every path against one float64 epoch on the\n"
+    "                  CPU (run.json \"parity_vs_fp64\" per path, \"fp64_reference\")\n"
     "  --run-id STR    written into run.json as \"run_id\" (1-128 of A-Z a-z 0-9 . _ : + -)\n"
     "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json);\n"
     "                  harness/gate/supervisor.py runs each in a fresh process and merges them into\n"
@@ -90,7 +92,8 @@ Options parse_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") { o.help = true; return o; }
     const bool valued = kValueFlags.count(a) > 0;
-    const bool boolean = a == "--quick" || a == "--smoke" || a == "--perf-only" || a == "--strict-determinism";
+    const bool boolean = a == "--quick" || a == "--smoke" || a == "--perf-only" || a == "--strict-determinism" ||
+                         a == "--parity";
     if (!valued && !boolean) {
       if (a == "--persistent-phases")
         throw UserError("--persistent-phases: moved to build/persistent_phases (`invoke gpu.phases`)");
@@ -101,6 +104,7 @@ Options parse_args(const std::vector<std::string>& args) {
       if (a == "--quick") o.quick = true;
       else if (a == "--smoke") o.quick = o.smoke = true;
       else if (a == "--strict-determinism") o.strict_determinism = true;
+      else if (a == "--parity") o.parity = true;
       else o.perf_only = true;
       continue;
     }
@@ -136,6 +140,7 @@ Options parse_args(const std::vector<std::string>& args) {
   // Modes that cannot be combined: each would silently drop the other's work.
   const char* mode = !o.profile.empty() ? "--profile" : o.perf_only ? "--perf-only" : nullptr;
   if (!o.profile.empty() && o.perf_only) throw UserError("--profile and --perf-only cannot be combined");
+  if (o.parity && !o.perf_only) throw UserError("--parity needs --perf-only (a gate run checks parity already)");
   if (mode && o.quick) throw UserError(std::string(mode) + " and " + (o.smoke ? "--smoke" : "--quick") +
                                        " cannot be combined");
   if (!o.stages.empty() && (mode || o.quick))
@@ -224,6 +229,6 @@ std::string options_json(const Options& o) {
       .set("out", Json::str(o.out)).set("init", Json::str(o.init)).set("profile", Json::str(o.profile))
       .set("reference", Json::str(o.reference)).set("run_id", Json::str(o.run_id)).set("paths", paths.done())
       .set("quick", Json::boolean(o.quick)).set("smoke", Json::boolean(o.smoke))
-      .set("perf_only", Json::boolean(o.perf_only)).set("strict_determinism", Json::boolean(o.strict_determinism)).set("overrides", ov.done()).set("stage", stages.done())
+      .set("perf_only", Json::boolean(o.perf_only)).set("strict_determinism", Json::boolean(o.strict_determinism)).set("parity", Json::boolean(o.parity)).set("overrides", ov.done()).set("stage", stages.done())
       .done();
 }

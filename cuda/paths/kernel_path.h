@@ -7,6 +7,8 @@
 //   persistent2 the same with two barriers a step (opt-in: only when named in --paths)
 //   stationary  one cluster launch per epoch: weights stationary in shared memory, one cross-SM
 //               wait a step (recipe shape on sm_90+)
+//   tiled       float32 register-tiled GEMMs, tile shape and split-K by problem shape, the update in
+//               dW1's epilogue, four kernels a step, the epoch as a CUDA graph (any shape)
 //   submission  the linked submission's mlp_train_epoch (only when it is not ours)
 #pragma once
 #include <cuda_runtime.h>
@@ -71,6 +73,9 @@ class KernelPath {
   // Kernel launches per training step for an epoch of `steps` steps (a whole-epoch kernel
   // declares 1/steps; -1: unknown, an outside submission).
   virtual double launches_per_step(int steps) const = 0;
+  // What its matrix products and column sums accumulate in: "float32", "float64" (the stepwise
+  // paths' build option MLP_ACCUM), "float32 (TF32 split products)" or "unknown" (a submission).
+  virtual std::string accumulator() const = 0;
   // What the path needs of the device (`lim`, capped or not) for layer widths `s` and `batch`
   // rows, checked there: the configuration it then runs in, or why it is skipped. Queries the
   // device (cudaFuncGetAttributes, occupancy) but never throws for a refused configuration.
@@ -101,6 +106,9 @@ std::unique_ptr<KernelPath> make_persistent2_path();
 // cuda/paths/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
 // chip, one cross-SM wait a step (recipe shape, sm_90+).
 std::unique_ptr<KernelPath> make_stationary_path();
+// cuda/paths/tiled_path.cu: float32 register-tiled GEMMs chosen by shape, four kernels a step, the
+// epoch as one CUDA graph (the path for widths and batches far from the recipe's).
+std::unique_ptr<KernelPath> make_tiled_path();
 
 // Test accuracy and mean loss of `params` on n rows already on the device (our trusted fused
 // forward, whatever submission is linked). `scratch` holds chunk × (hidden + out) floats.

@@ -34,6 +34,7 @@ class PersistentPath : public KernelPath {
   PersistentPath(const PersistentPath&) = delete;
   PersistentPath& operator=(const PersistentPath&) = delete;
   std::string name() const override { return name_; }
+  std::string accumulator() const override { return "float32"; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {

@@ -38,6 +38,7 @@ class StationaryPath : public KernelPath {
   StationaryPath(const StationaryPath&) = delete;
   StationaryPath& operator=(const StationaryPath&) = delete;
   std::string name() const override { return "stationary"; }
+  std::string accumulator() const override { return "float32 (TF32 split products)"; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {

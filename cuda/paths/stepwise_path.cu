@@ -31,6 +31,9 @@ const char* status_name(int status) { return mlp_status_name(status); }
 namespace {
 constexpr int kEw = 256;  // threads of the elementwise kernels
 
+// The stepwise GEMMs' and column sums' accumulator (MLP_ACCUM, make ACCUM=...).
+std::string stepwise_accumulator() { return sizeof(Accum) == 8 ? "float64" : "float32"; }
+
 // Multiprocessors (split-K sizes its grids by them): effective_limits(), caps included.
 int sm_count() { return effective_limits().sms; }
 
@@ -237,6 +240,7 @@ std::vector<KernelUse> unfused_kernels() {
 class FusedPath : public KernelPath {
  public:
   std::string name() const override { return "fused"; }
+  std::string accumulator() const override { return stepwise_accumulator(); }
   PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(fused_kernels(), lim); }
   double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override { fused_epoch(a); }
@@ -245,6 +249,7 @@ class FusedPath : public KernelPath {
 class UnfusedPath : public KernelPath {
  public:
   std::string name() const override { return "unfused"; }
+  std::string accumulator() const override { return stepwise_accumulator(); }
   PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(unfused_kernels(), lim); }
   double launches_per_step(int) const override { return 17; }
   void epoch(const EpochArgs& a) override { unfused_epoch(a); }
@@ -262,6 +267,7 @@ class GraphPath : public KernelPath {
     if (capture_stream_) cudaStreamDestroy(capture_stream_);
   }
   std::string name() const override { return "graph"; }
+  std::string accumulator() const override { return stepwise_accumulator(); }
   PathFit fit(const DeviceLimits& lim, MlpShape, int) override {
     PathFit f = fit_stepwise(fused_kernels(), lim);
     if (f.runs()) f.config = "the fused epoch as one CUDA graph: " + f.config;
@@ -317,6 +323,7 @@ class GraphPath : public KernelPath {
 class SubmissionPath : public KernelPath {
  public:
   std::string name() const override { return kSubmissionPath; }
+  std::string accumulator() const override { return "unknown"; }
   PathFit fit(const DeviceLimits&, MlpShape, int) override { return PathFit{0, "the submission's own launches", ""}; }
   double launches_per_step(int) const override { return -1; }
   void epoch(const EpochArgs& a) override {
@@ -334,6 +341,7 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "persistent") return make_persistent_path();
   if (name == "persistent2") return make_persistent2_path();
   if (name == "stationary") return make_stationary_path();
+  if (name == "tiled") return make_tiled_path();
   if (name == kSubmissionPath) return std::make_unique<SubmissionPath>();
   return nullptr;  // every name of paths/registry.h has a branch above (tests/test_catalog.py)
 }

@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "paths/path_fit.h"
 #include "kernels/stationary.cuh"
+#include "kernels/tiled_plan.h"
 
 using namespace mlp;
 
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
     add_stationary<8, 20>(n, l);
     add_stationary<4, 12>(n, l);
     out.set("stationary", fit_json(choose(n, l, lim)));
+    // tiled: ordinary launches of at most 256 threads and its GEMMs' 16 KiB of static shared memory.
+    PathFit tiled = choose({stepwise_needs("tiled kernels", 256, 16385)}, {"ordinary launches"}, lim);
+    if (tiled.runs()) tiled.config = mlp::tiled::tiled_config(kRecipeShape.in, kRecipeShape.hidden, kRecipeBatch, lim.sms);
+    out.set("tiled", fit_json(tiled));
     out.set("device_limits", device_limits_json(lim));
     std::printf("%s\n", out.done().c_str());
     return 0;

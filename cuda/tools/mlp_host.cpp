@@ -11,6 +11,7 @@
 //   mlp_host parse-args ARGS...                           mlp_train's own parser: the options as JSON
 //   mlp_host recipe [--recipe F]                          the validated recipe as JSON
 //   mlp_host stats MS...                                  run.json's epoch-time summary of MS (epoch 0 dropped)
+//   mlp_host plan-gemm M N K SMS                            the tiled path's GEMM plan (kernels/tiled_plan.h) as JSON
 //   mlp_host catalog                                      the gate's cases and stages (cuda/gate/catalog.h) and the
 //                                                         kernel paths (cuda/paths/registry.h) as JSON
 //   mlp_host hints < SETS        the gate's hints (cuda/gate/hints.h) of sets on stdin, sets separated by an empty
@@ -31,6 +32,7 @@
 #include "gate/cpu_reference.h"
 #include "gate/catalog.h"
 #include "gate/hints.h"
+#include "kernels/tiled_plan.h"
 #include "paths/registry.h"
 #include "io/dataset.h"
 #include "common/exit_status.h"
@@ -81,7 +83,7 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
 }
 int run(int argc, char** argv) {
   if (argc < 2)
-    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|hints [--flag value ...]");
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|hints|plan-gemm [--flag value ...]");
   std::string cmd = argv[1];
   if (cmd == "limits") {
     std::printf("%s\n", limits_json().c_str());
@@ -125,6 +127,19 @@ int run(int argc, char** argv) {
       cases.push_back(c);
     }
     flush_set();
+    return 0;
+  }
+  if (cmd == "plan-gemm") {
+    if (argc != 6) throw UserError("usage: mlp_host plan-gemm M N K SMS");
+    int v[4];
+    for (int i = 0; i < 4; ++i)
+      v[i] = (int)parse_integer_in(argv[2 + i], 1, 1 << 20, "plan-gemm");
+    const mlp::tiled::GemmPlan p = mlp::tiled::plan_gemm(v[0], v[1], v[2], v[3]);
+    const mlp::tiled::TileShape& t = mlp::tiled::kTileShapes[p.shape];
+    std::printf("%s\n", Json::object().set("shape", Json::str(t.name)).set("bm", Json::num(t.bm)).set("bn", Json::num(t.bn))
+                             .set("bk", Json::num(t.bk)).set("split", Json::num(p.split)).set("k_chunk", Json::num(p.k_chunk))
+                             .set("tiles_m", Json::num(p.tiles_m)).set("tiles_n", Json::num(p.tiles_n))
+                             .set("est_us", Json::num(p.est_us)).set("describe", Json::str(p.describe())).done().c_str());
     return 0;
   }
   if (cmd == "stats") {

@@ -1,0 +1,426 @@
+// cuda/kernels/tiled.cuh — the tiled path's kernels: float32 accumulation throughout, as PyTorch's
+// FP32 GEMMs do, for shapes far from the recipe's (cuda/paths/tiled_path.cu runs them).
+//   k_tiled_gemm<Shape, A, Epi, VEC>  C = op(A)·B, register-tiled SIMT: float4 global loads, a
+//                                     double-buffered shared stage, an optional row gather of A
+//                                     (the batch read straight through the epoch order), split-K
+//                                     with a deterministic last-block reduction, and the epilogue
+//                                     (bias + ReLU for H; the momentum update for W1, no gradient
+//                                     buffer)
+//   k_tiled_logits_loss               Z = H·W2 + b2, softmax cross-entropy: dZ and the batch's loss
+//   k_tiled_head_backward             dW2, db2, dH = (dZ·W2ᵀ) ⊙ (H > 0), db1 and the W2, b2, b1
+//                                     updates, reading W2 before it is updated
+// Every matrix is row-major (model.h's layout). Shapes: B batch rows of the step, I inputs, Hd
+// hidden units, O classes.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/tiled_plan.h"
+
+namespace mlp::tiled {
+
+template <int SHAPE>
+struct ShapeOf {
+  static constexpr TileShape t = kTileShapes[SHAPE];
+  static constexpr int BM = t.bm, BN = t.bn, BK = t.bk, TM = t.tm, TN = t.tn;
+  static constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+  static constexpr int QM = TM / 4, QN = TN / 4;             // quads of 4 per thread
+  static constexpr int VA = BM * BK / 4 / THREADS;           // A's 4-float vectors per thread per stage
+  static constexpr int VB = BN * BK / 4 / THREADS;
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "quads of four");
+  static_assert(VA * 4 * THREADS == BM * BK && VB * 4 * THREADS == BN * BK, "stage loads divide evenly");
+};
+
+// Four consecutive floats from p (float4 when VEC: p 16-byte aligned), the ones past `valid` as 0.
+template <bool VEC>
+__device__ __forceinline__ float4 load4(const float* p, int valid) {
+  if (VEC) return valid >= 4 ? __ldg(reinterpret_cast<const float4*>(p)) : make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (valid > 0) v.x = __ldg(p);
+  if (valid > 1) v.y = __ldg(p + 1);
+  if (valid > 2) v.z = __ldg(p + 2);
+  if (valid > 3) v.w = __ldg(p + 3);
+  return v;
+}
+
+// VEC: every row length and leading dimension a multiple of 4 and every base 16-byte aligned
+// (tiled_path.cu checks), so a vector is wholly in range or wholly out.
+template <int SHAPE, ALayout AL, Epi EPI, bool VEC>
+__global__ void __launch_bounds__(ShapeOf<SHAPE>::THREADS, kTileShapes[SHAPE].res)
+k_tiled_gemm(GemmArgs a) {
+  using S = ShapeOf<SHAPE>;
+  constexpr int BM = S::BM, BN = S::BN, BK = S::BK, TX = S::TX, QM = S::QM, QN = S::QN;
+  __shared__ __align__(16) float As[2][BK][BM];  // k-major: a thread reads quads of m
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int k_begin = blockIdx.z * a.k_chunk, k_end = min(a.K, k_begin + a.k_chunk);
+
+  float4 ra[S::VA], rb[S::VB];
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int l = 0; l < S::VA; ++l) {
+      const int v = tid + l * S::THREADS;
+      if (AL == ALayout::RowMajor) {  // vector (m, k..k+3)
+        const int m = v / (BK / 4), k = k0 + (v % (BK / 4)) * 4, gm = m0 + m;
+        const int valid = gm < a.M ? k_end - k : 0;
+        const float* row = a.A + (size_t)(a.a_rows ? a.a_rows[gm < a.M ? gm : 0] : gm) * a.lda;
+        ra[l] = load4<VEC>(row + k, valid);
+      } else {                        // vector (k, m..m+3)
+        const int kr = v / (BM / 4), m = (v % (BM / 4)) * 4, gk = k0 + kr, gm = m0 + m;
+        const int valid = gk < k_end ? a.M - gm : 0;
+        const float* row = a.A + (size_t)(a.a_rows ? a.a_rows[gk < k_end ? gk : 0] : gk) * a.lda;
+        ra[l] = load4<VEC>(row + gm, valid);
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < S::VB; ++l) {  // vector (k, n..n+3)
+      const int v = tid + l * S::THREADS;
+      const int kr = v / (BN / 4), n = (v % (BN / 4)) * 4, gk = k0 + kr, gn = n0 + n;
+      const int valid = gk < k_end ? a.N - gn : 0;
+      rb[l] = load4<VEC>(a.B + (size_t)(gk < k_end ? gk : 0) * a.ldb + gn, valid);
+    }
+  };
+  auto stage = [&](int buf) {
+#pragma unroll
+    for (int l = 0; l < S::VA; ++l) {
+      const int v = tid + l * S::THREADS;
+      if (AL == ALayout::RowMajor) {
+        const int m = v / (BK / 4), k = (v % (BK / 4)) * 4;
+        As[buf][k + 0][m] = ra[l].x;
+        As[buf][k + 1][m] = ra[l].y;
+        As[buf][k + 2][m] = ra[l].z;
+        As[buf][k + 3][m] = ra[l].w;
+      } else {
+        const int kr = v / (BM / 4), m = (v % (BM / 4)) * 4;
+        *reinterpret_cast<float4*>(&As[buf][kr][m]) = ra[l];
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < S::VB; ++l) {
+      const int v = tid + l * S::THREADS;
+      const int kr = v / (BN / 4), n = (v % (BN / 4)) * 4;
+      *reinterpret_cast<float4*>(&Bs[buf][kr][n]) = rb[l];
+    }
+  };
+
+  float acc[S::TM][S::TN];
+#pragma unroll
+  for (int i = 0; i < S::TM; ++i)
+#pragma unroll
+    for (int j = 0; j < S::TN; ++j) acc[i][j] = 0.f;
+
+  const int stages = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+  if (stages > 0) {
+    load(k_begin);
+    stage(0);
+  }
+  __syncthreads();
+  for (int s = 0; s < stages; ++s) {
+    const int buf = s & 1;
+    if (s + 1 < stages) load(k_begin + (s + 1) * BK);  // in flight while this stage is multiplied
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float av[S::TM], bv[S::TN];
+#pragma unroll
+      for (int q = 0; q < QM; ++q) {
+        const float4 x = *reinterpret_cast<const float4*>(&As[buf][kk][q * (BM / QM) + ty * 4]);
+        av[q * 4 + 0] = x.x; av[q * 4 + 1] = x.y; av[q * 4 + 2] = x.z; av[q * 4 + 3] = x.w;
+      }
+#pragma unroll
+      for (int q = 0; q < QN; ++q) {
+        const float4 x = *reinterpret_cast<const float4*>(&Bs[buf][kk][q * (BN / QN) + tx * 4]);
+        bv[q * 4 + 0] = x.x; bv[q * 4 + 1] = x.y; bv[q * 4 + 2] = x.z; bv[q * 4 + 3] = x.w;
+      }
+#pragma unroll
+      for (int i = 0; i < S::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < S::TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    if (s + 1 < stages) stage(buf ^ 1);  // the other buffer: its last readers passed the barrier below
+    __syncthreads();
+  }
+
+  // Output element (i, j) of this thread: row m0 + row_of(i), column n0 + col_of(j).
+  auto row_of = [&](int i) { return (i / 4) * (BM / QM) + ty * 4 + (i % 4); };
+  auto col_of = [&](int j) { return (j / 4) * (BN / QN) + tx * 4 + (j % 4); };
+
+  if (gridDim.z > 1) {
+    // Split-K: publish this block's partial tile, take the tile's ticket; the last block sums the
+    // partials in split order 0..S−1 (the same sum whichever block is last) and runs the epilogue.
+    const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.x * gridDim.y;
+    float* mine = a.partials + ((size_t)blockIdx.z * tiles + tile) * (BM * BN);
+#pragma unroll
+    for (int i = 0; i < S::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < S::TN; j += 4)
+        *reinterpret_cast<float4*>(&mine[row_of(i) * BN + col_of(j)]) =
+            make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last;
+    if (tid == 0) last = atomicAdd(&a.tickets[tile], 1u) == gridDim.z - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < S::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < S::TN; ++j) acc[i][j] = 0.f;
+    for (unsigned z = 0; z < gridDim.z; ++z) {
+      const float* part = a.partials + ((size_t)z * tiles + tile) * (BM * BN);
+#pragma unroll
+      for (int i = 0; i < S::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < S::TN; j += 4) {
+          const float4 p = __ldcg(reinterpret_cast<const float4*>(&part[row_of(i) * BN + col_of(j)]));
+          acc[i][j] += p.x; acc[i][j + 1] += p.y; acc[i][j + 2] += p.z; acc[i][j + 3] += p.w;
+        }
+    }
+    if (tid == 0) a.tickets[tile] = 0;  // ready for the next launch (graph replays reuse it)
+  }
+
+  // Epilogue: quads of four consecutive columns, a float4 each when VEC.
+#pragma unroll
+  for (int i = 0; i < S::TM; ++i) {
+    const int gm = m0 + row_of(i);
+    if (gm >= a.M) continue;
+#pragma unroll
+    for (int j = 0; j < S::TN; j += 4) {
+      const int gn = n0 + col_of(j);
+      if (gn >= a.N) continue;
+      float v[4] = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
+      float* c = a.C + (size_t)gm * a.ldc + gn;
+      const int valid = min(4, a.N - gn);
+      if (EPI == Epi::Momentum) {
+        float* vel = a.vel + (size_t)gm * a.ldc + gn;
+        float pv[4], vv[4];
+        if (VEC) {
+          const float4 p4 = *reinterpret_cast<const float4*>(c), v4 = *reinterpret_cast<const float4*>(vel);
+          pv[0] = p4.x; pv[1] = p4.y; pv[2] = p4.z; pv[3] = p4.w;
+          vv[0] = v4.x; vv[1] = v4.y; vv[2] = v4.z; vv[3] = v4.w;
+        } else {
+          for (int q = 0; q < valid; ++q) pv[q] = c[q], vv[q] = vel[q];
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          vv[q] = a.mu * vv[q] - a.lr * v[q];  // the formula of k_momentum_flat
+          pv[q] += vv[q];
+        }
+        if (VEC) {
+          *reinterpret_cast<float4*>(vel) = make_float4(vv[0], vv[1], vv[2], vv[3]);
+          *reinterpret_cast<float4*>(c) = make_float4(pv[0], pv[1], pv[2], pv[3]);
+        } else {
+          for (int q = 0; q < valid; ++q) vel[q] = vv[q], c[q] = pv[q];
+        }
+        continue;
+      }
+      if (EPI == Epi::BiasRelu) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[q] = q < valid ? fmaxf(v[q] + __ldg(a.bias + gn + q), 0.f) : 0.f;
+      }
+      if (VEC) {
+        *reinterpret_cast<float4*>(c) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+        for (int q = 0; q < valid; ++q) c[q] = v[q];
+      }
+    }
+  }
+}
+
+// ---- the head: logits, loss, and the small layer's backward ------------------------------------
+constexpr int kMaxOut = 16;        // classes the head kernels hold in registers (the path refuses more)
+constexpr int kHeadThreads = 256;  // k_tiled_logits_loss
+constexpr int kHeadRows = 4;       // batch rows per k_tiled_logits_loss block
+constexpr int kBackThreads = 128;  // k_tiled_head_backward: one hidden unit per thread
+constexpr int kBackRows = 32;      // batch rows per k_tiled_head_backward block (blockIdx.y)
+
+// The last block of a launch to reach this (tickets[0] counts arrivals) returns true, after every
+// other block's writes before its call are visible; it resets the ticket for the next launch.
+__device__ __forceinline__ bool last_block(unsigned* ticket, unsigned blocks) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(ticket, 1u) == blocks - 1;
+    if (last) *ticket = 0;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+// Z = H·W2 + b2 for kHeadRows rows a block, then per row the softmax cross-entropy:
+// dZ = (softmax(Z) − onehot(y)) / B and the row's loss; the last block sums the blocks' losses in
+// block order into *loss (the batch mean). Labels are read through the epoch order.
+__global__ void __launch_bounds__(kHeadThreads)
+k_tiled_logits_loss(int B, int Hd, int O,
+                    const float* __restrict__ H,        // [B × Hd] post-ReLU activations
+                    const float* __restrict__ W2,       // [Hd × O]
+                    const float* __restrict__ b2,       // [O]
+                    const int* __restrict__ labels_all, // [n_total]
+                    const int* __restrict__ rows,       // [B] this step's rows of the epoch order
+                    float* __restrict__ dZ,             // [B × O]
+                    float* __restrict__ block_loss,     // [gridDim.x] scratch
+                    unsigned* __restrict__ ticket,      // one, zero between launches
+                    float* __restrict__ loss) {         // one float: the batch's mean loss
+  constexpr int R = kHeadRows, WARPS = kHeadThreads / 32;
+  __shared__ float red[WARPS][R][kMaxOut];
+  __shared__ float zrow[R][kMaxOut];
+  const int r0 = blockIdx.x * R, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float acc[R][kMaxOut];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) acc[r][o] = 0.f;
+  for (int j = threadIdx.x; j < Hd; j += kHeadThreads) {
+    float w[kMaxOut];
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) w[o] = o < O ? __ldg(W2 + (size_t)j * O + o) : 0.f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float h = r0 + r < B ? __ldg(H + (size_t)(r0 + r) * Hd + j) : 0.f;
+#pragma unroll
+      for (int o = 0; o < kMaxOut; ++o) acc[r][o] = fmaf(h, w[o], acc[r][o]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) {
+      float v = acc[r][o];
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+      if (lane == 0) red[warp][r][o] = v;
+    }
+  __syncthreads();
+  if (threadIdx.x < R * kMaxOut) {
+    const int r = threadIdx.x / kMaxOut, o = threadIdx.x % kMaxOut;
+    float z = 0.f;
+    for (int w = 0; w < WARPS; ++w) z += red[w][r][o];
+    zrow[r][o] = o < O ? z + __ldg(b2 + o) : 0.f;
+  }
+  __syncthreads();
+  __shared__ float row_loss[R];
+  if (threadIdx.x < R) {
+    const int r = threadIdx.x, gr = r0 + r;
+    row_loss[r] = 0.f;
+    if (gr < B) {
+      const float* z = zrow[r];
+      float m = z[0];
+      for (int o = 1; o < O; ++o) m = fmaxf(m, z[o]);
+      float sum = 0.f;
+      for (int o = 0; o < O; ++o) sum += expf(z[o] - m);
+      const int y = __ldg(labels_all + rows[gr]);
+      row_loss[r] = logf(sum) - (z[y] - m);
+      const float inv = 1.f / sum, invB = 1.f / (float)B;
+      for (int o = 0; o < O; ++o) dZ[(size_t)gr * O + o] = (expf(z[o] - m) * inv - (o == y ? 1.f : 0.f)) * invB;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float l = 0.f;
+    for (int r = 0; r < R; ++r) l += row_loss[r];
+    block_loss[blockIdx.x] = l;
+  }
+  if (!last_block(ticket, gridDim.x)) return;
+  if (threadIdx.x == 0) {
+    float l = 0.f;
+    for (unsigned b = 0; b < gridDim.x; ++b) l += __ldcg(block_loss + b);
+    *loss = l / (float)B;
+  }
+}
+
+// One hidden unit j per thread, kBackRows batch rows per block (blockIdx.y): dH[r][j] =
+// (Σ_o dZ[r][o]·W2[j][o]) when H[r][j] > 0, else 0, with the W2 of before this step; this block's
+// part of dW2[j][·] = Σ_r H[r][j]·dZ[r][·] and db1[j] = Σ_r dH[r][j] go to the partials, and the
+// last block of a column of blocks sums them in row-block order and updates W2[j][·] and b1[j];
+// the last block of column 0 also sums db2 = Σ_r dZ[r][·] (in a fixed order) and updates b2.
+__global__ void __launch_bounds__(kBackThreads)
+k_tiled_head_backward(int B, int Hd, int O, float lr, float mu,
+                      const float* __restrict__ H,   // [B × Hd]
+                      const float* __restrict__ dZ,  // [B × O]
+                      float* __restrict__ W2, float* __restrict__ vW2,  // [Hd × O] and its velocity
+                      float* __restrict__ b1, float* __restrict__ vb1,  // [Hd]
+                      float* __restrict__ b2, float* __restrict__ vb2,  // [O]
+                      float* __restrict__ dH,        // [B × Hd]
+                      float* __restrict__ part,      // [gridDim.y × Hd × (O + 1)] scratch
+                      unsigned* __restrict__ tickets) {  // [gridDim.x], zero between launches
+  __shared__ float dz[kBackRows][kMaxOut];
+  const int j = blockIdx.x * kBackThreads + threadIdx.x, r0 = blockIdx.y * kBackRows;
+  const int nr = min(kBackRows, B - r0);
+  for (int e = threadIdx.x; e < kBackRows * kMaxOut; e += kBackThreads) {
+    const int r = e / kMaxOut, o = e % kMaxOut;
+    dz[r][o] = r < nr && o < O ? dZ[(size_t)(r0 + r) * O + o] : 0.f;
+  }
+  __syncthreads();
+  if (j < Hd) {
+    float w[kMaxOut], g[kMaxOut];
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) w[o] = o < O ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
+    float gb = 0.f;
+    for (int r = 0; r < nr; ++r) {
+      const float h = H[(size_t)(r0 + r) * Hd + j];
+      float d = 0.f;
+#pragma unroll
+      for (int o = 0; o < kMaxOut; ++o) {
+        g[o] = fmaf(h, dz[r][o], g[o]);
+        d = fmaf(dz[r][o], w[o], d);
+      }
+      d = h > 0.f ? d : 0.f;
+      dH[(size_t)(r0 + r) * Hd + j] = d;
+      gb += d;
+    }
+    float* p = part + ((size_t)blockIdx.y * Hd + j) * (O + 1);
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o)
+      if (o < O) p[o] = g[o];
+    p[O] = gb;
+  }
+  if (!last_block(tickets + blockIdx.x, gridDim.y)) return;
+  if (j < Hd) {
+    float g[kMaxOut];
+    float gb = 0.f;
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) g[o] = 0.f;
+    for (unsigned y = 0; y < gridDim.y; ++y) {
+      const float* p = part + ((size_t)y * Hd + j) * (O + 1);
+#pragma unroll
+      for (int o = 0; o < kMaxOut; ++o)
+        if (o < O) g[o] += __ldcg(p + o);
+      gb += __ldcg(p + O);
+    }
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) {
+      if (o >= O) continue;
+      const size_t i = (size_t)j * O + o;
+      const float v = mu * vW2[i] - lr * g[o];
+      vW2[i] = v;
+      W2[i] += v;
+    }
+    const float v = mu * vb1[j] - lr * gb;
+    vb1[j] = v;
+    b1[j] += v;
+  }
+  if (blockIdx.x != 0) return;
+  // db2: thread t sums rows t, t + kBackThreads, ...; then class by class over the threads in order.
+  __shared__ float colsum[kBackThreads][kMaxOut + 1];
+  float s[kMaxOut];
+#pragma unroll
+  for (int o = 0; o < kMaxOut; ++o) s[o] = 0.f;
+  for (int r = threadIdx.x; r < B; r += kBackThreads)
+#pragma unroll
+    for (int o = 0; o < kMaxOut; ++o) s[o] += o < O ? dZ[(size_t)r * O + o] : 0.f;
+#pragma unroll
+  for (int o = 0; o < kMaxOut; ++o) colsum[threadIdx.x][o] = s[o];
+  __syncthreads();
+  if (threadIdx.x < O) {
+    const int o = threadIdx.x;
+    float g = 0.f;
+    for (int t = 0; t < kBackThreads; ++t) g += colsum[t][o];
+    const float v = mu * vb2[o] - lr * g;
+    vb2[o] = v;
+    b2[o] += v;
+  }
+}
+
+}  // namespace mlp::tiled

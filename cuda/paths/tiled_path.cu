@@ -1,0 +1,274 @@
+// cuda/paths/tiled_path.cu — the kernel path `tiled`: float32-accumulating register-tiled GEMMs
+// (cuda/kernels/tiled.cuh) with the tile shape and split-K chosen per GEMM by the problem's shape
+// (kernels/tiled_plan.h), four kernels a step, the epoch captured once into a CUDA graph:
+//  1 k_tiled_gemm<RowMajor, BiasRelu>  H  = ReLU(X[order]·W1 + b1)   (the batch gathered in the load)
+//  2 k_tiled_logits_loss               Z  = H·W2 + b2; loss, dZ = (softmax(Z) − onehot)/B
+//  3 k_tiled_head_backward             dW2, db2, dH = (dZ·W2ᵀ) ⊙ (H > 0), db1; W2, b2, b1 updated
+//  4 k_tiled_gemm<KMajor, Momentum>    dW1 = X[order]ᵀ·dH, and v = μv − lr·dW1, W1 += v in its epilogue
+// No gradient buffer and no gather pass. Any shape with at most tiled::kMaxOut classes; float4
+// loads where every row length is a multiple of 4, scalar loads elsewhere.
+#include "paths/tiled_path.h"
+
+#include "kernels/tiled.cuh"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "paths/kernel_path.h"
+
+namespace mlp {
+namespace tiled {
+namespace {
+
+using GemmFn = void (*)(GemmArgs);
+
+template <ALayout AL, Epi EPI, bool VEC>
+GemmFn pick(int shape) {
+  switch (shape) {
+    case 0: return k_tiled_gemm<0, AL, EPI, VEC>;
+    case 1: return k_tiled_gemm<1, AL, EPI, VEC>;
+    case 2: return k_tiled_gemm<2, AL, EPI, VEC>;
+  }
+  return nullptr;
+}
+static_assert(kNumTileShapes == 3, "pick() names every tile shape");
+
+// The two GEMMs the path runs (and gemm_check tests): the forward with bias + ReLU, dW1 with the update.
+GemmFn gemm_fn(ALayout al, Epi epi, int shape, bool vec) {
+  if (al == ALayout::RowMajor && epi == Epi::BiasRelu)
+    return vec ? pick<ALayout::RowMajor, Epi::BiasRelu, true>(shape) : pick<ALayout::RowMajor, Epi::BiasRelu, false>(shape);
+  if (al == ALayout::KMajor && epi == Epi::Momentum)
+    return vec ? pick<ALayout::KMajor, Epi::Momentum, true>(shape) : pick<ALayout::KMajor, Epi::Momentum, false>(shape);
+  return nullptr;
+}
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+}  // namespace
+
+bool vec_ok(ALayout al, const GemmArgs& a) {
+  const int a_row = al == ALayout::RowMajor ? a.K : a.M;  // A's contiguous dimension
+  return a_row % 4 == 0 && a.lda % 4 == 0 && a.N % 4 == 0 && a.ldb % 4 == 0 && a.ldc % 4 == 0 &&
+         aligned16(a.A) && aligned16(a.B) && aligned16(a.C) && aligned16(a.vel);  // the bias is read by scalars
+}
+
+void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t partial_capacity,
+                 size_t ticket_capacity, cudaStream_t st) {
+  const bool vec = vec_ok(al, a);
+  GemmFn fn = gemm_fn(al, epi, p.shape, vec);
+  if (!fn) throw std::invalid_argument("tiled GEMM: no instantiation for this layout and epilogue");
+  if (p.tiles_m > 65535 || p.split > 65535)
+    throw std::invalid_argument("tiled GEMM: " + std::to_string(p.tiles_m) + " row tiles or " +
+                                std::to_string(p.split) + " splits exceed the grid's 65535");
+  if (p.split > 1 && (p.partial_floats() > partial_capacity || (size_t)p.tiles() > ticket_capacity || !a.partials ||
+                      !a.tickets))
+    throw std::invalid_argument("tiled GEMM: split-K scratch too small for " + p.describe());
+  a.k_chunk = p.k_chunk;
+  const dim3 grid(p.tiles_n, p.tiles_m, p.split);
+  fn<<<grid, kTileShapes[p.shape].threads(), 0, st>>>(a);
+  CUDA_CHECK_LAUNCH(std::string("k_tiled_gemm ") + p.describe());
+}
+
+int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why) {
+  cudaFuncAttributes fa;
+  const cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(gemm_fn(al, epi, shape, vec)));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why) *why = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(e);
+    return -1;
+  }
+  return fa.numRegs;
+}
+
+}  // namespace tiled
+
+namespace {
+using namespace tiled;
+
+// The plans and scratch of one (shape, batch, n): the full steps' GEMMs and the short last step's.
+struct StepPlans {
+  GemmPlan fwd, dw1;
+};
+StepPlans plans_for(MlpShape s, int nb, int sms) {
+  return {plan_gemm(nb, s.hidden, s.in, sms), plan_gemm(s.in, s.hidden, nb, sms)};
+}
+
+class TiledPath : public KernelPath {
+ public:
+  ~TiledPath() override { release(); }
+  std::string name() const override { return "tiled"; }
+  std::string accumulator() const override { return "float32"; }
+  double launches_per_step(int) const override { return 4; }
+
+  PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
+    if (s.out > kMaxOut)
+      return PathFit{-1, "", "tiled: " + std::to_string(s.out) + " classes, over the " + std::to_string(kMaxOut) +
+                                 " its head kernels hold in registers"};
+    if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", "tiled: empty shape"};
+    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms));
+    struct Use { const void* fn; int threads; std::string name; };
+    std::vector<Use> uses;
+    for (bool vec : {true, false}) {
+      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::RowMajor, Epi::BiasRelu, p.fwd.shape, vec)),
+                      kTileShapes[p.fwd.shape].threads(), "k_tiled_gemm (forward)"});
+      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::KMajor, Epi::Momentum, p.dw1.shape, vec)),
+                      kTileShapes[p.dw1.shape].threads(), "k_tiled_gemm (dW1)"});
+    }
+    uses.push_back({reinterpret_cast<const void*>(&k_tiled_logits_loss), kHeadThreads, "k_tiled_logits_loss"});
+    uses.push_back({reinterpret_cast<const void*>(&k_tiled_head_backward), kBackThreads, "k_tiled_head_backward"});
+    for (const Use& u : uses) {
+      KernelNeeds k = stepwise_needs(u.name, u.threads, 0);
+      cudaFuncAttributes fa;
+      const cudaError_t e = cudaFuncGetAttributes(&fa, u.fn);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        k.refused = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(e);
+      } else {
+        k.static_smem = (long long)fa.sharedSizeBytes;
+        k.regs = fa.numRegs;
+      }
+      const std::string why = why_not(k, lim);
+      if (!why.empty()) return PathFit{-1, "", u.name + ": " + why};
+    }
+    if (p.fwd.tiles_m > 65535 || p.dw1.tiles_m > 65535)
+      return PathFit{-1, "", "tiled: the grid's 65535 row tiles are too few for this shape"};
+    return PathFit{0, tiled_config(s.in, s.hidden, batch, std::max(1, lim.sms)), ""};
+  }
+
+  void epoch(const EpochArgs& a) override {
+    if (!exec_ || !same_as_captured(a)) capture(a);
+    CUDA_CHECK(cudaMemcpyAsync(order_, a.order, sizeof(int) * (size_t)a.n, cudaMemcpyDeviceToDevice, a.stream));
+    CUDA_CHECK(cudaGraphLaunch(exec_, a.stream));
+  }
+
+ private:
+  bool same_as_captured(const EpochArgs& a) const {
+    const EpochArgs& c = captured_;
+    return c.params == a.params && c.velocity == a.velocity && c.X_all == a.X_all && c.labels_all == a.labels_all &&
+           c.n == a.n && c.batch == a.batch && c.lr == a.lr && c.momentum == a.momentum &&
+           c.workspace == a.workspace && c.step_loss == a.step_loss && c.stream == a.stream && c.s.in == a.s.in &&
+           c.s.hidden == a.s.hidden && c.s.out == a.s.out;
+  }
+
+  void release() noexcept {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    for (void* p : {(void*)order_, (void*)partials_, (void*)tickets_, (void*)head_part_})
+      if (p) cudaFree(p);
+    if (capture_stream_) cudaStreamDestroy(capture_stream_);
+    exec_ = nullptr;
+    order_ = nullptr;
+    partials_ = nullptr;
+    tickets_ = nullptr;
+    head_part_ = nullptr;
+    capture_stream_ = nullptr;
+  }
+
+  // The graph of one epoch of `a` (its pointers, sizes and hyper-parameters), reading the order
+  // from a buffer of our own that epoch() fills; the scratch sized for this epoch's plans.
+  void capture(const EpochArgs& a) {
+    const MlpShape s = a.s;
+    if (s.out > kMaxOut) throw SubmissionError("tiled path skipped: more than 16 classes", MLP_ERR_UNSUPPORTED);
+    CUDA_CHECK(cudaStreamSynchronize(a.stream));
+    release();
+    const int sms = std::max(1, effective_limits().sms);
+    const int steps = (a.n + a.batch - 1) / a.batch;
+    const int last = a.n - (steps - 1) * a.batch;
+    StepPlans full = plans_for(s, a.batch, sms), tail = plans_for(s, last, sms);
+    partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
+                             tail.dw1.partial_floats(), (size_t)1});
+    ticket_cap_ = (size_t)std::max({full.fwd.tiles(), full.dw1.tiles(), tail.fwd.tiles(), tail.dw1.tiles()});
+    const int back_cols = (s.hidden + kBackThreads - 1) / kBackThreads;
+    const int back_rows = (a.batch + kBackRows - 1) / kBackRows;
+    const int head_blocks = (a.batch + kHeadRows - 1) / kHeadRows;
+    // Tickets: the GEMMs' (ticket_cap_), then the head's one, then the head backward's back_cols.
+    const size_t tickets = ticket_cap_ + 1 + (size_t)back_cols;
+    // Head scratch: the backward's partials, then the logits' per-block losses.
+    const size_t head_floats = (size_t)back_rows * s.hidden * (s.out + 1) + (size_t)head_blocks;
+    CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
+    CUDA_CHECK(cudaMalloc(&partials_, sizeof(float) * partial_cap_));
+    CUDA_CHECK(cudaMalloc(&tickets_, sizeof(unsigned) * tickets));
+    CUDA_CHECK(cudaMalloc(&head_part_, sizeof(float) * head_floats));
+    CUDA_CHECK(cudaMemsetAsync(tickets_, 0, sizeof(unsigned) * tickets, a.stream));
+    CUDA_CHECK(cudaStreamSynchronize(a.stream));
+    // Capture on a stream of our own (the caller's may be the legacy default stream).
+    CUDA_CHECK(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_epoch(a, full, tail, back_rows, head_blocks);
+    } catch (...) {
+      cudaStreamEndCapture(capture_stream_, &graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(capture_stream_, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaGraphUpload(exec_, a.stream));
+    captured_ = a;
+  }
+
+  void enqueue_epoch(const EpochArgs& a, const StepPlans& full, const StepPlans& tail, int back_rows_max,
+                     int head_blocks_max) {
+    const MlpShape s = a.s;
+    const MlpOffsets o = mlp_offsets(s);
+    const Workspace w = carve_workspace(s, a.batch, a.workspace);
+    cudaStream_t st = capture_stream_;
+    const int steps = (a.n + a.batch - 1) / a.batch;
+    unsigned* head_ticket = tickets_ + ticket_cap_;
+    unsigned* back_tickets = head_ticket + 1;
+    float* back_part = head_part_;
+    float* block_loss = head_part_ + (size_t)back_rows_max * s.hidden * (s.out + 1);
+    (void)head_blocks_max;
+    for (int t = 0; t < steps; ++t) {
+      const int nb = std::min(a.batch, a.n - t * a.batch);
+      const StepPlans& p = nb == a.batch ? full : tail;
+      const int* rows = order_ + (size_t)t * a.batch;
+      GemmArgs f{};  // H [nb × Hd] = ReLU(X[rows] [nb × I] · W1 [I × Hd] + b1)
+      f.M = nb; f.N = s.hidden; f.K = s.in;
+      f.A = a.X_all; f.lda = s.in; f.a_rows = rows;
+      f.B = a.params + o.w1; f.ldb = s.hidden;
+      f.C = w.H; f.ldc = s.hidden;
+      f.bias = a.params + o.b1;
+      f.partials = partials_; f.tickets = tickets_;
+      launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st);
+
+      const int head_blocks = (nb + kHeadRows - 1) / kHeadRows;
+      k_tiled_logits_loss<<<head_blocks, kHeadThreads, 0, st>>>(nb, s.hidden, s.out, w.H, a.params + o.w2,
+                                                               a.params + o.b2, a.labels_all, rows, w.dZ,
+                                                               block_loss, head_ticket, a.step_loss + t);
+      CUDA_CHECK_LAUNCH("k_tiled_logits_loss");
+
+      const dim3 back_grid((s.hidden + kBackThreads - 1) / kBackThreads, (nb + kBackRows - 1) / kBackRows);
+      k_tiled_head_backward<<<back_grid, kBackThreads, 0, st>>>(
+          nb, s.hidden, s.out, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2, a.params + o.b1,
+          a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
+      CUDA_CHECK_LAUNCH("k_tiled_head_backward");
+
+      GemmArgs g{};  // W1 [I × Hd] updated by dW1 = X[rows]ᵀ [I × nb] · dH [nb × Hd]
+      g.M = s.in; g.N = s.hidden; g.K = nb;
+      g.A = a.X_all; g.lda = s.in; g.a_rows = rows;
+      g.B = w.dH; g.ldb = s.hidden;
+      g.C = a.params + o.w1; g.ldc = s.hidden;
+      g.vel = a.velocity + o.w1; g.lr = a.lr; g.mu = a.momentum;
+      g.partials = partials_; g.tickets = tickets_;
+      launch_gemm(ALayout::KMajor, Epi::Momentum, g, p.dw1, partial_cap_, ticket_cap_, st);
+    }
+  }
+
+  cudaGraphExec_t exec_ = nullptr;
+  cudaStream_t capture_stream_ = nullptr;
+  int* order_ = nullptr;
+  float* partials_ = nullptr;
+  unsigned* tickets_ = nullptr;
+  float* head_part_ = nullptr;
+  size_t partial_cap_ = 0, ticket_cap_ = 0;
+  EpochArgs captured_{};
+};
+}  // namespace
+
+std::unique_ptr<KernelPath> make_tiled_path() { return std::make_unique<TiledPath>(); }
+
+}  // namespace mlp

@@ -1,0 +1,26 @@
+// cuda/paths/tiled_path.h — the tiled path's launches (cuda/kernels/tiled.cuh) for callers other
+// than the path itself: build/gemm_check (cuda/tools/gemm_check.cu) runs each GEMM at forced tile
+// shapes and splits against float64.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/tiled_plan.h"
+
+namespace mlp::tiled {
+
+// Whether `a` may take the float4 instantiation: every row length and leading dimension a
+// multiple of 4 and every base pointer 16-byte aligned (else the scalar one runs).
+bool vec_ok(ALayout al, const GemmArgs& a);
+// Launches the GEMM of layout `al` and epilogue `epi` on `st` with plan `p` (its tile shape,
+// split and K chunk; a.k_chunk is set from it). With p.split > 1, a.partials holds
+// p.partial_floats() floats and a.tickets p.tiles() zeroed counters. Throws CudaError, or
+// std::invalid_argument for a grid past CUDA's limits or scratch it was not given.
+void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t partial_capacity,
+                 size_t ticket_capacity, cudaStream_t st);
+// The registers of the instantiation (cudaFuncGetAttributes), for the fit; -1 with `why` set when
+// the device refuses it.
+int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why);
+
+}  // namespace mlp::tiled

@@ -1,0 +1,250 @@
+// cuda/tools/gemm_check.cu — build/gemm_check: the tiled path's two GEMMs (cuda/kernels/tiled.cuh)
+// against float64 on the CPU, at the shapes a sweep meets and at odd ones, with every tile shape
+// and several splits forced as well as the shape's own plan (tests/test_gpu_tiled.py runs it).
+//
+//   build/gemm_check [--widths 64,1000,4096,8192] [--batches 1,7,2048] [--in 784]
+//
+// For each (width, batch): the forward H = ReLU(X[rows]·W1 + b1) (M = batch, N = width, K = in,
+// rows a permutation of a larger X) and dW1's update W1 += (v = μv − lr·X[rows]ᵀ·dH) (M = in,
+// N = width, K = batch), every output poisoned with NaN first (the update's W1 and v start from
+// drawn values). Inputs are drawn from U(−1, 1) (X non-negative, as pixels are; dH of both signs).
+// An output passes when |got − want| <= tol, with want in float64 and
+//   forward: tol = γ(K)·Σ_k |x_k w_k| + u·|want|             (γ(K) = K·u, u = 2⁻²⁴)
+//   update:  tol = lr·γ(K)·Σ_k |x_k dh_k| + 4u·(|W1| + μ|v| + lr|g|)
+// (the worst-case bound of a float32 dot product of K terms, then the epilogue's roundings). Prints
+// one line per check with the worst ratio error/tol; exits 0 when all pass, 1 when one fails,
+// 2 for bad arguments, 3 without a CUDA device.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "paths/kernel_path.h"
+#include "paths/tiled_path.h"
+
+namespace {
+using namespace mlp::tiled;
+
+std::vector<int> parse_list(const char* flag, const char* v) {
+  std::vector<int> out;
+  std::string s(v), item;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ',') {
+      char* end = nullptr;
+      const long x = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end || x < 1 || x > 65536) {
+        std::fprintf(stderr, "error: %s: '%s' is not an integer in 1..65536\n", flag, item.c_str());
+        std::exit(2);
+      }
+      out.push_back((int)x);
+      item.clear();
+    } else {
+      item += s[i];
+    }
+  }
+  return out;
+}
+
+struct Dev {
+  float* p = nullptr;
+  explicit Dev(size_t n) { CUDA_CHECK(cudaMalloc(&p, n * sizeof(float) + 16)); }
+  ~Dev() { cudaFree(p); }
+};
+
+constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff
+
+struct Verdict {
+  double worst = 0;  // max error / tol
+  long bad = 0;
+};
+
+// The output rows checked: all of them up to 96, else the first and last 16, the 8 on each side of
+// every 64-row boundary up to 512 (the tile edges), and every 37th row: the float64 sums stay
+// seconds at width 8192 and batch 2048. Every column of a checked row is checked.
+std::vector<int> checked_rows(int M) {
+  std::vector<int> r;
+  for (int m = 0; m < M; ++m)
+    if (M <= 96 || m < 16 || m >= M - 16 || (m < 512 && (m % 64 < 8 || m % 64 >= 56)) || m % 37 == 0) r.push_back(m);
+  return r;
+}
+
+// Each checked row's ratios error/tol through `ratio(m, n)`, rows in parallel.
+template <class F>
+Verdict verdict(int M, int N, F ratio) {
+  const std::vector<int> rows = checked_rows(M);
+  std::vector<double> worst(rows.size(), 0);
+  std::vector<long> bad(rows.size(), 0);
+#pragma omp parallel for schedule(dynamic)
+  for (long i = 0; i < (long)rows.size(); ++i)
+    for (int n = 0; n < N; ++n) {
+      const double r = ratio(rows[i], n);
+      if (!(r <= 1)) ++bad[i];
+      if (!(r <= worst[i])) worst[i] = r;
+    }
+  Verdict v;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    v.bad += bad[i];
+    if (!(worst[i] <= v.worst)) v.worst = worst[i];
+  }
+  return v;
+}
+
+// One forward check: rows of X (n_rows × K) gathered through `rows` (M of them).
+Verdict check_forward(int M, int N, int K, int shape, int split, int sms, std::mt19937& rng, std::string* plan) {
+  const int n_rows = M + 5;
+  std::uniform_real_distribution<float> u01(0.f, 1.f), u11(-1.f, 1.f);
+  std::vector<float> X((size_t)n_rows * K), W((size_t)K * N), b(N), H((size_t)M * N);
+  for (auto& x : X) x = u01(rng);
+  for (auto& x : W) x = u11(rng) * 0.1f;
+  for (auto& x : b) x = u11(rng) * 0.1f;
+  std::vector<int> rows(M);
+  for (int i = 0; i < M; ++i) rows[i] = (int)((i * 7919L + 3) % n_rows);
+  Dev dX(X.size()), dW(W.size()), db(b.size()), dH(H.size()), dpart(1);
+  int* drows = nullptr;
+  CUDA_CHECK(cudaMalloc(&drows, sizeof(int) * M));
+  CUDA_CHECK(cudaMemcpy(dX.p, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dW.p, W.data(), W.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(db.p, b.data(), b.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(drows, rows.data(), sizeof(int) * M, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(dH.p, 0xff, H.size() * 4));  // NaN
+  const GemmPlan p = shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split);
+  *plan = p.describe();
+  float* partials = nullptr;
+  unsigned* tickets = nullptr;
+  CUDA_CHECK(cudaMalloc(&partials, sizeof(float) * std::max<size_t>(1, p.partial_floats())));
+  CUDA_CHECK(cudaMalloc(&tickets, sizeof(unsigned) * p.tiles()));
+  CUDA_CHECK(cudaMemset(tickets, 0, sizeof(unsigned) * p.tiles()));
+  GemmArgs a{};
+  a.M = M; a.N = N; a.K = K;
+  a.A = dX.p; a.lda = K; a.a_rows = drows;
+  a.B = dW.p; a.ldb = N; a.C = dH.p; a.ldc = N; a.bias = db.p;
+  a.partials = partials; a.tickets = tickets;
+  for (int rep = 0; rep < 2; ++rep)  // twice: the tickets must be back at zero after a launch
+    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(H.data(), dH.p, H.size() * 4, cudaMemcpyDeviceToHost));
+  cudaFree(partials);
+  cudaFree(tickets);
+  cudaFree(drows);
+  return verdict(M, N, [&](int m, int n) {
+    double s = b[n], mag = std::fabs((double)b[n]);
+    const float* x = X.data() + (size_t)rows[m] * K;
+    for (int k = 0; k < K; ++k) {
+      s += (double)x[k] * W[(size_t)k * N + n];
+      mag += std::fabs((double)x[k] * W[(size_t)k * N + n]);
+    }
+    const double want = s > 0 ? s : 0, got = H[(size_t)m * N + n];
+    const double tol = (K + 1) * kU * mag + kU * std::fabs(want) + 1e-30;
+    return std::isfinite(got) ? std::fabs(got - want) / tol : INFINITY;
+  });
+}
+
+// One update check: X (n_rows × M) gathered through `rows` (K of them) as Xᵀ; dH [K × N].
+Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt19937& rng, std::string* plan) {
+  const int n_rows = K + 5;
+  const float lr = 0.1f, mu = 0.9f;
+  std::uniform_real_distribution<float> u01(0.f, 1.f), u11(-1.f, 1.f);
+  std::vector<float> X((size_t)n_rows * M), G((size_t)K * N), W((size_t)M * N), V((size_t)M * N);
+  for (auto& x : X) x = u01(rng);
+  for (auto& x : G) x = u11(rng) * 0.01f;
+  for (auto& x : W) x = u11(rng) * 0.05f;
+  for (auto& x : V) x = u11(rng) * 0.01f;
+  std::vector<int> rows(K);
+  for (int i = 0; i < K; ++i) rows[i] = (int)((i * 104729L + 1) % n_rows);
+  Dev dX(X.size()), dG(G.size()), dW(W.size()), dV(V.size());
+  int* drows = nullptr;
+  CUDA_CHECK(cudaMalloc(&drows, sizeof(int) * K));
+  CUDA_CHECK(cudaMemcpy(dX.p, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dG.p, G.data(), G.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dW.p, W.data(), W.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dV.p, V.data(), V.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(drows, rows.data(), sizeof(int) * K, cudaMemcpyHostToDevice));
+  const GemmPlan p = shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split);
+  *plan = p.describe();
+  float* partials = nullptr;
+  unsigned* tickets = nullptr;
+  CUDA_CHECK(cudaMalloc(&partials, sizeof(float) * std::max<size_t>(1, p.partial_floats())));
+  CUDA_CHECK(cudaMalloc(&tickets, sizeof(unsigned) * p.tiles()));
+  CUDA_CHECK(cudaMemset(tickets, 0, sizeof(unsigned) * p.tiles()));
+  GemmArgs a{};
+  a.M = M; a.N = N; a.K = K;
+  a.A = dX.p; a.lda = M; a.a_rows = drows;
+  a.B = dG.p; a.ldb = N; a.C = dW.p; a.ldc = N; a.vel = dV.p; a.lr = lr; a.mu = mu;
+  a.partials = partials; a.tickets = tickets;
+  launch_gemm(ALayout::KMajor, Epi::Momentum, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> W1(W.size()), V1(V.size());
+  CUDA_CHECK(cudaMemcpy(W1.data(), dW.p, W.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(V1.data(), dV.p, V.size() * 4, cudaMemcpyDeviceToHost));
+  cudaFree(partials);
+  cudaFree(tickets);
+  cudaFree(drows);
+  return verdict(M, N, [&](int m, int n) {
+    double g = 0, mag = 0;
+    for (int k = 0; k < K; ++k) {
+      const double t = (double)X[(size_t)rows[k] * M + m] * G[(size_t)k * N + n];
+      g += t;
+      mag += std::fabs(t);
+    }
+    const size_t i = (size_t)m * N + n;
+    const double vel = mu * (double)V[i] - lr * g, want = W[i] + vel;
+    const double tol = lr * K * kU * mag + 4 * kU * (std::fabs(W[i]) + mu * std::fabs(V[i]) + lr * std::fabs(g)) + 1e-30;
+    const double rw = std::isfinite(W1[i]) ? std::fabs(W1[i] - want) / tol : INFINITY;
+    const double rv = std::isfinite(V1[i]) ? std::fabs(V1[i] - vel) / tol : INFINITY;
+    return std::max(rw, rv);
+  });
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> widths = {64, 1000, 4096, 8192}, batches = {1, 7, 2048};
+  int in = 784;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc || (a != "--widths" && a != "--batches" && a != "--in")) {
+      std::fprintf(stderr, "usage: gemm_check [--widths a,b] [--batches a,b] [--in N]\n");
+      return 2;
+    }
+    if (a == "--widths") widths = parse_list("--widths", argv[++i]);
+    else if (a == "--batches") batches = parse_list("--batches", argv[++i]);
+    else in = parse_list("--in", argv[++i]).at(0);
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "error: no CUDA device\n");
+    return 3;
+  }
+  try {
+    const int sms = mlp::effective_limits().sms;
+    std::mt19937 rng(20260829);
+    long failed = 0, checks = 0;
+    std::printf("tolerance: |got - want| <= K*u*sum|a*b| (+ epilogue roundings), u = 2^-24; ratio = worst error / tol\n");
+    for (int w : widths)
+      for (int b : batches) {
+        // The shape's own plan, then every tile shape unsplit and split in 3.
+        std::vector<std::pair<int, int>> forced = {{-1, 0}};
+        for (int sh = 0; sh < kNumTileShapes; ++sh) forced.push_back({sh, 1}), forced.push_back({sh, 3});
+        for (auto [shape, split] : forced)
+          for (int which = 0; which < 2; ++which) {
+            std::string plan;
+            const Verdict v = which == 0 ? check_forward(b, w, in, shape, split, sms, rng, &plan)
+                                         : check_update(in, w, b, shape, split, sms, rng, &plan);
+            ++checks;
+            failed += v.bad > 0;
+            std::printf("%-7s width %5d batch %5d in %4d  %-40s %s  worst ratio %.3f%s\n",
+                        which == 0 ? "forward" : "dW1", w, b, in, (shape < 0 ? "plan " + plan : plan).c_str(),
+                        v.bad ? "FAIL" : "ok  ", v.worst, v.bad ? (" (" + std::to_string(v.bad) + " outputs)").c_str() : "");
+            std::fflush(stdout);
+          }
+      }
+    std::printf("%ld of %ld checks failed\n", failed, checks);
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,55 @@
+"""GPU: the tiled path's GEMMs against float64 (build/gemm_check: every tile shape and split forced
+as well as each shape's own plan, widths 64, 1,000, 4,096, 8,192 at batches 1, 7, 2,048, and an
+odd shape for the scalar loads), and the whole path's first epoch against one float64 epoch
+through `mlp_train --perf-only --parity` at shapes far from the recipe's."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from spec.files import BUILD_DIR, DATA_DIR
+
+pytestmark = pytest.mark.gpu
+
+CHECK = BUILD_DIR / "gemm_check"
+TRAIN = BUILD_DIR / "mlp_train"
+
+
+def run_check(*args: str) -> list[str]:
+    proc = subprocess.run([str(CHECK), *args], capture_output=True, text=True, timeout=900)
+    print(proc.stdout[-20000:], proc.stderr[-4000:])
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("forward", "dW1"))]
+    assert lines and all(" ok " in ln for ln in lines)
+    return lines
+
+
+def test_gemm_check_at_the_issue_shapes():
+    lines = run_check()
+    # 4 widths x 3 batches x (the plan + 3 shapes x 2 splits) x 2 GEMMs
+    assert len(lines) == 4 * 3 * 7 * 2
+
+
+def test_gemm_check_at_odd_shapes_takes_the_scalar_loads():
+    lines = run_check("--in", "37", "--widths", "19,63", "--batches", "1,129")
+    assert len(lines) == 2 * 2 * 7 * 2
+
+
+@pytest.mark.parametrize("hidden,batch,train_size", [(64, 1, 64), (1000, 7, 700), (4096, 2048, 6000),
+                                                     (256, 128, 6000)])
+def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_size):
+    out = tmp_path / "run"
+    proc = subprocess.run([str(TRAIN), "--perf-only", "--parity", "--paths", "tiled", "--hidden", str(hidden),
+                           "--batch", str(batch), "--train-size", str(train_size), "--epochs", "3",
+                           "--data", str(DATA_DIR), "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    print(proc.stdout[-4000:], proc.stderr[-4000:])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    tiled = run["paths"]["tiled"]
+    assert tiled["passed"] and tiled["accumulator"] == "float32"
+    assert tiled["parity_vs_fp64"] <= tiled["parity_limit"] == 1e-2
+    fp64 = run["fp64_reference"]
+    assert abs(tiled["test_accuracy_per_epoch"][0] - fp64["test_accuracy"]) <= 0.02
