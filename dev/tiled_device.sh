@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# dev/tiled_device.sh — one device call for the tiled path while it is developed: build, the GEMMs
+# against float64 (build/gemm_check), the GPU tests of tests/test_gpu_tiled.py, then at each point
+# of $POINTS ("HIDDENxBATCH ...") `mlp_train --perf-only --parity` over $PATHS_RUN beside PyTorch's
+# cuda-graph and compiled-step of the same weights and order. Everything lands in $OUT/tiled.tgz;
+# the printout is each point's medians. Not the sweep: that is `invoke sweep` (harness/studies/sweep.py).
+set -u
+cd "$(dirname "$0")/.."
+R="$OUT/tiled"
+mkdir -p "$R"
+POINTS="${POINTS:-256x128 8192x128 4096x128 256x2048 1024x128}"
+EPOCHS="${EPOCHS:-6}"
+PATHS_RUN="${PATHS_RUN:-tiled,persistent,fused}"
+finish() { tar czf "$OUT/tiled.tgz" -C "$OUT" tiled; }
+trap finish EXIT
+make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
+if [ "${GEMM_CHECK:-1}" = 1 ]; then
+  timeout 300 build/gemm_check > "$R/gemm_check.log" 2>&1
+  echo "gemm_check rc=$?"; grep -c " ok " "$R/gemm_check.log"; grep -E "FAIL|error" "$R/gemm_check.log" | head; tail -1 "$R/gemm_check.log"
+fi
+if [ "${GPU_TESTS:-1}" = 1 ]; then
+  timeout 400 python -m pytest -q tests/test_gpu_tiled.py > "$R/pytest_gpu_tiled.log" 2>&1
+  echo "pytest rc=$?"; tail -3 "$R/pytest_gpu_tiled.log"
+fi
+for pt in $POINTS; do
+  h=${pt%x*}; b=${pt#*x}; d="$R/h${h}_b${b}"
+  timeout 240 build/mlp_train --perf-only --parity --paths "$PATHS_RUN" --hidden "$h" --batch "$b" \
+    --epochs "$EPOCHS" --out "$d" > "$d.log" 2>&1
+  echo "== $pt mlp_train rc=$?"; grep -E "median|vs float64|skipped|failed" "$d.log" | head -12
+  if [ "${TORCH:-1}" = 1 ]; then
+    timeout 240 python -m harness.baseline.pytorch_baseline --results "$d" --variants cuda-graph,compiled-step \
+      --batch "$b" --epochs "$EPOCHS" > "$d.torch.log" 2>&1
+    echo "   torch rc=$?"
+    python - "$d/pytorch.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    for k, v in d["variants"].items():
+        print(f"   torch {k:14s} median {v.get('median_ms')} ms  acc {v.get('test_accuracy')}  {v.get('error', '')}")
+except Exception as e:
+    print("   torch: no pytorch.json:", e)
+PY
+  fi
+done
