@@ -323,11 +323,17 @@ k_tiled_logits_loss(int B, int Hd, int O,
     block_loss[blockIdx.x] = l;
   }
   if (!last_block(ticket, gridDim.x)) return;
-  if (threadIdx.x == 0) {
-    float l = 0.f;
-    for (unsigned b = 0; b < gridDim.x; ++b) l += __ldcg(block_loss + b);
-    *loss = l / (float)B;
+  // Thread t sums blocks t, t + 256, ... in order; then a fixed tree over the threads.
+  __shared__ float tree[kHeadThreads];
+  float l = 0.f;
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kHeadThreads) l += __ldcg(block_loss + b);
+  tree[threadIdx.x] = l;
+  __syncthreads();
+  for (int w = kHeadThreads / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) tree[threadIdx.x] += tree[threadIdx.x + w];
+    __syncthreads();
   }
+  if (threadIdx.x == 0) *loss = tree[0] / (float)B;
 }
 
 // One hidden unit j per thread, kBackRows batch rows per block (blockIdx.y): dH[r][j] =
@@ -382,7 +388,8 @@ k_tiled_head_backward(int B, int Hd, int O, float lr, float mu,
     float gb = 0.f;
 #pragma unroll
     for (int o = 0; o < kMaxOut; ++o) g[o] = 0.f;
-    for (unsigned y = 0; y < gridDim.y; ++y) {
+#pragma unroll 8
+    for (unsigned y = 0; y < gridDim.y; ++y) {  // unrolled: eight splits' loads in flight, summed in order
       const float* p = part + ((size_t)y * Hd + j) * (O + 1);
 #pragma unroll
       for (int o = 0; o < kMaxOut; ++o)

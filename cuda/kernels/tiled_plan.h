@@ -23,6 +23,7 @@ constexpr TileShape kTileShapes[] = {
     {128, 128, 8, 8, 8, 2, 1, 1.00, "128x128x8"},   // 256 threads, 8×8 outputs each
     {128, 64, 8, 8, 8, 4, 2, 0.85, "128x64x8"},     // 128 threads, 8×8 outputs each
     {64, 64, 16, 4, 4, 3, 1, 0.70, "64x64x16"},     // 256 threads, 4×4 outputs each
+    {128, 128, 16, 8, 8, 1, 1, 0.95, "128x128x16"}, // 256 threads, a deeper stage for one block an SM
 };
 constexpr int kNumTileShapes = sizeof(kTileShapes) / sizeof(kTileShapes[0]);
 constexpr int kMaxSplit = 16;
@@ -67,8 +68,8 @@ struct GemmArgs {
   unsigned* tickets;                           // split-K: one per tile, zero between launches
 };
 
-// The tiled path's configuration for layer widths (in, hidden) and `batch` rows: its two GEMMs'
-// plans, as run.json's "config" and build/mlp_fit print it.
+// The tiled path's configuration for layer widths (in, hidden) and `batch` rows by the cost model
+// (build/mlp_fit prints it; the binary measures its plans, cuda/paths/tiled_path.cu).
 std::string tiled_config(int in, int hidden, int batch, int sms);
 
 // ---- definitions (header-only, so every program that needs a plan links nothing new) -----------
@@ -127,7 +128,7 @@ inline GemmPlan plan_gemm(int M, int N, int K, int sms) {
 
 inline std::string tiled_config(int in, int hidden, int batch, int sms) {
   return "forward " + plan_gemm(batch, hidden, in, sms).describe() + "; dW1 " + plan_gemm(in, hidden, batch, sms).describe() +
-         "; 4 kernels a step, the epoch as one CUDA graph";
+         " (the cost model's plans); 4 kernels a step, the epoch as one CUDA graph";
 }
 
 }  // namespace mlp::tiled

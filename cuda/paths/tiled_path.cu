@@ -12,7 +12,11 @@
 #include "kernels/tiled.cuh"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,10 +36,11 @@ GemmFn pick(int shape) {
     case 0: return k_tiled_gemm<0, AL, EPI, VEC>;
     case 1: return k_tiled_gemm<1, AL, EPI, VEC>;
     case 2: return k_tiled_gemm<2, AL, EPI, VEC>;
+    case 3: return k_tiled_gemm<3, AL, EPI, VEC>;
   }
   return nullptr;
 }
-static_assert(kNumTileShapes == 3, "pick() names every tile shape");
+static_assert(kNumTileShapes == 4, "pick() names every tile shape");
 
 // The two GEMMs the path runs (and gemm_check tests): the forward with bias + ReLU, dW1 with the update.
 GemmFn gemm_fn(ALayout al, Epi epi, int shape, bool vec) {
@@ -83,6 +88,113 @@ int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why) {
   return fa.numRegs;
 }
 
+// ---- measured plans ---------------------------------------------------------------------------
+// The first time a process meets a GEMM problem (layout, M, N, K, SMs), every candidate (each tile
+// shape × splits 1, 2, 3, 4, 6, 8, 12, 16 that leave no split empty) runs on scratch operands of
+// the problem's sizes (filled with 0.0115, not zeros), timed with CUDA events over 5 launches after
+// a warm-up; the fastest is kept when it beats the cost model's choice (plan_gemm) by more than 3 %,
+// else the model's choice stays. The answer is cached for the process, so every capture of the
+// problem in one run uses the same plan (bitwise reruns hold); another process may measure another
+// plan, whose sums then differ in the last bits. MLP_TILED_PLAN=model skips the measurement.
+namespace {
+using PlanKey = std::tuple<int, int, int, int, int>;
+std::map<PlanKey, GemmPlan>& plan_cache() {
+  static std::map<PlanKey, GemmPlan> cache;
+  return cache;
+}
+bool measure_plans() {
+  const char* v = std::getenv("MLP_TILED_PLAN");
+  return !(v && std::strcmp(v, "model") == 0);
+}
+
+struct Scratch {
+  std::vector<void*> bufs;
+  ~Scratch() {
+    for (void* p : bufs) cudaFree(p);
+  }
+  template <class T>
+  T* get(size_t n, int fill_byte) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
+    bufs.push_back(p);
+    if (fill_byte >= 0) CUDA_CHECK(cudaMemset(p, fill_byte, std::max<size_t>(n, 1) * sizeof(T)));
+    return static_cast<T*>(p);
+  }
+};
+
+GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms) {
+  const GemmPlan model = plan_gemm(M, N, K, sms);
+  std::vector<GemmPlan> cands;
+  for (int shape = 0; shape < kNumTileShapes; ++shape)
+    for (int split : {1, 2, 3, 4, 6, 8, 12, 16}) {
+      const GemmPlan p = plan_gemm_fixed(M, N, K, sms, shape, split);
+      if (p.split == split && p.tiles_m <= 65535) cands.push_back(p);
+    }
+  size_t part = 1, tick = 1;
+  for (const GemmPlan& p : cands) part = std::max(part, p.partial_floats()), tick = std::max(tick, (size_t)p.tiles());
+  Scratch s;
+  const int a_rows_n = al == ALayout::RowMajor ? M : K;  // A's storage rows
+  const int lda = al == ALayout::RowMajor ? K : M;
+  GemmArgs a{};
+  a.M = M; a.N = N; a.K = K;
+  a.A = s.get<float>((size_t)a_rows_n * lda, 0x3c); a.lda = lda;
+  {
+    std::vector<int> ident(a_rows_n);
+    for (int i = 0; i < a_rows_n; ++i) ident[i] = i;
+    int* rows = s.get<int>(ident.size(), -1);
+    CUDA_CHECK(cudaMemcpy(rows, ident.data(), ident.size() * sizeof(int), cudaMemcpyHostToDevice));
+    a.a_rows = rows;
+  }
+  a.B = s.get<float>((size_t)K * N, 0x3c); a.ldb = N;
+  a.C = s.get<float>((size_t)M * N, 0x3c); a.ldc = N;
+  a.bias = s.get<float>(N, 0x3c);
+  a.vel = s.get<float>((size_t)M * N, 0x3c); a.lr = 0.1f; a.mu = 0.9f;
+  a.partials = s.get<float>(part, -1);
+  a.tickets = s.get<unsigned>(tick, 0);
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  auto time_us = [&](const GemmPlan& p) {
+    launch_gemm(al, epi, a, p, part, tick, 0);
+    CUDA_CHECK(cudaEventRecord(e0, 0));
+    for (int r = 0; r < 5; ++r) launch_gemm(al, epi, a, p, part, tick, 0);
+    CUDA_CHECK(cudaEventRecord(e1, 0));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return 1000.0 * ms / 5;
+  };
+  GemmPlan best = model;
+  double best_us = 0;
+  try {
+    const double model_us = time_us(model);
+    best_us = model_us;
+    best.est_us = model_us;
+    for (const GemmPlan& p : cands) {
+      const double us = time_us(p);
+      if (us < best_us && us < 0.97 * model_us) best = p, best_us = us, best.est_us = us;
+    }
+  } catch (...) {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    throw;
+  }
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
+  return best;
+}
+}  // namespace
+
+GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms) {
+  if (!measure_plans()) return plan_gemm(M, N, K, sms);
+  const PlanKey key{(int)al, M, N, K, sms};
+  auto it = plan_cache().find(key);
+  if (it != plan_cache().end()) return it->second;
+  const GemmPlan p = measure(al, epi, M, N, K, sms);
+  plan_cache()[key] = p;
+  return p;
+}
+
 }  // namespace tiled
 
 namespace {
@@ -93,7 +205,12 @@ struct StepPlans {
   GemmPlan fwd, dw1;
 };
 StepPlans plans_for(MlpShape s, int nb, int sms) {
-  return {plan_gemm(nb, s.hidden, s.in, sms), plan_gemm(s.in, s.hidden, nb, sms)};
+  return {chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms),
+          chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms)};
+}
+std::string describe(const StepPlans& p) {
+  return std::string("forward ") + p.fwd.describe() + "; dW1 " + p.dw1.describe() +
+         (measure_plans() ? " (measured plans)" : " (the cost model's plans)") + "; 4 kernels a step, the epoch as one CUDA graph";
 }
 
 class TiledPath : public KernelPath {
@@ -108,7 +225,12 @@ class TiledPath : public KernelPath {
       return PathFit{-1, "", "tiled: " + std::to_string(s.out) + " classes, over the " + std::to_string(kMaxOut) +
                                  " its head kernels hold in registers"};
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", "tiled: empty shape"};
-    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms));
+    StepPlans p;
+    try {
+      p = plans_for(s, batch, std::max(1, lim.sms));
+    } catch (const std::exception& e) {
+      return PathFit{-1, "", std::string("tiled: measuring its GEMM plans failed: ") + e.what()};
+    }
     struct Use { const void* fn; int threads; std::string name; };
     std::vector<Use> uses;
     for (bool vec : {true, false}) {
@@ -135,7 +257,7 @@ class TiledPath : public KernelPath {
     }
     if (p.fwd.tiles_m > 65535 || p.dw1.tiles_m > 65535)
       return PathFit{-1, "", "tiled: the grid's 65535 row tiles are too few for this shape"};
-    return PathFit{0, tiled_config(s.in, s.hidden, batch, std::max(1, lim.sms)), ""};
+    return PathFit{0, describe(p), ""};
   }
 
   void epoch(const EpochArgs& a) override {

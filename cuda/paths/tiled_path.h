@@ -19,6 +19,9 @@ bool vec_ok(ALayout al, const GemmArgs& a);
 // std::invalid_argument for a grid past CUDA's limits or scratch it was not given.
 void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t partial_capacity,
                  size_t ticket_capacity, cudaStream_t st);
+// The plan the path runs for a problem: measured once per process (tiled_path.cu says how), or
+// the cost model's with MLP_TILED_PLAN=model.
+GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms);
 // The registers of the instantiation (cudaFuncGetAttributes), for the fit; -1 with `why` set when
 // the device refuses it.
 int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why);
