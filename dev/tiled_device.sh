@@ -11,7 +11,7 @@ mkdir -p "$R"
 POINTS="${POINTS:-256x128 8192x128 4096x128 256x2048 1024x128}"
 EPOCHS="${EPOCHS:-6}"
 PATHS_RUN="${PATHS_RUN:-tiled,persistent,fused}"
-finish() { tar czf "$OUT/tiled.tgz" -C "$OUT" tiled; }
+finish() { tar czf "$OUT/tiled.tgz" --exclude='*.npy' --exclude='*.nsys-rep' --exclude='*.sqlite' -C "$OUT" tiled; }
 trap finish EXIT
 make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
 if [ "${GEMM_CHECK:-1}" = 1 ]; then
@@ -28,7 +28,7 @@ for pt in $POINTS; do
     --epochs "$EPOCHS" --out "$d" > "$d.log" 2>&1
   echo "== $pt mlp_train rc=$?"; grep -E "median|vs float64|skipped|failed" "$d.log" | head -12
   if [ "${TORCH:-1}" = 1 ]; then
-    timeout 240 python -m harness.baseline.pytorch_baseline --results "$d" --variants cuda-graph,compiled-step \
+    timeout 240 python -m harness.baseline.pytorch_baseline --results "$d" --variants "${TORCH_VARIANTS:-cuda-graph,compiled-step}" \
       --batch "$b" --epochs "$EPOCHS" > "$d.torch.log" 2>&1
     echo "   torch rc=$?"
     python - "$d/pytorch.json" <<'PY'
@@ -41,4 +41,21 @@ except Exception as e:
     print("   torch: no pytorch.json:", e)
 PY
   fi
+done
+# $PROFILE ("HIDDENxBATCH ..."): one epoch of the tiled path under Nsight Systems, each graph node
+# traced, and its kernel summary.
+for pt in ${PROFILE:-}; do
+  h=${pt%x*}; b=${pt#*x}; d="$R/prof_h${h}_b${b}"; mkdir -p "$d"
+  NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 200 nsys profile --trace cuda,nvtx --capture-range=nvtx \
+    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/tiled" \
+    build/mlp_train --profile tiled --hidden "$h" --batch "$b" --out "$d" > "$d/nsys.log" 2>&1
+  timeout 200 nsys stats --force-export=true --report cuda_gpu_kern_sum --format csv --output "$d/tiled" \
+    "$d/tiled.nsys-rep" >> "$d/nsys.log" 2>&1
+  echo "== profile $pt"
+  python - "$d/tiled_cuda_gpu_kern_sum.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows[:8]:
+    print(f"   {float(r['Time (%)']):5.1f}%  {int(r['Instances']):5d} x {float(r['Avg (ns)'])/1000:8.2f} us  {r['Name'][:110]}")
+PY
 done
