@@ -24,7 +24,7 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, LogLocator, MaxNLoca
                                NullFormatter, NullLocator)
 
 from analysis.fmt import finite
-from analysis.sections.sweep import inv
+from analysis.sections.sweep import ACCEPTANCE_RATIO, GOAL_RATIO, inv
 
 DPI = 100
 LOG_SCALE_SPAN = 20.0  # epoch-time plot: log x axis when max / min of the rows exceeds this
@@ -235,29 +235,39 @@ def _empty(ax) -> None:
 
 
 @_memo
-def speedup_plot(width_points: list[dict]) -> bytes:
-    """The best CUDA path's speed-up (PyTorch median / best median) against the hidden width."""
+def speedup_plot(width_points: list[dict], torch_names: list[str] = ()) -> bytes:
+    """The best CUDA path's speed-up (PyTorch median / best median) against the hidden width:
+    over PyTorch's fastest passed variant at each point (the headline, bold), and over each
+    variant; the acceptance's and the goal's speed-ups as dotted lines."""
     with matplotlib.rc_context(_STYLE):
         fig = _figure(8.0, 4.5)
         ax = fig.add_subplot()
         drawn = []
-        for key, name, marker in (("ratio_best_cuda_vs_eager", "over PyTorch eager", "o"),
-                                  ("ratio_best_cuda_vs_cuda_graph", "over PyTorch cuda-graph",
-                                   "s")):
+        series = [("over PyTorch's fastest variant", lambda p: p.get("ratio_best_cuda_vs_fastest_pytorch"),
+                   "o", 2.2, True)]
+        series += [(f"over PyTorch {n}", (lambda p, n=n: (p.get("ratio_best_cuda_vs") or {}).get(n)),
+                    "s^vDP"[i % 5], 1.0, False) for i, n in enumerate(torch_names)]
+        for name, ratio_of, marker, width, annotate in series:
             xs, ys = [], []
             for p in width_points:
-                s = inv(p.get(key))
+                s = inv(ratio_of(p))
                 if s is not None:
                     xs.append(p["hidden"])
                     ys.append(s)
             if xs:
-                ax.plot(xs, ys, "-", marker=marker, markersize=4, linewidth=1.2, label=name)
-                for x, y in zip(xs, ys):
-                    ax.annotate(f"{y:.2g}×", (x, y), textcoords="offset points", xytext=(0, 5),
-                                ha="center", fontsize=7)
+                ax.plot(xs, ys, "-" if annotate else "--", marker=marker, markersize=4,
+                        linewidth=width, label=name)
+                if annotate:
+                    for x, y in zip(xs, ys):
+                        ax.annotate(f"{y:.2g}×", (x, y), textcoords="offset points",
+                                    xytext=(0, 5), ha="center", fontsize=7)
                 drawn += xs
         if drawn:
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
+            ax.axhline(1.0 / ACCEPTANCE_RATIO, color="tab:orange", linestyle=":", linewidth=1.0,
+                       label=f"acceptance (ratio ≤ {ACCEPTANCE_RATIO:g})")
+            ax.axhline(1.0 / GOAL_RATIO, color="tab:green", linestyle=":", linewidth=1.0,
+                       label=f"goal (ratio ≤ {GOAL_RATIO:g})")
         return _finish(fig, ax, drawn, "×", "hidden width",
                        "speed-up: PyTorch median / best CUDA median (log)",
                        "Speed-up over PyTorch against hidden width")

@@ -226,7 +226,7 @@ def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> d
     out_path, plots_dir = Path(out_path), Path(plots_dir)
     template = load_template(Path(templates_dir) / SWEEP_TEMPLATE)
     ctx = sweep_mod.sweep(doc)
-    images = {"speedup": plots.speedup_plot(ctx["_width_points"]),
+    images = {"speedup": plots.speedup_plot(ctx["_width_points"], ctx["torch_names"]),
               "step_time": plots.step_time_plot(ctx["_batch_points"], ctx["cuda_names"],
                                                 ctx["torch_names"])}
     ctx["plots"] = {k: link(plots_dir / SWEEP_PLOT_FILES[k], out_path.parent) for k in images}

@@ -3,10 +3,16 @@
     python -m analysis.sweep_report [--sweep results/sweep.json] [--out SWEEP.md]
                                     [--plots results/plots]
 
-SWEEP.md holds the width and batch sweeps (per point: the best CUDA path, its median epoch, CV,
-images per second, µs per step; PyTorch eager and cuda-graph; the ratios; the accuracies), every
-path and variant side by side, the memory ledger beside the measured peaks, and the cost in
-GPU-seconds per 1,000 images (analysis/sections/sweep.py; the words in templates/SWEEP.md.j2).
+SWEEP.md opens with the headline: at each point the best CUDA path (its accumulator) and its
+median epoch against PyTorch's fastest passed variant (named), their ratio, and whether it meets
+issue "FP32 at scale"'s acceptance and goal. Then the setup (TF32 off, the paths and where their
+list came from), the one-epoch parity of each point's best path with float64 beside the two
+epoch-1 accuracies, the roofline floor of each point (analysis/roofline_sweep.py), the width and
+batch sweeps and the extra points (per point: the best CUDA path, its median epoch, CV, images
+per second, µs per step; every PyTorch variant; the fastest; the ratios; the accuracies), every
+path and variant side by side (skipped paths as skipped), the memory ledger beside the measured
+peaks, and the cost in GPU-seconds per 1,000 images (analysis/sections/sweep.py; the words in
+templates/SWEEP.md.j2).
 A missing or malformed sweep.json is one line naming the file (exit 2), before anything is
 written; SWEEP.md and the plots are written together.
 """

@@ -280,7 +280,18 @@ CEILINGS = Obj({
 _METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pct": ONONNEG,
                     "min_ms": ONONNEG, "max_ms": ONONNEG, "test_accuracy": OFRAC,
                     "images_per_s": ONONNEG, "step_us": ONONNEG, "gpu_s_per_1000_images": ONONNEG,
-                    "launches_per_step": ONUM, "max_memory_allocated_bytes": ONONNEG}))
+                    "launches_per_step": ONUM, "max_memory_allocated_bytes": ONONNEG,
+                    "skipped": OSTR, "accumulator": OSTR, "parity_vs_fp64": ONONNEG,
+                    "parity_limit": ONONNEG, "parity_ok": OBOOL, "epoch1_test_accuracy": OFRAC}))
+# A point's roofline (analysis/roofline_sweep.py): the floor and the two medians against it.
+_AGAINST = Opt(Obj({"ms": ONONNEG, "share_of_floor": ONONNEG, "achieved_tflops": ONONNEG,
+                    "path": ONAME, "variant": ONAME}))
+_ROOFLINE = Opt(Obj({"steps": INT, "last_batch": INT, "flops_per_epoch": NONNEG,
+                     "bytes_per_epoch": NONNEG, "gflop_per_epoch": NONNEG, "mb_per_epoch": NONNEG,
+                     "compute_ms": NONNEG, "memory_ms": NONNEG, "floor_ms": NONNEG,
+                     "bound": OneOf("compute", "memory"), "fp32_tflops": POS, "dram_gb_per_s": POS,
+                     "best": _AGAINST, "pytorch_fastest": _AGAINST},
+                    required=("floor_ms", "bound")))
 _LEDGER = Obj({"parameters_bytes": ONUM, "gradients_bytes": ONUM, "activations_bytes": ONUM,
                "data_bytes": ONUM, "order_bytes": ONUM, "total_sgd_momentum_bytes": ONUM,
                "optimizer_state_bytes": Map(ONUM)}, required=("optimizer_state_bytes",))
@@ -291,7 +302,8 @@ SWEEP = Obj({
     "config": Obj({"widths": Arr(INT), "batches": Arr(INT), "width_sweep_batch": INT,
                    "batch_sweep_hidden": INT, "input_dim": INT, "output_dim": INT,
                    "cost_images": INT, "paths": Arr(STR), "pytorch_variants": Arr(STR),
-                   "data_dir": OSTR, "lr": NUM, "momentum": NUM},
+                   "data_dir": OSTR, "lr": NUM, "momentum": NUM,
+                   "extra_points": Arr(Arr(INT)), "paths_source": OSTR, "parity": OBOOL},
                   required=("widths", "batches", "width_sweep_batch", "batch_sweep_hidden",
                             "input_dim", "output_dim", "cost_images")),
     "points": Arr(Obj({
@@ -300,6 +312,12 @@ SWEEP = Obj({
         "best_cuda_path": ONAME, "best_cuda": _METRICS, "command": OSTR,
         "pytorch_command": OSTR,
         "ratio_best_cuda_vs_eager": ONUM, "ratio_best_cuda_vs_cuda_graph": ONUM,
+        "fastest_pytorch_variant": ONAME, "fastest_pytorch_median_ms": ONONNEG,
+        "ratio_best_cuda_vs_fastest_pytorch": ONUM, "ratio_best_cuda_vs": Map(ONUM, names=True),
+        "skipped_paths": Map(STR, names=True), "fp64_epoch1_test_accuracy": OFRAC,
+        "fp64_reference": Opt(Obj({"test_accuracy": OFRAC, "loss": ONONNEG, "seconds": ONONNEG,
+                                   "epochs": OINT})),
+        "roofline": _ROOFLINE,
         "steps_per_epoch": ONUM, "n_params": ONUM, "train_size": ONUM, "test_size": ONUM,
         "epochs": ONUM,
         "memory": Opt(Obj({"cuda_peak_used_bytes": ONUM,
@@ -307,6 +325,11 @@ SWEEP = Obj({
                            "ledger": Opt(_LEDGER)})),
     }, required=("label", "hidden", "batch", "status", "sweeps", "errors", "cuda",
                  "pytorch"))),
+    "roofline": Opt(Obj({"source": OSTR, "absent": OSTR,
+                         "ceilings": Opt(Obj({"fp32_tflops": POS, "dram_gb_per_s": POS, "gpu": OSTR,
+                                              "commit": OSTR},
+                                             required=("fp32_tflops", "dram_gb_per_s")))})),
+    "folders_not_collected": Arr(NAME),
 }, required=("schema", "config", "points"))
 
 
@@ -412,6 +435,9 @@ def _sweep_checks(doc) -> str | None:
         best = p.get("best_cuda_path")
         if best is not None and best not in p["cuda"]:
             return f"points[{i}].best_cuda_path: {best!r} is not among its CUDA paths"
+        top = p.get("fastest_pytorch_variant")
+        if top is not None and top not in p["pytorch"]:
+            return f"points[{i}].fastest_pytorch_variant: {top!r} is not among its PyTorch variants"
     return None
 
 

@@ -7,4 +7,4 @@ and why, so the report needs no other fact about them.
 from __future__ import annotations
 
 EAGER = "eager"            # the plain training loop: the tiers and every "vs eager" ratio
-CUDA_GRAPH = "cuda-graph"  # the eager step captured whole: the sweep's second ratio
+CUDA_GRAPH = "cuda-graph"  # the eager step captured whole: RESULTS.md's graph tier, and a sweep variant

@@ -29,6 +29,7 @@ import fake  # noqa: E402  (tests/fixtures/sweep/fake.py)
 
 sys.path.remove(str(FIXTURES))
 
+COMPILED_STEP = "compiled-step"
 EAGER_BUILD = registry.VARIANTS[EAGER].build
 # Eager under another name: a variant that trains for real on the CPU.
 FAKE = registry.Variant("a fake for the tests: eager under another name", EAGER_BUILD,
@@ -73,10 +74,10 @@ def test_the_sweep_and_the_trace_study_run_a_registered_variant(registered, monk
     doc = sweep.sweep(widths=[64], batches=[], epochs=3, results_dir=tmp_path / "results",
                       data_dir=tmp_path, binary=fake.install_binary(tmp_path),
                       pytorch_cmd=[sys.executable, str(FIXTURES / "fake.py"), "pytorch"],
-                      timeout_s=60)
-    assert doc["config"]["pytorch_variants"] == [EAGER, CUDA_GRAPH, "fake-step"]
+                      timeout_s=60, extra_points=())
+    assert doc["config"]["pytorch_variants"] == [EAGER, CUDA_GRAPH, COMPILED_STEP, "fake-step"]
     point = doc["points"][0]
-    assert f"--variants {EAGER},{CUDA_GRAPH},fake-step" in point["pytorch_command"]
+    assert f"--variants {EAGER},{CUDA_GRAPH},{COMPILED_STEP},fake-step" in point["pytorch_command"]
     assert point["pytorch"]["fake-step"]["passed"], point["errors"]
 
     traced, written = [], {}
@@ -123,6 +124,8 @@ def test_pytorch_json_lists_a_registered_variant(inputs, monkeypatch):
     assert "cudagraph_skips" in doc["variants"]["fake-step"]       # compiled=True
     assert "cudagraph_skips" not in doc["variants"][EAGER]
     assert doc["variants"]["fake-gpu"] == {"error": "skipped: fake-gpu needs a CUDA device"}
+    assert doc["tf32"] == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False,
+                           "float32_matmul_precision": "highest"}   # float32, TF32 off
     pb.run_all(results, device="cpu", data=data, full=True)
     doc = json.loads((results / "pytorch.json").read_text())
     assert doc["variants_run"] == [EAGER, "fake-step", "fake-slow", "fake-gpu"]
@@ -133,6 +136,13 @@ def test_pytorch_json_lists_a_registered_variant(inputs, monkeypatch):
 
 def test_the_variants_read_by_role_are_registered_and_swept():
     assert [n for n in registry.sweep_names() if n in (EAGER, CUDA_GRAPH)] == [EAGER, CUDA_GRAPH]
+
+
+def test_the_sweep_runs_eager_cuda_graph_and_the_compiled_step():
+    """Issue "FP32 at scale": every sweep point runs these three, and its ratio is against the
+    fastest of them that passed."""
+    assert registry.sweep_names() == [EAGER, CUDA_GRAPH, COMPILED_STEP]
+    assert registry.VARIANTS[COMPILED_STEP].compiled and not registry.VARIANTS[COMPILED_STEP].full_only
 
 
 def test_every_entry_says_what_it_is_in_one_line():

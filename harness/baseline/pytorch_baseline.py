@@ -12,6 +12,9 @@ The variants (harness/baseline/registry.py: what each is, how it is built, when 
 reported separately in results/pytorch.json (docs/formats.md). A default run leaves out the
 registry's full_only variants (a compile of minutes); --full runs them too.
 
+Arithmetic: float32 with TF32 off (float32_only(): allow_tf32 False for matmul and cuDNN, float32
+matmul precision "highest"), as pytorch.json's "tf32" records.
+
 Timing: a pair of CUDA events brackets each epoch's training steps only (not the evaluation);
 epoch 0 is a warm-up and is excluded from the statistics. Per-step losses stay on the device
 and are read once after each epoch. Set-up (compilation, capture) is timed apart.
@@ -282,6 +285,18 @@ def inductor_cache() -> dict:
         return {"dir": None, "fx_graph_cache": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
+def float32_only() -> dict:
+    """No TF32 in matrix products or convolutions: every variant computes in float32 (the CUDA
+    paths' arithmetic), TF32 being PyTorch's opt-in. Returns the settings as read back, for
+    pytorch.json's "tf32"."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return {"matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
 def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None = None,
             device: str = "cuda", data: dict | None = None, batch: int | None = None,
             data_dir: Path | None = None, full: bool = False) -> dict:
@@ -308,8 +323,9 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but torch sees no CUDA device")
+    tf32 = float32_only()
     out = {"schema": 1, **provenance.stamp(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
-           "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+           "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "tf32": tf32,
            "recipe": recipe, "full": bool(full), "variants_run": chosen, "variants_left_out": left_out,
            "inductor_cache": inductor_cache(), "variants": {}}
     t_all = time.perf_counter()

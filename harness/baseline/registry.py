@@ -82,7 +82,7 @@ VARIANTS: dict[str, Variant] = {
         "torch.compile (Inductor, default mode) of the whole step (gather, forward, loss, "
         "backward, momentum update), replayed from one torch.cuda.CUDAGraph a batch size "
         "(on a CPU: without graphs)",
-        _compiled_step("graphs"), compiled=True, traced=True),
+        _compiled_step("graphs"), compiled=True, sweep=True, traced=True),
     "compiled-step-reduce-overhead": Variant(
         'the same step compiled with mode="reduce-overhead" (Inductor\'s CUDA-graph trees), '
         "every mutated buffer marked static",

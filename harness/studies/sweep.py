@@ -1,23 +1,38 @@
-"""The width and batch sweep (issue 8): the best CUDA path against PyTorch, point by point.
+"""The width and batch sweep (issue 8; "FP32 at scale"): the best CUDA path against PyTorch's
+fastest variant, point by point.
 
-    python -m harness.studies.sweep [--widths 64,128,...] [--batches 32,128,...] [--epochs 20]
-                            [--paths persistent,fused] [--no-pytorch] [--full]
+    python -m harness.studies.sweep [--widths 64,128,...|none] [--batches 32,128,...|none]
+                            [--points 4096x2048,...|none] [--epochs 20] [--paths a,b]
+                            [--variants a,b] [--no-parity] [--no-pytorch] [--full]
+                            [--report] [--collect-only]
 
-Two sweeps on one GPU, in one run:
+Three groups of points on one GPU, in one run or in parts (each part a call of its own, then
+--collect-only over every folder):
   width sweep   hidden width in WIDTHS at batch WIDTH_SWEEP_BATCH (128)
   batch sweep   batch in BATCHES at hidden width BATCH_SWEEP_HIDDEN (256)
-The point they share (width 256, batch 128) is run once. Each point, labelled "h<width>_b<batch>":
+  extra points  the (width, batch) pairs of EXTRA_POINTS (4096 x 2048), tagged "extra"
+A point in two groups (width 256, batch 128) is run once. Each point, labelled "h<width>_b<batch>":
 
-  1. build/mlp_train --perf-only --paths P --hidden W --batch B --epochs E --out results/sweep/<label>
-     (run.json, init_params.npy and order.npy of that shape; its output in mlp_train.log);
-  2. the PyTorch baseline, the variants harness/baseline/registry.py marks for the sweep only
-     (eager and cuda-graph among them), on that point's init_params.npy and order.npy, with
-     --batch B and the same data folder (pytorch.json; pytorch.log);
+  1. build/mlp_train --perf-only --parity --paths P --hidden W --batch B --epochs E
+     --out results/sweep/<label> (run.json, init_params.npy and order.npy of that shape; its
+     output in mlp_train.log). P defaults to the paths a plain run times, from the binary's
+     registry (spec.catalog, `build/mlp_host catalog`); where the catalog cannot be read, the
+     fallback FALLBACK_PATHS, said on stdout and in sweep.json's config.paths_source. A path
+     that does not fit the point is skipped by the binary (run.json "skipped": why): recorded
+     as skipped, not as a failure. --parity: the binary also trains one epoch in float64 on the
+     CPU and records each path's one-epoch distance to it (parity_vs_fp64, parity_limit) and the
+     float64 epoch's accuracy (fp64_reference);
+  2. the PyTorch baseline, the variants harness/baseline/registry.py marks for the sweep (eager,
+     cuda-graph, compiled-step; float32 with TF32 off), on that point's init_params.npy and
+     order.npy, with --batch B and the same data folder (pytorch.json; pytorch.log);
   3. collection: per CUDA path and PyTorch variant the median epoch, its CV, the test accuracy,
-     images per second and µs per step; the best CUDA path (the passed path with the lowest
-     median) over eager and over cuda-graph (spec/torch_variants.py names the two); the
-     measured memory peaks beside a ledger computed
-     from the shapes (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
+     images per second and µs per step; per CUDA path its accumulator (float32 / float64, as
+     run.json says; "unknown" where it does not), its parity against float64 and its epoch-1
+     accuracy; the best CUDA path (the passed path with the lowest median; a path whose parity
+     exceeds its limit has not passed) over the fastest passed PyTorch variant (named) and over
+     each variant; the roofline floor of the point (analysis/roofline_sweep.py, on
+     results/ceilings.json); the measured memory peaks beside a ledger computed from the shapes
+     (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
 
 A point that fails (a path fails, the binary stops, the baseline fails, a time limit) is recorded
 with its error and the sweep goes on. The committed evidence is never lost to a failure: each point
@@ -34,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -42,22 +58,26 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from analysis import roofline_sweep
 from harness.baseline import registry
-from spec import files, provenance, validate
+from spec import catalog, files, provenance, schema, validate
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, InputError
 from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
 from spec.recipe import load_recipe
 from spec.torch_variants import CUDA_GRAPH, EAGER
 
-WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
-BATCHES = (32, 128, 512, 2048)
+WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+BATCHES = (32, 64, 128, 256, 512, 1024, 2048)
+EXTRA_POINTS = ((4096, 2048),)  # (hidden, batch) pairs outside the two sweeps: sweeps ["extra"]
 WIDTH_SWEEP_BATCH = 128        # the batch of the width sweep
 BATCH_SWEEP_HIDDEN = 256       # the hidden width of the batch sweep
-DEFAULT_PATHS = "persistent,fused"
+FALLBACK_PATHS = ("persistent", "fused")   # when the binary's catalog cannot be read
 SWEEP_DIR = "sweep"            # per-point folders: results/sweep/<label>/
 SWEEP_JSON = "sweep.json"
 POINT_JSON = "point.json"      # per point: its record's inputs (how it was run, what stopped it)
-POINT_CONFIG_KEYS = ("epochs", "paths", "pytorch_variants", "data_dir", "train_size")
+POINT_CONFIG_KEYS = ("epochs", "paths", "pytorch_variants", "data_dir", "train_size", "parity")
+CEILINGS_JSON = "ceilings.json"   # the roofline's ceilings, beside sweep.json (invoke ceilings)
+UNKNOWN = "unknown"            # a path's accumulator where run.json does not say it
 FULL_TRAIN_SIZE = 60_000       # data/full (invoke data --full)
 COST_IMAGES = 1000             # cost is GPU-seconds per this many training images
 DEFAULT_TIMEOUT_S = 300        # per subprocess (the binary, the baseline) of one point
@@ -67,6 +87,8 @@ MIN_EPOCHS, MAX_EPOCHS = 2, 1000   # epoch 0 is a warm-up, not timed; the recipe
 MAX_WIDTH, MAX_BATCH = 16384, 65536   # the recipe bounds of hidden_dim and batch (spec.recipe.BOUNDS)
 STAGING, FAILED = ".new", ".failed"   # a point folder's suffixes while it runs, when it failed
 SWEEP_MD = ROOT / "SWEEP.md"
+_LABEL = re.compile(r"^h([0-9]+)_b([0-9]+)$")
+
 
 def label(hidden: int, batch: int) -> str:
     """The point's name and folder: h256_b128."""
@@ -74,14 +96,15 @@ def label(hidden: int, batch: int) -> str:
 
 
 def sweep_points(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES,
-                 width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN
-                 ) -> list[dict]:
-    """The points to run, in run order (the width sweep, then the batch sweep's new points);
-    each {"label", "hidden", "batch", "sweeps": ["width"] / ["batch"] / ["width", "batch"]}.
-    A point in both sweeps (256 x 128 by default) appears once."""
+                 width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN,
+                 extra_points: Sequence[Sequence[int]] = EXTRA_POINTS) -> list[dict]:
+    """The points to run, in run order (the width sweep, then the batch sweep's new points, then
+    the extra points' new ones); each {"label", "hidden", "batch", "sweeps": a list of "width",
+    "batch", "extra"}. A point in two groups (256 x 128 by default) appears once."""
     points: dict[str, dict] = {}
     for sweep_name, shapes in (("width", [(int(w), int(width_batch)) for w in widths]),
-                               ("batch", [(int(batch_hidden), int(b)) for b in batches])):
+                               ("batch", [(int(batch_hidden), int(b)) for b in batches]),
+                               ("extra", [(int(h), int(b)) for h, b in extra_points])):
         for hidden, batch in shapes:
             if hidden < 1 or batch < 1:
                 raise ValueError(f"widths and batches must be positive, got {hidden}x{batch}")
@@ -97,6 +120,11 @@ def sweep_points(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHE
 
 def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def _number(x) -> bool:
+    """A finite number, zero included (a parity, an accuracy)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def metrics(entry: dict | None, train_size: int, steps: int) -> dict:
@@ -131,6 +159,56 @@ def metrics(entry: dict | None, train_size: int, steps: int) -> dict:
     return out
 
 
+def cuda_metrics(name: str, entry: dict | None, train_size: int, steps: int,
+                 parity: bool = False) -> tuple[dict, list[str]]:
+    """(METRICS of one CUDA path with its skip, accumulator, parity and epoch-1 accuracy, the
+    point's error lines about it). A skipped path (run.json "skipped": why) is no error. A path
+    whose parity_vs_fp64 exceeds its parity_limit (or is not finite: null) has not passed, and
+    its error says why; with `parity` (the point was run with --parity) a timed path that
+    records no parity is an error line too, but not a failure."""
+    entry = entry or {}
+    m = metrics(entry, train_size, steps)
+    skipped = entry.get("skipped")
+    m["skipped"] = str(skipped) if skipped else None
+    acc = entry.get("accumulator")
+    m["accumulator"] = acc if isinstance(acc, str) and acc else UNKNOWN
+    tape = entry.get("test_accuracy_per_epoch")
+    m["epoch1_test_accuracy"] = (tape[0] if isinstance(tape, list) and tape and _number(tape[0])
+                                 else None)
+    pv, limit = entry.get("parity_vs_fp64"), entry.get("parity_limit")
+    m["parity_vs_fp64"] = float(pv) if _number(pv) else None
+    m["parity_limit"] = float(limit) if _number(limit) else None
+    m["parity_ok"] = None
+    if m["skipped"]:
+        m["passed"] = False
+        return m, []
+    if m["parity_vs_fp64"] is not None and m["parity_limit"] is not None:
+        m["parity_ok"] = m["parity_vs_fp64"] <= m["parity_limit"]
+    elif "parity_vs_fp64" in entry and pv is None and m["median_ms"] is not None and parity:
+        m["parity_ok"] = False        # recorded, but not finite (NaN is written as null)
+    if m["parity_ok"] is False and m["passed"]:
+        m["passed"] = False
+        why = (f"parity vs float64 {m['parity_vs_fp64']:.3g} > limit {m['parity_limit']:g}"
+               if m["parity_vs_fp64"] is not None else "parity vs float64 not finite")
+        m["error"] = f"{why}; {m['error']}" if m["error"] else why
+    problems = []
+    if not m["passed"]:
+        problems.append(f"path {name}: {(m['error'] or 'failed').splitlines()[0]}")
+    elif parity and m["parity_ok"] is None:
+        problems.append(f"path {name}: no parity against float64 in run.json "
+                        "(parity_vs_fp64 and parity_limit; --parity given)")
+    return m, problems
+
+
+def fastest(group: dict, order: Sequence[str] = ()) -> str | None:
+    """The passed entry of `group` ({name: METRICS}) with the lowest median; a tie goes to the
+    one first in `order` (the configured order), then by name."""
+    rank = {n: i for i, n in enumerate(order)}
+    ok = [(m["median_ms"], rank.get(n, len(rank)), n) for n, m in group.items()
+          if m and m.get("passed") and _finite(m.get("median_ms"))]
+    return min(ok)[2] if ok else None
+
+
 def _ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -150,22 +228,53 @@ def _read_json(path: Path):
     return obj, None
 
 
+def load_ceilings(results_dir: Path) -> dict:
+    """sweep.json's "roofline" head: {"source", "ceilings": {"fp32_tflops", "dram_gb_per_s",
+    "gpu", "commit", "date_utc"} or None, "absent": why there are none (None when there are),
+    "model"} from results_dir/ceilings.json (checked against spec/schema.py)."""
+    path = Path(results_dir) / CEILINGS_JSON
+    head = {"source": _rel(path), "ceilings": None, "absent": None,
+            "model": "analysis/roofline_sweep.py"}
+    if not path.exists():
+        head["absent"] = f"no {_rel(path)} (`invoke ceilings` measures it)"
+        return head
+    doc, why = _read_json(path)
+    if doc is None:
+        head["absent"] = f"{_rel(path)}: {why.removeprefix(path.name + ': ')}"
+        return head
+    try:
+        schema.validate(doc, "ceilings", _rel(path))
+        head["ceilings"] = roofline_sweep.ceilings_of(doc)
+    except (schema.SchemaError, ValueError) as exc:
+        head["absent"] = f"{_rel(path)}: {str(exc).removeprefix(_rel(path) + ': ')}"
+    return head
+
+
 def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
-                  binary_error: str = "", pytorch_error: str = "") -> dict:
-    """The sweep.json record of one point from its folder (run.json, pytorch.json), with the
-    registry's sweep variants of pytorch.json.
+                  binary_error: str = "", pytorch_error: str = "", *,
+                  variants: Sequence[str] | None = None, parity: bool = False,
+                  ceilings: dict | None = None) -> dict:
+    """The sweep.json record of one point from its folder (run.json, pytorch.json).
 
     binary_error / pytorch_error: why the binary or the baseline stopped (a non-zero exit
     status other than 1, a time limit), as the driver saw it; "" when they finished.
+    variants: the PyTorch variants the point ran (default: the registry's sweep variants);
+    parity: the binary was given --parity (its float64 check is then expected);
+    ceilings: load_ceilings()'s "ceilings" (None: no roofline).
     """
     point_dir = Path(point_dir)
+    variants = list(registry.sweep_names() if variants is None else variants)
     rec = {"label": point["label"], "hidden": int(point["hidden"]), "batch": int(point["batch"]),
            "sweeps": list(point.get("sweeps", [])), "dir": point.get("dir", point_dir.name),
            "status": "ok", "errors": [], "steps_per_epoch": None, "n_params": None,
            "train_size": None, "test_size": None, "epochs": None,
-           "cuda": {}, "best_cuda_path": None, "best_cuda": None, "pytorch": {},
+           "cuda": {}, "skipped_paths": {}, "best_cuda_path": None, "best_cuda": None,
+           "pytorch": {}, "torch_tf32": None,
+           "fastest_pytorch_variant": None, "fastest_pytorch_median_ms": None,
+           "ratio_best_cuda_vs_fastest_pytorch": None, "ratio_best_cuda_vs": {},
            "ratio_best_cuda_vs_eager": None, "ratio_best_cuda_vs_cuda_graph": None,
-           "memory": None}
+           "parity_requested": bool(parity), "fp64_reference": None,
+           "fp64_epoch1_test_accuracy": None, "roofline": None, "memory": None}
     errors = rec["errors"]
     run, why = _read_json(point_dir / "run.json")
     if binary_error:
@@ -189,17 +298,25 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
     train_size = int(recipe.get("train_size") or 0)
     steps = int(recipe.get("steps_per_epoch") or 0)
     for name, entry in (run.get("paths") or {}).items():
-        m = metrics(entry, train_size, steps)
+        m, problems = cuda_metrics(name, entry, train_size, steps, parity)
         rec["cuda"][name] = m
-        if not m["passed"]:
-            errors.append(f"path {name}: {(m['error'] or 'failed').splitlines()[0]}")
-    passed = [(m["median_ms"], name) for name, m in rec["cuda"].items() if m["passed"]]
-    if passed:
-        best = min(passed)[1]
+        if m["skipped"]:
+            rec["skipped_paths"][name] = m["skipped"]
+        errors.extend(problems)
+    best = fastest(rec["cuda"])
+    if best is not None:
         rec["best_cuda_path"] = best
         rec["best_cuda"] = rec["cuda"][best]
     else:
         errors.append("no CUDA path passed")
+    ref = run.get("fp64_reference")
+    if isinstance(ref, dict):
+        rec["fp64_reference"] = {k: ref.get(k) for k in ("epochs", "test_accuracy", "loss",
+                                                          "seconds")}
+        acc = ref.get("test_accuracy")
+        rec["fp64_epoch1_test_accuracy"] = acc if _number(acc) else None
+    elif parity:
+        errors.append("mlp_train: run.json has no fp64_reference (--parity given)")
 
     if pytorch:
         torch_json, why = _read_json(point_dir / "pytorch.json")
@@ -210,8 +327,9 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
         torch_json = torch_json or {}
         rec["torch_version"] = torch_json.get("torch_version")
         rec["torch_cuda_version"] = torch_json.get("cuda_version")
+        rec["torch_tf32"] = torch_json.get("tf32")
         got = torch_json.get("variants") or {}
-        for name in registry.sweep_names():
+        for name in variants:
             if name not in got and torch_json:
                 errors.append(f"pytorch {name}: not in pytorch.json")
             if name not in got:
@@ -221,16 +339,26 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
             if not m["passed"]:
                 errors.append(f"pytorch {name}: {(m['error'] or 'no timing').splitlines()[0]}")
     best_med = rec["best_cuda"]["median_ms"] if rec["best_cuda"] else None
-    eager = rec["pytorch"].get(EAGER) or {}
-    graph = rec["pytorch"].get(CUDA_GRAPH) or {}
     # Ratios only against a variant that passed (ran, timed, finite loss).
-    rec["ratio_best_cuda_vs_eager"] = _ratio(best_med, eager.get("median_ms")
-                                             if eager.get("passed") else None)
-    rec["ratio_best_cuda_vs_cuda_graph"] = _ratio(best_med, graph.get("median_ms")
-                                                  if graph.get("passed") else None)
+    rec["ratio_best_cuda_vs"] = {name: _ratio(best_med, m["median_ms"] if m["passed"] else None)
+                                 for name, m in rec["pytorch"].items()}
+    top = fastest(rec["pytorch"], variants)
+    if top is not None:
+        rec["fastest_pytorch_variant"] = top
+        rec["fastest_pytorch_median_ms"] = rec["pytorch"][top]["median_ms"]
+        rec["ratio_best_cuda_vs_fastest_pytorch"] = rec["ratio_best_cuda_vs"][top]
+    rec["ratio_best_cuda_vs_eager"] = rec["ratio_best_cuda_vs"].get(EAGER)
+    rec["ratio_best_cuda_vs_cuda_graph"] = rec["ratio_best_cuda_vs"].get(CUDA_GRAPH)
+
+    in_dim, out_dim = recipe.get("input_dim"), recipe.get("output_dim")
+    if ceilings and all(isinstance(recipe.get(k), int) and recipe[k] > 0
+                        for k in ("input_dim", "output_dim", "train_size")):
+        rec["roofline"] = roofline_sweep.point_roofline(
+            in_dim, rec["hidden"], out_dim, rec["batch"], recipe["train_size"], ceilings,
+            best_ms=best_med, best_path=rec["best_cuda_path"],
+            torch_ms=rec["fastest_pytorch_median_ms"], torch_variant=rec["fastest_pytorch_variant"])
 
     mem = run.get("memory") or {}
-    in_dim, out_dim = recipe.get("input_dim"), recipe.get("output_dim")
     led = None
     if all(isinstance(recipe.get(k), int) for k in ("input_dim", "output_dim", "train_size",
                                                        "test_size")):
@@ -292,21 +420,33 @@ def _fmt_ms(x) -> str:
 
 
 def progress_line(i: int, n: int, rec: dict, seconds: float) -> str:
+    """The point's closing line: `[sweep i/n] <label>: best ...` or `... FAILED: ...`."""
     head = f"[sweep {i}/{n}] {rec['label']}:"
     if rec["best_cuda"] is None:
         first = rec["errors"][0] if rec["errors"] else "failed"
         return f"{head} FAILED: {first} ({seconds:.1f} s)"
     best = rec["best_cuda"]
-    parts = [f"best {rec['best_cuda_path']} {_fmt_ms(best['median_ms'])} "
-             f"(CV {best['cv_pct']:.1f}%)" if isinstance(best.get("cv_pct"), (int, float))
-             else f"best {rec['best_cuda_path']} {_fmt_ms(best['median_ms'])}"]
-    for name, key in ((EAGER, "ratio_best_cuda_vs_eager"),
-                      (CUDA_GRAPH, "ratio_best_cuda_vs_cuda_graph")):
-        m = rec["pytorch"].get(name)
-        if m is not None:
-            r = rec[key]
-            parts.append(f"{name} {_fmt_ms(m['median_ms'])}"
-                         + (f" (ratio {r:.3g})" if r is not None else ""))
+    cv = best.get("cv_pct")
+    parts = [f"best {rec['best_cuda_path']} ({best.get('accumulator', UNKNOWN)}) "
+             f"{_fmt_ms(best['median_ms'])}"
+             + (f" (CV {cv:.1f}%)" if isinstance(cv, (int, float)) else "")]
+    top = rec.get("fastest_pytorch_variant")
+    if top is not None:
+        r = rec["ratio_best_cuda_vs_fastest_pytorch"]
+        parts.append(f"fastest PyTorch {top} {_fmt_ms(rec['fastest_pytorch_median_ms'])}"
+                     + (f" (ratio {r:.3g})" if r is not None else ""))
+    elif rec["pytorch"]:
+        parts.append("no PyTorch variant passed")
+    if best.get("parity_vs_fp64") is not None:
+        parts.append(f"parity vs float64 {best['parity_vs_fp64']:.2g}"
+                     + (f" (limit {best['parity_limit']:g})" if best.get("parity_limit") else ""))
+    roof = rec.get("roofline") or {}
+    if roof.get("floor_ms") is not None:
+        share = (roof.get("best") or {}).get("share_of_floor")
+        parts.append(f"floor {_fmt_ms(roof['floor_ms'])} ({roof['bound']}"
+                     + (f", {100 * share:.0f}% of it" if share is not None else "") + ")")
+    if rec["skipped_paths"]:
+        parts.append("skipped " + ", ".join(rec["skipped_paths"]))
     tail = f"; {len(rec['errors'])} problem(s): {rec['errors'][0]}" if rec["errors"] else ""
     return f"{head} " + ", ".join(parts) + f" ({seconds:.1f} s){tail}"
 
@@ -320,8 +460,9 @@ def _summary(records: list[dict]) -> dict:
             "torch_cuda_version": torch_first.get("torch_cuda_version")}
 
 
-def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch, data_dir,
-             train_size, timeout_s, note: str) -> dict:
+def _new_doc(widths, batches, width_batch, batch_hidden, extra_points, epochs, paths, pytorch,
+             data_dir, train_size, timeout_s, note: str, *, variants=None, parity=None,
+             paths_source=None, roofline=None) -> dict:
     recipe = load_recipe()
     return {
         "schema": 1,
@@ -331,8 +472,12 @@ def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch,
         "config": {
             "widths": [int(w) for w in widths], "batches": [int(b) for b in batches],
             "width_sweep_batch": int(width_batch), "batch_sweep_hidden": int(batch_hidden),
+            "extra_points": [[int(h), int(b)] for h, b in extra_points],
             "epochs": epochs, "paths": list(paths) if paths is not None else None,
-            "pytorch_variants": registry.sweep_names() if pytorch else [],
+            "paths_source": paths_source,
+            "pytorch_variants": (list(variants) if variants is not None
+                                 else registry.sweep_names()) if pytorch else [],
+            "parity": parity,
             "data_dir": data_dir, "train_size": train_size,
             "input_dim": recipe["input_dim"], "output_dim": recipe["output_dim"],
             "lr": recipe["lr"], "momentum": recipe["momentum"],
@@ -340,6 +485,7 @@ def _new_doc(widths, batches, width_batch, batch_hidden, epochs, paths, pytorch,
             "cost_images": COST_IMAGES, "timeout_s": timeout_s,
         },
         "notes": {"gradients": GRADIENT_NOTE, "data": DATA_NOTE},
+        "roofline": roofline,
         "points": [],
         "complete": False,
     }
@@ -352,22 +498,63 @@ def _check_point_folders(sweep_root: Path, points: list[dict]) -> None:
             raise InputError(f"error: {path}: not a folder, but the sweep writes a folder there")
 
 
+def resolve_paths(paths, build_dir: Path = BUILD_DIR) -> tuple[list[str], str]:
+    """(the CUDA paths to time, where the list came from). `paths` (a comma-separated string or
+    a list) is taken as given; None: the paths a plain run times, from the binary's registry
+    (spec.catalog.default_path_names of build_dir's mlp_host), or, when that cannot be read,
+    FALLBACK_PATHS with the reason (the sweep prints it and records it in config.paths_source)."""
+    if paths is not None:
+        items = paths.split(",") if isinstance(paths, str) else list(paths)
+        path_list = [validate.safe_name(str(p).strip(), "--paths: path") for p in items
+                     if str(p).strip()]
+        if not path_list:
+            raise InputError("error: --paths names no path")
+        return path_list, "--paths"
+    try:
+        names = list(catalog.default_path_names(Path(build_dir)))
+        if not names:
+            raise ValueError("the catalog lists no default path")
+        return names, f"{_rel(Path(build_dir) / 'mlp_host')} catalog (the paths a plain run times)"
+    except (InputError, OSError, ValueError, KeyError, TypeError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return list(FALLBACK_PATHS), (f"fallback: the binary's catalog could not be read "
+                                      f"({why.removeprefix('error: ')}); --paths names others")
+
+
+def resolve_variants(variants) -> list[str]:
+    """The PyTorch variants of every point: the registry's sweep variants, or those named."""
+    if variants is None:
+        return registry.sweep_names()
+    items = variants.split(",") if isinstance(variants, str) else list(variants)
+    chosen = [str(v).strip() for v in items if str(v).strip()]
+    try:
+        registry.select(chosen)
+    except ValueError as exc:
+        raise InputError(f"error: --variants {','.join(chosen) or repr(variants)}: {exc}") from None
+    return chosen
+
+
 def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epochs: int = DEFAULT_EPOCHS,
-          paths: str = DEFAULT_PATHS, results_dir: Path = RESULTS_DIR, pytorch: bool = True,
-          data_dir: Path = DATA_DIR, train_size: int | None = None, *,
+          paths: str | Sequence[str] | None = None, results_dir: Path = RESULTS_DIR,
+          pytorch: bool = True, data_dir: Path = DATA_DIR, train_size: int | None = None, *,
           binary: Path | None = None, pytorch_cmd: Sequence[str] | None = None,
           device: str = "cuda", timeout_s: float = DEFAULT_TIMEOUT_S,
           width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN,
+          extra_points: Sequence[Sequence[int]] = EXTRA_POINTS,
+          variants: str | Sequence[str] | None = None, parity: bool = True,
           report: Path | None = None) -> dict:
     """Run every point and, when some point timed a CUDA path, write results_dir/sweep.json
     (with `report`: also that SWEEP.md and results_dir/plots' two sweep plots, all together);
     returns the sweep's object either way.
 
-    binary: the mlp_train to run (default build/mlp_train); pytorch_cmd: the command prefix of
-    the baseline (default: this Python, -m harness.baseline.pytorch_baseline), given --results, --variants,
-    --batch, --data and --device; device: the baseline's torch device; timeout_s: the time limit
-    of each subprocess of a point. Each point's folder also gets point.json (its record and how
-    it was run), from which collect() rebuilds sweep.json when a sweep was run in parts.
+    binary: the mlp_train to run (default build/mlp_train; the default paths come from the
+    mlp_host beside it); pytorch_cmd: the command prefix of the baseline (default: this Python,
+    -m harness.baseline.pytorch_baseline), given --results, --variants, --batch, --data and
+    --device; device: the baseline's torch device; timeout_s: the time limit of each subprocess
+    of a point; extra_points: (hidden, batch) pairs run after the two sweeps; variants: the
+    PyTorch variants (default: the registry's sweep variants); parity: pass --parity to the
+    binary (its one-epoch float64 check). Each point's folder also gets point.json (its record
+    and how it was run), from which collect() rebuilds sweep.json when a sweep was run in parts.
     """
     results_dir = Path(results_dir)
     data_dir = Path(data_dir)
@@ -379,12 +566,11 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
                          + (" (run `invoke data --full`)" if data_dir.name == "full" else ""))
     epochs = parse_epochs(epochs)
     timeout_s = validate.positive_seconds(timeout_s, "--timeout")
-    path_list = [validate.safe_name(p.strip(), "--paths: path") for p in str(paths).split(",") if p.strip()]
-    if not path_list:
-        raise InputError("error: --paths names no path")
-    points = sweep_points(widths, batches, width_batch, batch_hidden)
+    variant_list = resolve_variants(variants) if pytorch else []
+    points = sweep_points(widths, batches, width_batch, batch_hidden, extra_points)
     if not points:
-        raise InputError("error: no sweep points (empty widths and batches)")
+        raise InputError("error: no sweep points (empty widths, batches and extra points)")
+    path_list, paths_source = resolve_paths(paths, binary.parent)
     pytorch_cmd = list(pytorch_cmd) if pytorch_cmd else [sys.executable, "-m",
                                                          "harness.baseline.pytorch_baseline"]
     sweep_root = results_dir / SWEEP_DIR
@@ -393,10 +579,17 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
     _check_point_folders(sweep_root, points)
     files.check_targets([out_path] + ([Path(report)] + [plots_dir / f for f in _sweep_plot_files()]
                                       if report is not None else []))
-    doc = _new_doc(widths, batches, width_batch, batch_hidden, epochs, path_list, pytorch,
-                   _rel(data_dir), train_size, timeout_s,
-                   "written by harness/studies/sweep.py; see docs/formats.md")
+    roof = load_ceilings(results_dir)
+    doc = _new_doc(widths, batches, width_batch, batch_hidden, extra_points, epochs, path_list,
+                   pytorch, _rel(data_dir), train_size, timeout_s,
+                   "written by harness/studies/sweep.py; see docs/formats.md",
+                   variants=variant_list, parity=bool(parity), paths_source=paths_source,
+                   roofline=roof)
     n = len(points)
+    print(f"sweep: {n} point(s), {epochs} epochs each; CUDA paths {','.join(path_list)} "
+          f"({paths_source}); PyTorch {','.join(variant_list) or 'not run'}; "
+          f"float64 parity {'on' if parity else 'off'}; roofline "
+          + ("on " + roof["source"] if roof["ceilings"] else f"off ({roof['absent']})"), flush=True)
     for i, point in enumerate(points, 1):
         t0 = time.perf_counter()
         final = sweep_root / point["label"]
@@ -406,30 +599,41 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         pdir.mkdir(parents=True)
         point = dict(point, dir=_rel(final))
         cmd = [_rel(binary), "--data", _rel(data_dir), "--out", _rel(pdir), "--perf-only",
+               *(["--parity"] if parity else []),
                "--paths", ",".join(path_list), "--hidden", str(point["hidden"]),
                "--batch", str(point["batch"]), "--epochs", str(epochs)]
         if train_size is not None:
             cmd += ["--train-size", str(int(train_size))]
+        stage = f"[sweep {i}/{n}] {point['label']} -"
+        print(f"{stage} mlp_train ({'/'.join(point['sweeps'])} sweep): {len(path_list)} path(s), "
+              f"{epochs} epochs{', float64 parity' if parity else ''} ...", flush=True)
         rc, why = _run_logged(cmd, pdir / "mlp_train.log", timeout_s)
         # 0: every path trained; 1 with run.json: a path failed (run.json says which); any
         # other status (1 without run.json included) stopped the binary: its last line says why.
         finished = rc == 0 or (rc == 1 and (pdir / "run.json").is_file())
         binary_error = why or ("" if finished else
                                f"exit status {rc}: {_tail(pdir / 'mlp_train.log')}")
+        print(f"{stage} mlp_train: " + (f"exit status {rc}" if not binary_error else binary_error)
+              + f" ({time.perf_counter() - t0:.1f} s)", flush=True)
         pytorch_error, tcmd = "", None
         if pytorch:
             if (pdir / "init_params.npy").exists() and (pdir / "order.npy").exists():
                 tcmd = [*pytorch_cmd, "--results", _rel(pdir),
-                        "--variants", ",".join(registry.sweep_names()),
+                        "--variants", ",".join(variant_list),
                         "--batch", str(point["batch"]), "--data", _rel(data_dir),
                         "--device", device]
+                t1 = time.perf_counter()
+                print(f"{stage} PyTorch {','.join(variant_list)} ...", flush=True)
                 trc, twhy = _run_logged(tcmd, pdir / "pytorch.log", timeout_s)
                 pytorch_error = twhy or ("" if trc == 0 else
                                          f"exit status {trc}: {_tail(pdir / 'pytorch.log')}")
+                print(f"{stage} PyTorch: {pytorch_error or 'exit status 0'} "
+                      f"({time.perf_counter() - t1:.1f} s)", flush=True)
             else:
                 pytorch_error = "not run: mlp_train wrote no init_params.npy / order.npy"
         rec = collect_point(pdir, point, pytorch=pytorch, binary_error=binary_error,
-                            pytorch_error=pytorch_error)
+                            pytorch_error=pytorch_error, variants=variant_list,
+                            parity=bool(parity), ceilings=roof["ceilings"])
         if rec["best_cuda"] is None:   # the old folder stays; this run's files go beside it
             final = final.with_name(final.name + FAILED)
             rec["dir"] = point["dir"] = _rel(final)
@@ -439,9 +643,10 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         rec["exit_code"] = rc
         files.write_json(pdir / POINT_JSON, {
             "schema": 1, "point": point, "binary_error": binary_error,
-            "pytorch": pytorch, "pytorch_error": pytorch_error,
+            "pytorch": pytorch, "pytorch_error": pytorch_error, "parity": bool(parity),
             "command": rec["command"], "pytorch_command": rec["pytorch_command"],
             "exit_code": rc, "commit": doc["commit"], "driver": doc["driver"],
+            "paths_source": paths_source,
             "config": {k: doc["config"][k] for k in POINT_CONFIG_KEYS}})
         files.replace_folder(pdir, final)
         doc["points"].append(rec)
@@ -453,13 +658,19 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         print(f"sweep: no point timed a CUDA path: {_rel(out_path)} and the report untouched "
               f"(this run's files: {', '.join(r['dir'] + '/' for r in doc['points'])})", flush=True)
         return doc
+    outputs = _outputs(doc, out_path, report, plots_dir)
+    files.write_all(outputs)
+    print(f"sweep: {ok}/{n} points without a problem; wrote " + ", ".join(_rel(p) for p in outputs), flush=True)
+    return doc
+
+
+def _outputs(doc: dict, out_path: Path, report: Path | None, plots_dir: Path) -> dict:
+    """{path: content} of sweep.json and, with `report`, SWEEP.md and its two plots."""
     outputs = {out_path: json.dumps(doc, indent=2) + "\n"}
     if report is not None:
         from analysis import render as renderer
         outputs |= renderer.render_sweep(doc, out_path, Path(report), plots_dir, TEMPLATES_DIR)
-    files.write_all(outputs)
-    print(f"sweep: {ok}/{n} points without a problem; wrote " + ", ".join(_rel(p) for p in outputs), flush=True)
-    return doc
+    return outputs
 
 
 def _sweep_plot_files() -> list[str]:
@@ -467,36 +678,60 @@ def _sweep_plot_files() -> list[str]:
     return list(SWEEP_PLOT_FILES.values())
 
 
+def stray_folders(results_dir: Path, points: list[dict]) -> list[str]:
+    """The point folders (h<W>_b<B>, not .new or .failed) under results_dir/sweep/ that are not
+    among `points`: collect() leaves them out and says so."""
+    root = Path(results_dir) / SWEEP_DIR
+    wanted = {p["label"] for p in points}
+    if not root.is_dir():
+        return []
+    return sorted((d.name for d in root.iterdir() if d.is_dir() and _LABEL.match(d.name)
+                   and d.name not in wanted),
+                  key=lambda s: tuple(int(x) for x in _LABEL.match(s).groups()))
+
+
 def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
             batches: Sequence[int] = BATCHES, pytorch: bool = True, write: bool = True,
-            width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN) -> dict:
+            width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN,
+            extra_points: Sequence[Sequence[int]] = EXTRA_POINTS,
+            report: Path | None = None) -> dict:
     """Rebuild sweep.json from the point folders already in results_dir/sweep/, running
-    nothing: for a sweep run in parts (`--widths 64,128 --batches none`, then the rest), or to
-    re-collect after a change here. A point's point.json (written by sweep()) supplies how it was
-    run and what stopped it; a point without its folder is recorded as failed ("not run")."""
+    nothing: for a sweep run in parts (`--widths 64,128 --batches none --points none`, then the
+    rest), or to re-collect after a change here. A point's point.json (written by sweep())
+    supplies how it was run and what stopped it; a point without its folder is recorded as
+    failed ("not run"); a folder that is none of the points is left out (folders_not_collected).
+    With write, sweep.json is written (with `report`, SWEEP.md and its plots too, all together)."""
     results_dir = Path(results_dir)
-    points = sweep_points(widths, batches, width_batch, batch_hidden)
-    doc = _new_doc(widths, batches, width_batch, batch_hidden, None, None, pytorch, None, None,
-                   None, "collected by harness/studies/sweep.py (--collect-only) from results/sweep/*/")
+    points = sweep_points(widths, batches, width_batch, batch_hidden, extra_points)
+    roof = load_ceilings(results_dir)
+    doc = _new_doc(widths, batches, width_batch, batch_hidden, extra_points, None, None, pytorch,
+                   None, None, None,
+                   "collected by harness/studies/sweep.py (--collect-only) from results/sweep/*/",
+                   roofline=roof)
     config_seen = False
     for point in points:
         pdir = results_dir / SWEEP_DIR / point["label"]
         point = dict(point, dir=_rel(pdir))
         saved, _ = _read_json(pdir / POINT_JSON)
         saved = saved or {}
+        cfg = saved.get("config") or {}
+        variants = cfg.get("pytorch_variants")
+        kw = {"variants": variants if isinstance(variants, list) else None,
+              "parity": bool(saved.get("parity", cfg.get("parity", False))),
+              "ceilings": roof["ceilings"]}
         if not pdir.is_dir():
-            rec = collect_point(pdir, point, pytorch=pytorch, binary_error="not run")
+            rec = collect_point(pdir, point, pytorch=pytorch, binary_error="not run", **kw)
         else:
             rec = collect_point(pdir, point, pytorch=saved.get("pytorch", pytorch),
                                 binary_error=saved.get("binary_error", ""),
-                                pytorch_error=saved.get("pytorch_error", ""))
+                                pytorch_error=saved.get("pytorch_error", ""), **kw)
         rec["command"] = saved.get("command")
         rec["pytorch_command"] = saved.get("pytorch_command")
         rec["exit_code"] = saved.get("exit_code")
-        cfg = saved.get("config") or {}
         if cfg:
             if not config_seen:
                 doc["config"].update({k: cfg.get(k) for k in POINT_CONFIG_KEYS})
+                doc["config"]["paths_source"] = saved.get("paths_source")
                 doc["commit"] = saved.get("commit", doc["commit"])
                 doc["driver"] = saved.get("driver", doc["driver"])
                 config_seen = True
@@ -514,8 +749,14 @@ def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
         doc["config"]["paths"] = sorted({p for r in doc["points"] for p in r["cuda"]}) or None
     doc.update(_summary(doc["points"]))
     doc["complete"] = all((results_dir / SWEEP_DIR / p["label"]).is_dir() for p in points)
+    doc["folders_not_collected"] = stray_folders(results_dir, points)
     if write:
-        files.write_json(results_dir / SWEEP_JSON, doc)
+        out_path = results_dir / SWEEP_JSON
+        plots_dir = results_dir / "plots"
+        if report is not None:
+            files.check_targets([out_path, Path(report)]
+                                + [plots_dir / f for f in _sweep_plot_files()])
+        files.write_all(_outputs(doc, out_path, report, plots_dir))
     return doc
 
 
@@ -533,11 +774,39 @@ def parse_ints(text: str | Sequence[int] | None, default: Sequence[int], flag: s
     return validate.integers(text, flag, 1, hi)
 
 
-def parse_points(widths, batches) -> tuple[list[int], list[int]]:
-    """(widths, batches) of --widths and --batches (parse_ints); both "none" is an InputError."""
+def parse_extra_points(text: str | Sequence[Sequence[int]] | None,
+                       default: Sequence[Sequence[int]] = EXTRA_POINTS) -> list[tuple[int, int]]:
+    """--points: "4096x2048,8192x512" -> [(4096, 2048), (8192, 512)] (hidden x batch, each in
+    the recipe's bounds, none twice); None -> default (EXTRA_POINTS); "none" -> []."""
+    flag = "--points"
+    if text is None:
+        return [(int(h), int(b)) for h, b in default]
+    if not isinstance(text, str):
+        items = [f"{h}x{b}" for h, b in text]
+    elif text.strip().lower() == "none":
+        return []
+    else:
+        items = [x.strip() for x in text.split(",")]
+    out = []
+    for item in items:
+        m = re.fullmatch(r"([0-9]+)[xX]([0-9]+)", item)
+        if not m:
+            raise InputError(f"error: {flag} {text!r}: expected comma-separated WIDTHxBATCH "
+                             f"pairs (e.g. 4096x2048) or none")
+        pair = (validate.count(m.group(1), f"{flag} width", 1, MAX_WIDTH),
+                validate.count(m.group(2), f"{flag} batch", 1, MAX_BATCH))
+        if pair in out:
+            raise InputError(f"error: {flag} {text!r}: {item} given twice")
+        out.append(pair)
+    return out
+
+
+def parse_points(widths, batches, extra_points=()) -> tuple[list[int], list[int]]:
+    """(widths, batches) of --widths and --batches (parse_ints); no width, no batch and no
+    `extra_points` (the CLI passes those --points named, not the default ones) is an InputError."""
     w = parse_ints(widths, WIDTHS, "--widths", MAX_WIDTH)
     b = parse_ints(batches, BATCHES, "--batches", MAX_BATCH)
-    if not w and not b:
+    if not w and not b and not extra_points:
         raise InputError(f"error: --widths {widths!r} --batches {batches!r}: no sweep point to run")
     return w, b
 
@@ -562,34 +831,57 @@ def data_for(full: bool) -> tuple[Path, int | None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = validate.ArgParser(prog="python -m harness.studies.sweep",
-                            description="Width and batch sweep: best CUDA path vs PyTorch")
+                            description="Width and batch sweep: the best CUDA path against "
+                                        "PyTorch's fastest variant")
     ap.add_argument("--widths", default=None,
                     help=f"hidden widths at batch {WIDTH_SWEEP_BATCH} "
                          f"(default {','.join(map(str, WIDTHS))}; none: no width sweep)")
     ap.add_argument("--batches", default=None,
                     help=f"batches at width {BATCH_SWEEP_HIDDEN} "
                          f"(default {','.join(map(str, BATCHES))}; none: no batch sweep)")
+    ap.add_argument("--points", default=None,
+                    help="extra WIDTHxBATCH points (default "
+                         f"{','.join(f'{h}x{b}' for h, b in EXTRA_POINTS) or 'none'}; none: none)")
     ap.add_argument("--epochs", default=None, help=f"epochs per point, {MIN_EPOCHS}-{MAX_EPOCHS} (default {DEFAULT_EPOCHS})")
-    ap.add_argument("--paths", default=DEFAULT_PATHS)
+    ap.add_argument("--paths", default=None,
+                    help="CUDA paths (default: those a plain run times, from build/mlp_host "
+                         f"catalog; {','.join(FALLBACK_PATHS)} where it cannot be read)")
+    ap.add_argument("--variants", default=None,
+                    help=f"PyTorch variants (default: the registry's sweep variants, "
+                         f"{','.join(registry.sweep_names())})")
+    ap.add_argument("--no-parity", action="store_true",
+                    help="do not pass --parity (the one-epoch float64 check) to the binary")
     ap.add_argument("--no-pytorch", action="store_true", help="CUDA paths only")
     ap.add_argument("--full", action="store_true",
                     help=f"train on data/full ({FULL_TRAIN_SIZE:,} images; `invoke data --full`)")
     ap.add_argument("--results", type=Path, default=RESULTS_DIR)
     ap.add_argument("--timeout", type=lambda t: validate.positive_seconds(t, "--timeout"), default=DEFAULT_TIMEOUT_S,
                     help="time limit of each subprocess of a point, seconds")
+    ap.add_argument("--report", action="store_true",
+                    help=f"also write {_rel(SWEEP_MD)} and its two plots (with sweep.json, together)")
     ap.add_argument("--collect-only", action="store_true",
                     help="rebuild sweep.json from results/sweep/*/ without running anything")
     args = ap.parse_args(argv)
-    widths, batches = parse_points(args.widths, args.batches)
+    extra = parse_extra_points(args.points)
+    # --widths none --batches none is no sweep unless --points names the points to run
+    widths, batches = parse_points(args.widths, args.batches,
+                                   extra if args.points is not None else ())
+    report = SWEEP_MD if args.report else None
     if args.collect_only:
-        doc = collect(args.results, widths, batches, pytorch=not args.no_pytorch)
-        print(f"sweep: collected {len(doc['points'])} points into "
-              f"{_rel(Path(args.results) / SWEEP_JSON)}")
+        doc = collect(args.results, widths, batches, pytorch=not args.no_pytorch,
+                      extra_points=extra, report=report)
+        found = sum(1 for r in doc["points"] if "mlp_train: not run" not in r["errors"])
+        print(f"sweep: collected {len(doc['points'])} points ({found} with a folder) into "
+              f"{_rel(Path(args.results) / SWEEP_JSON)}" + (f" and {_rel(report)}" if report else ""))
+        if doc["folders_not_collected"]:
+            print("sweep: left out, not among the points: "
+                  + ", ".join(doc["folders_not_collected"]))
     else:
         data_dir, train_size = data_for(args.full)
         doc = sweep(widths, batches, args.epochs, args.paths, args.results,
                     pytorch=not args.no_pytorch, data_dir=data_dir, train_size=train_size,
-                    timeout_s=args.timeout)
+                    timeout_s=args.timeout, extra_points=extra, variants=args.variants,
+                    parity=not args.no_parity, report=report)
     return 0 if any(r["best_cuda"] is not None for r in doc["points"]) else 1
 
 
