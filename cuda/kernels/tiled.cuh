@@ -14,6 +14,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/tiled_plan.h"
 
 namespace mlp::tiled {
@@ -228,13 +230,17 @@ k_tiled_gemm(GemmArgs a) {
 }
 
 // ---- the head: logits, loss, and the small layer's backward ------------------------------------
+// Both kernels are latency-bound at the shapes they meet (a few MB of H, a W2 of Hd × O): each
+// spreads its work over about two blocks an SM (the host's head_grid) and issues its loads in
+// groups of kUnroll before using them.
 constexpr int kMaxOut = 16;        // classes the head kernels hold in registers (the path refuses more)
 constexpr int kHeadThreads = 256;  // k_tiled_logits_loss
-constexpr int kHeadRows = 4;       // batch rows per k_tiled_logits_loss block
-constexpr int kBackThreads = 128;  // k_tiled_head_backward: one hidden unit per thread
-constexpr int kBackRows = 32;      // batch rows per k_tiled_head_backward block (blockIdx.y)
+constexpr int kHeadRows = 4;       // batch rows per k_tiled_logits_loss block (blockIdx.x)
+constexpr int kBackThreads = 128;  // k_tiled_head_backward: one hidden unit per thread (blockIdx.x)
+constexpr int kBackMaxRows = 64;   // batch rows per k_tiled_head_backward block at most (blockIdx.y)
+constexpr int kUnroll = 8;
 
-// The last block of a launch to reach this (tickets[0] counts arrivals) returns true, after every
+// The last block of `blocks` to reach this (ticket counts arrivals) returns true, after every
 // other block's writes before its call are visible; it resets the ticket for the next launch.
 __device__ __forceinline__ bool last_block(unsigned* ticket, unsigned blocks) {
   __shared__ bool last;
@@ -249,9 +255,12 @@ __device__ __forceinline__ bool last_block(unsigned* ticket, unsigned blocks) {
   return last;
 }
 
-// Z = H·W2 + b2 for kHeadRows rows a block, then per row the softmax cross-entropy:
-// dZ = (softmax(Z) − onehot(y)) / B and the row's loss; the last block sums the blocks' losses in
-// block order into *loss (the batch mean). Labels are read through the epoch order.
+// Z = H·W2 + b2 for kHeadRows rows a block, the hidden units split over blockIdx.y (each block
+// writes its partial logits); the last block of a row group sums the splits in order, then per row
+// the softmax cross-entropy: dZ = (softmax(Z) − onehot(y)) / B and the row's loss; the last row
+// group sums the groups' losses in order into *loss (the batch mean). Labels are read through the
+// epoch order. OM: the classes held in registers (O <= OM).
+template <int OM>
 __global__ void __launch_bounds__(kHeadThreads)
 k_tiled_logits_loss(int B, int Hd, int O,
                     const float* __restrict__ H,        // [B × Hd] post-ReLU activations
@@ -260,47 +269,58 @@ k_tiled_logits_loss(int B, int Hd, int O,
                     const int* __restrict__ labels_all, // [n_total]
                     const int* __restrict__ rows,       // [B] this step's rows of the epoch order
                     float* __restrict__ dZ,             // [B × O]
-                    float* __restrict__ block_loss,     // [gridDim.x] scratch
-                    unsigned* __restrict__ ticket,      // one, zero between launches
+                    float* __restrict__ zpart,          // [gridDim.y × B × OM] scratch
+                    float* __restrict__ group_loss,     // [gridDim.x] scratch
+                    unsigned* __restrict__ tickets,     // [gridDim.x + 1], zero between launches
                     float* __restrict__ loss) {         // one float: the batch's mean loss
   constexpr int R = kHeadRows, WARPS = kHeadThreads / 32;
-  __shared__ float red[WARPS][R][kMaxOut];
-  __shared__ float zrow[R][kMaxOut];
+  __shared__ float red[WARPS][R][OM];
+  __shared__ float zrow[R][OM];
+  __shared__ float row_loss[R];
   const int r0 = blockIdx.x * R, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float acc[R][kMaxOut];
+  const int jc = (Hd + gridDim.y - 1) / gridDim.y, j_begin = blockIdx.y * jc, j_end = min(Hd, j_begin + jc);
+  float acc[R][OM];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) acc[r][o] = 0.f;
-  for (int j = threadIdx.x; j < Hd; j += kHeadThreads) {
-    float w[kMaxOut];
+    for (int o = 0; o < OM; ++o) acc[r][o] = 0.f;
+#pragma unroll 2
+  for (int j = j_begin + threadIdx.x; j < j_end; j += kHeadThreads) {
+    float w[OM], h[R];
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) w[o] = o < O ? __ldg(W2 + (size_t)j * O + o) : 0.f;
+    for (int o = 0; o < OM; ++o) w[o] = o < O ? __ldg(W2 + (size_t)j * O + o) : 0.f;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float h = r0 + r < B ? __ldg(H + (size_t)(r0 + r) * Hd + j) : 0.f;
+    for (int r = 0; r < R; ++r) h[r] = r0 + r < B ? __ldg(H + (size_t)(r0 + r) * Hd + j) : 0.f;
 #pragma unroll
-      for (int o = 0; o < kMaxOut; ++o) acc[r][o] = fmaf(h, w[o], acc[r][o]);
-    }
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int o = 0; o < OM; ++o) acc[r][o] = fmaf(h[r], w[o], acc[r][o]);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) {
+    for (int o = 0; o < OM; ++o) {
       float v = acc[r][o];
 #pragma unroll
       for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
       if (lane == 0) red[warp][r][o] = v;
     }
   __syncthreads();
-  if (threadIdx.x < R * kMaxOut) {
-    const int r = threadIdx.x / kMaxOut, o = threadIdx.x % kMaxOut;
+  if (threadIdx.x < R * OM) {
+    const int r = threadIdx.x / OM, o = threadIdx.x % OM;
     float z = 0.f;
     for (int w = 0; w < WARPS; ++w) z += red[w][r][o];
+    if (r0 + r < B) zpart[((size_t)blockIdx.y * B + r0 + r) * OM + o] = z;
+  }
+  if (!last_block(tickets + blockIdx.x, gridDim.y)) return;
+  if (threadIdx.x < R * OM) {
+    const int r = threadIdx.x / OM, o = threadIdx.x % OM;
+    float z = 0.f;
+    if (r0 + r < B)
+      for (unsigned y = 0; y < gridDim.y; ++y) z += __ldcg(zpart + ((size_t)y * B + r0 + r) * OM + o);
     zrow[r][o] = o < O ? z + __ldg(b2 + o) : 0.f;
   }
   __syncthreads();
-  __shared__ float row_loss[R];
   if (threadIdx.x < R) {
     const int r = threadIdx.x, gr = r0 + r;
     row_loss[r] = 0.f;
@@ -320,13 +340,13 @@ k_tiled_logits_loss(int B, int Hd, int O,
   if (threadIdx.x == 0) {
     float l = 0.f;
     for (int r = 0; r < R; ++r) l += row_loss[r];
-    block_loss[blockIdx.x] = l;
+    group_loss[blockIdx.x] = l;
   }
-  if (!last_block(ticket, gridDim.x)) return;
-  // Thread t sums blocks t, t + 256, ... in order; then a fixed tree over the threads.
+  if (!last_block(tickets + gridDim.x, gridDim.x)) return;
+  // Thread t sums groups t, t + 256, ... in order; then a fixed tree over the threads.
   __shared__ float tree[kHeadThreads];
   float l = 0.f;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += kHeadThreads) l += __ldcg(block_loss + b);
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kHeadThreads) l += __ldcg(group_loss + b);
   tree[threadIdx.x] = l;
   __syncthreads();
   for (int w = kHeadThreads / 2; w > 0; w >>= 1) {
@@ -336,68 +356,78 @@ k_tiled_logits_loss(int B, int Hd, int O,
   if (threadIdx.x == 0) *loss = tree[0] / (float)B;
 }
 
-// One hidden unit j per thread, kBackRows batch rows per block (blockIdx.y): dH[r][j] =
+// One hidden unit j per thread, `rb` batch rows per block (blockIdx.y): dH[r][j] =
 // (Σ_o dZ[r][o]·W2[j][o]) when H[r][j] > 0, else 0, with the W2 of before this step; this block's
-// part of dW2[j][·] = Σ_r H[r][j]·dZ[r][·] and db1[j] = Σ_r dH[r][j] go to the partials, and the
-// last block of a column of blocks sums them in row-block order and updates W2[j][·] and b1[j];
-// the last block of column 0 also sums db2 = Σ_r dZ[r][·] (in a fixed order) and updates b2.
+// part of dW2[j][·] = Σ_r H[r][j]·dZ[r][·] and of db1[j] = Σ_r dH[r][j] go to the partials
+// ([y][o][j], o = O for db1), and the last block of a column of blocks sums them in row-block
+// order and updates W2[j][·] and b1[j]; the last block of column 0 also sums db2 = Σ_r dZ[r][·]
+// (in a fixed order) and updates b2. OM: the classes held in registers (O <= OM).
+template <int OM>
 __global__ void __launch_bounds__(kBackThreads)
-k_tiled_head_backward(int B, int Hd, int O, float lr, float mu,
+k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
                       const float* __restrict__ H,   // [B × Hd]
                       const float* __restrict__ dZ,  // [B × O]
                       float* __restrict__ W2, float* __restrict__ vW2,  // [Hd × O] and its velocity
                       float* __restrict__ b1, float* __restrict__ vb1,  // [Hd]
                       float* __restrict__ b2, float* __restrict__ vb2,  // [O]
                       float* __restrict__ dH,        // [B × Hd]
-                      float* __restrict__ part,      // [gridDim.y × Hd × (O + 1)] scratch
+                      float* __restrict__ part,      // [gridDim.y × (O + 1) × Hd] scratch
                       unsigned* __restrict__ tickets) {  // [gridDim.x], zero between launches
-  __shared__ float dz[kBackRows][kMaxOut];
-  const int j = blockIdx.x * kBackThreads + threadIdx.x, r0 = blockIdx.y * kBackRows;
-  const int nr = min(kBackRows, B - r0);
-  for (int e = threadIdx.x; e < kBackRows * kMaxOut; e += kBackThreads) {
-    const int r = e / kMaxOut, o = e % kMaxOut;
+  __shared__ float dz[kBackMaxRows][OM];
+  const int j = blockIdx.x * kBackThreads + threadIdx.x, r0 = blockIdx.y * rb;
+  const int nr = max(0, min(rb, B - r0));
+  for (int e = threadIdx.x; e < kBackMaxRows * OM; e += kBackThreads) {
+    const int r = e / OM, o = e % OM;
     dz[r][o] = r < nr && o < O ? dZ[(size_t)(r0 + r) * O + o] : 0.f;
   }
   __syncthreads();
+  const size_t plane = (size_t)Hd;  // one (y, o) plane of the partials
   if (j < Hd) {
-    float w[kMaxOut], g[kMaxOut];
+    float w[OM], g[OM];
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) w[o] = o < O ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
+    for (int o = 0; o < OM; ++o) w[o] = o < O ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
     float gb = 0.f;
-    for (int r = 0; r < nr; ++r) {
-      const float h = H[(size_t)(r0 + r) * Hd + j];
-      float d = 0.f;
+    for (int r8 = 0; r8 < nr; r8 += kUnroll) {
+      float h[kUnroll];
 #pragma unroll
-      for (int o = 0; o < kMaxOut; ++o) {
-        g[o] = fmaf(h, dz[r][o], g[o]);
-        d = fmaf(dz[r][o], w[o], d);
+      for (int u = 0; u < kUnroll; ++u) h[u] = r8 + u < nr ? H[(size_t)(r0 + r8 + u) * Hd + j] : 0.f;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (r8 + u >= nr) break;
+        const int r = r8 + u;
+        float d = 0.f;
+#pragma unroll
+        for (int o = 0; o < OM; ++o) {
+          g[o] = fmaf(h[u], dz[r][o], g[o]);
+          d = fmaf(dz[r][o], w[o], d);
+        }
+        d = h[u] > 0.f ? d : 0.f;
+        dH[(size_t)(r0 + r) * Hd + j] = d;
+        gb += d;
       }
-      d = h > 0.f ? d : 0.f;
-      dH[(size_t)(r0 + r) * Hd + j] = d;
-      gb += d;
     }
-    float* p = part + ((size_t)blockIdx.y * Hd + j) * (O + 1);
+    float* p = part + (size_t)blockIdx.y * (O + 1) * plane + j;
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o)
-      if (o < O) p[o] = g[o];
-    p[O] = gb;
+    for (int o = 0; o < OM; ++o)
+      if (o < O) p[o * plane] = g[o];
+    p[O * plane] = gb;
   }
   if (!last_block(tickets + blockIdx.x, gridDim.y)) return;
   if (j < Hd) {
-    float g[kMaxOut];
+    float g[OM];
     float gb = 0.f;
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) g[o] = 0.f;
-#pragma unroll 8
-    for (unsigned y = 0; y < gridDim.y; ++y) {  // unrolled: eight splits' loads in flight, summed in order
-      const float* p = part + ((size_t)y * Hd + j) * (O + 1);
+    for (int o = 0; o < OM; ++o) g[o] = 0.f;
+#pragma unroll 4
+    for (unsigned y = 0; y < gridDim.y; ++y) {  // unrolled: several splits' loads in flight, summed in order
+      const float* p = part + (size_t)y * (O + 1) * plane + j;
 #pragma unroll
-      for (int o = 0; o < kMaxOut; ++o)
-        if (o < O) g[o] += __ldcg(p + o);
-      gb += __ldcg(p + O);
+      for (int o = 0; o < OM; ++o)
+        if (o < O) g[o] += __ldcg(p + o * plane);
+      gb += __ldcg(p + O * plane);
     }
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) {
+    for (int o = 0; o < OM; ++o) {
       if (o >= O) continue;
       const size_t i = (size_t)j * O + o;
       const float v = mu * vW2[i] - lr * g[o];
@@ -410,15 +440,15 @@ k_tiled_head_backward(int B, int Hd, int O, float lr, float mu,
   }
   if (blockIdx.x != 0) return;
   // db2: thread t sums rows t, t + kBackThreads, ...; then class by class over the threads in order.
-  __shared__ float colsum[kBackThreads][kMaxOut + 1];
-  float s[kMaxOut];
+  __shared__ float colsum[kBackThreads][OM + 1];
+  float s[OM];
 #pragma unroll
-  for (int o = 0; o < kMaxOut; ++o) s[o] = 0.f;
+  for (int o = 0; o < OM; ++o) s[o] = 0.f;
   for (int r = threadIdx.x; r < B; r += kBackThreads)
 #pragma unroll
-    for (int o = 0; o < kMaxOut; ++o) s[o] += o < O ? dZ[(size_t)r * O + o] : 0.f;
+    for (int o = 0; o < OM; ++o) s[o] += o < O ? dZ[(size_t)r * O + o] : 0.f;
 #pragma unroll
-  for (int o = 0; o < kMaxOut; ++o) colsum[threadIdx.x][o] = s[o];
+  for (int o = 0; o < OM; ++o) colsum[threadIdx.x][o] = s[o];
   __syncthreads();
   if (threadIdx.x < O) {
     const int o = threadIdx.x;
@@ -428,6 +458,23 @@ k_tiled_head_backward(int B, int Hd, int O, float lr, float mu,
     vb2[o] = v;
     b2[o] += v;
   }
+}
+
+// The head kernels' grids for a step of nb rows on `sms` multiprocessors: about two blocks an SM.
+struct HeadGrid {
+  int groups, ksplit;   // k_tiled_logits_loss: row groups of kHeadRows × splits of the hidden units
+  int cols, rb, ysplit; // k_tiled_head_backward: column blocks × row blocks of rb rows
+};
+inline HeadGrid head_grid(int nb, int Hd, int sms) {
+  HeadGrid g;
+  g.groups = (nb + kHeadRows - 1) / kHeadRows;
+  g.ksplit = std::max(1, std::min((2 * sms + g.groups - 1) / g.groups, (Hd + kHeadThreads - 1) / kHeadThreads));
+  g.cols = (Hd + kBackThreads - 1) / kBackThreads;
+  const int want = std::max(1, (2 * sms + g.cols - 1) / g.cols);
+  g.rb = (nb + want - 1) / want;
+  g.rb = std::min(kBackMaxRows, std::max(kUnroll, (g.rb + kUnroll - 1) / kUnroll * kUnroll));
+  g.ysplit = (nb + g.rb - 1) / g.rb;
+  return g;
 }
 
 }  // namespace mlp::tiled

@@ -239,8 +239,13 @@ class TiledPath : public KernelPath {
       uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::KMajor, Epi::Momentum, p.dw1.shape, vec)),
                       kTileShapes[p.dw1.shape].threads(), "k_tiled_gemm (dW1)"});
     }
-    uses.push_back({reinterpret_cast<const void*>(&k_tiled_logits_loss), kHeadThreads, "k_tiled_logits_loss"});
-    uses.push_back({reinterpret_cast<const void*>(&k_tiled_head_backward), kBackThreads, "k_tiled_head_backward"});
+    const bool narrow = s.out <= 10;
+    uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_logits_loss<10>)
+                           : reinterpret_cast<const void*>(&k_tiled_logits_loss<kMaxOut>),
+                    kHeadThreads, "k_tiled_logits_loss"});
+    uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_head_backward<10>)
+                           : reinterpret_cast<const void*>(&k_tiled_head_backward<kMaxOut>),
+                    kBackThreads, "k_tiled_head_backward"});
     for (const Use& u : uses) {
       KernelNeeds k = stepwise_needs(u.name, u.threads, 0);
       cudaFuncAttributes fa;
@@ -302,13 +307,15 @@ class TiledPath : public KernelPath {
     partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
                              tail.dw1.partial_floats(), (size_t)1});
     ticket_cap_ = (size_t)std::max({full.fwd.tiles(), full.dw1.tiles(), tail.fwd.tiles(), tail.dw1.tiles()});
-    const int back_cols = (s.hidden + kBackThreads - 1) / kBackThreads;
-    const int back_rows = (a.batch + kBackRows - 1) / kBackRows;
-    const int head_blocks = (a.batch + kHeadRows - 1) / kHeadRows;
-    // Tickets: the GEMMs' (ticket_cap_), then the head's one, then the head backward's back_cols.
-    const size_t tickets = ticket_cap_ + 1 + (size_t)back_cols;
-    // Head scratch: the backward's partials, then the logits' per-block losses.
-    const size_t head_floats = (size_t)back_rows * s.hidden * (s.out + 1) + (size_t)head_blocks;
+    // Head scratch, the larger of the full and the short step's needs: the backward's partials,
+    // the logits' partial sums, the row groups' losses; tickets after the GEMMs': the logits'
+    // (groups + 1), then the backward's (cols).
+    const HeadGrid hf = head_grid(a.batch, s.hidden, sms), ht = head_grid(last, s.hidden, sms);
+    head_.back_floats = (size_t)std::max(hf.ysplit, ht.ysplit) * (s.out + 1) * s.hidden;
+    head_.z_floats = std::max((size_t)hf.ksplit * a.batch, (size_t)ht.ksplit * last) * kMaxOut;
+    head_.groups = std::max(hf.groups, ht.groups);
+    const size_t tickets = ticket_cap_ + (size_t)head_.groups + 1 + (size_t)hf.cols;
+    const size_t head_floats = head_.back_floats + head_.z_floats + (size_t)head_.groups;
     CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
     CUDA_CHECK(cudaMalloc(&partials_, sizeof(float) * partial_cap_));
     CUDA_CHECK(cudaMalloc(&tickets_, sizeof(unsigned) * tickets));
@@ -320,7 +327,7 @@ class TiledPath : public KernelPath {
     cudaGraph_t graph;
     CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_epoch(a, full, tail, back_rows, head_blocks);
+      enqueue_epoch(a, full, tail, sms);
     } catch (...) {
       cudaStreamEndCapture(capture_stream_, &graph);
       throw;
@@ -332,18 +339,18 @@ class TiledPath : public KernelPath {
     captured_ = a;
   }
 
-  void enqueue_epoch(const EpochArgs& a, const StepPlans& full, const StepPlans& tail, int back_rows_max,
-                     int head_blocks_max) {
+  void enqueue_epoch(const EpochArgs& a, const StepPlans& full, const StepPlans& tail, int sms) {
     const MlpShape s = a.s;
     const MlpOffsets o = mlp_offsets(s);
     const Workspace w = carve_workspace(s, a.batch, a.workspace);
     cudaStream_t st = capture_stream_;
     const int steps = (a.n + a.batch - 1) / a.batch;
-    unsigned* head_ticket = tickets_ + ticket_cap_;
-    unsigned* back_tickets = head_ticket + 1;
+    unsigned* logit_tickets = tickets_ + ticket_cap_;
+    unsigned* back_tickets = logit_tickets + head_.groups + 1;
     float* back_part = head_part_;
-    float* block_loss = head_part_ + (size_t)back_rows_max * s.hidden * (s.out + 1);
-    (void)head_blocks_max;
+    float* zpart = back_part + head_.back_floats;
+    float* group_loss = zpart + head_.z_floats;
+    const bool narrow = s.out <= 10;
     for (int t = 0; t < steps; ++t) {
       const int nb = std::min(a.batch, a.n - t * a.batch);
       const StepPlans& p = nb == a.batch ? full : tail;
@@ -357,16 +364,17 @@ class TiledPath : public KernelPath {
       f.partials = partials_; f.tickets = tickets_;
       launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st);
 
-      const int head_blocks = (nb + kHeadRows - 1) / kHeadRows;
-      k_tiled_logits_loss<<<head_blocks, kHeadThreads, 0, st>>>(nb, s.hidden, s.out, w.H, a.params + o.w2,
-                                                               a.params + o.b2, a.labels_all, rows, w.dZ,
-                                                               block_loss, head_ticket, a.step_loss + t);
+      const HeadGrid hg = head_grid(nb, s.hidden, sms);
+      auto logits = narrow ? k_tiled_logits_loss<10> : k_tiled_logits_loss<kMaxOut>;
+      logits<<<dim3(hg.groups, hg.ksplit), kHeadThreads, 0, st>>>(nb, s.hidden, s.out, w.H, a.params + o.w2,
+                                                                  a.params + o.b2, a.labels_all, rows, w.dZ, zpart,
+                                                                  group_loss, logit_tickets, a.step_loss + t);
       CUDA_CHECK_LAUNCH("k_tiled_logits_loss");
 
-      const dim3 back_grid((s.hidden + kBackThreads - 1) / kBackThreads, (nb + kBackRows - 1) / kBackRows);
-      k_tiled_head_backward<<<back_grid, kBackThreads, 0, st>>>(
-          nb, s.hidden, s.out, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2, a.params + o.b1,
-          a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
+      auto backward = narrow ? k_tiled_head_backward<10> : k_tiled_head_backward<kMaxOut>;
+      backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
+          nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
+          a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
       CUDA_CHECK_LAUNCH("k_tiled_head_backward");
 
       GemmArgs g{};  // W1 [I × Hd] updated by dW1 = X[rows]ᵀ [I × nb] · dH [nb × Hd]
@@ -387,6 +395,7 @@ class TiledPath : public KernelPath {
   unsigned* tickets_ = nullptr;
   float* head_part_ = nullptr;
   size_t partial_cap_ = 0, ticket_cap_ = 0;
+  struct HeadScratch { size_t back_floats = 0, z_floats = 0; int groups = 0; } head_;
   EpochArgs captured_{};
 };
 }  // namespace
