@@ -237,7 +237,8 @@ constexpr int kMaxOut = 16;        // classes the head kernels hold in registers
 constexpr int kHeadThreads = 256;  // k_tiled_logits_loss
 constexpr int kHeadRows = 4;       // batch rows per k_tiled_logits_loss block (blockIdx.x)
 constexpr int kBackThreads = 128;  // k_tiled_head_backward: one hidden unit per thread (blockIdx.x)
-constexpr int kBackMaxRows = 64;   // batch rows per k_tiled_head_backward block at most (blockIdx.y)
+constexpr int kBackChunk = 64;     // k_tiled_head_backward stages dZ in chunks of this many rows
+constexpr int kBackMaxSplit = 16;  // row blocks a column at most: the last block's sum stays short
 constexpr int kUnroll = 8;
 
 // The last block of `blocks` to reach this (ticket counts arrivals) returns true, after every
@@ -373,20 +374,23 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
                       float* __restrict__ dH,        // [B × Hd]
                       float* __restrict__ part,      // [gridDim.y × (O + 1) × Hd] scratch
                       unsigned* __restrict__ tickets) {  // [gridDim.x], zero between launches
-  __shared__ float dz[kBackMaxRows][OM];
-  const int j = blockIdx.x * kBackThreads + threadIdx.x, r0 = blockIdx.y * rb;
-  const int nr = max(0, min(rb, B - r0));
-  for (int e = threadIdx.x; e < kBackMaxRows * OM; e += kBackThreads) {
-    const int r = e / OM, o = e % OM;
-    dz[r][o] = r < nr && o < O ? dZ[(size_t)(r0 + r) * O + o] : 0.f;
-  }
-  __syncthreads();
+  __shared__ float dz[kBackChunk][OM];
+  const int j = blockIdx.x * kBackThreads + threadIdx.x, r_begin = blockIdx.y * rb;
+  const int r_end = min(B, r_begin + rb);
   const size_t plane = (size_t)Hd;  // one (y, o) plane of the partials
-  if (j < Hd) {
-    float w[OM], g[OM];
+  float w[OM], g[OM];
 #pragma unroll
-    for (int o = 0; o < OM; ++o) w[o] = o < O ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
-    float gb = 0.f;
+  for (int o = 0; o < OM; ++o) w[o] = o < O && j < Hd ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
+  float gb = 0.f;
+  for (int r0 = r_begin; r0 < r_end; r0 += kBackChunk) {  // dZ staged a chunk of rows at a time
+    const int nr = min(kBackChunk, r_end - r0);
+    __syncthreads();
+    for (int e = threadIdx.x; e < kBackChunk * OM; e += kBackThreads) {
+      const int r = e / OM, o = e % OM;
+      dz[r][o] = r < nr && o < O ? dZ[(size_t)(r0 + r) * O + o] : 0.f;
+    }
+    __syncthreads();
+    if (j >= Hd) continue;
     for (int r8 = 0; r8 < nr; r8 += kUnroll) {
       float h[kUnroll];
 #pragma unroll
@@ -406,6 +410,8 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
         gb += d;
       }
     }
+  }
+  if (j < Hd) {
     float* p = part + (size_t)blockIdx.y * (O + 1) * plane + j;
 #pragma unroll
     for (int o = 0; o < OM; ++o)
@@ -470,9 +476,9 @@ inline HeadGrid head_grid(int nb, int Hd, int sms) {
   g.groups = (nb + kHeadRows - 1) / kHeadRows;
   g.ksplit = std::max(1, std::min((2 * sms + g.groups - 1) / g.groups, (Hd + kHeadThreads - 1) / kHeadThreads));
   g.cols = (Hd + kBackThreads - 1) / kBackThreads;
-  const int want = std::max(1, (2 * sms + g.cols - 1) / g.cols);
+  const int want = std::min(kBackMaxSplit, std::max(1, (2 * sms + g.cols - 1) / g.cols));
   g.rb = (nb + want - 1) / want;
-  g.rb = std::min(kBackMaxRows, std::max(kUnroll, (g.rb + kUnroll - 1) / kUnroll * kUnroll));
+  g.rb = std::max(kUnroll, (g.rb + kUnroll - 1) / kUnroll * kUnroll);
   g.ysplit = (nb + g.rb - 1) / g.rb;
   return g;
 }
