@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# dev/sweep_device.sh PART — one device call of the sweep (harness/studies/sweep.py) in parts that
+# each fit a call: PART "widths" (9 widths at batch 128) or "batches" (6 batches at width 256 and
+# the extra point 4096 x 2048). Binaries built on the CPU machine for sm_90 travel in .devbuild/
+# (copied into build/ when they run here; else `make`). results/sweep/ comes back in
+# $OUT/sweep.tgz (no .npy); the collection (`--collect-only --report`) runs on the CPU machine.
+set -u
+cd "$(dirname "$0")/.."
+EPOCHS="${EPOCHS:-6}"
+mkdir -p build
+if [ -x .devbuild/mlp_train ] && cp .devbuild/* build/ && build/mlp_train --help > /dev/null 2>&1; then
+  echo "binaries from .devbuild"
+else
+  make -j16 ARCH=sm_90 > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+finish() { tar czf "$OUT/sweep.tgz" --exclude='*.npy' results/sweep; }
+trap finish EXIT
+case "${1:-}" in
+  widths) args=(--widths 64,128,256,512,1024,2048,4096,8192,16384 --batches none --points none) ;;
+  batches) args=(--widths none --batches 32,64,256,512,1024,2048 --points 4096x2048) ;;
+  *) echo "usage: dev/sweep_device.sh widths|batches"; exit 2 ;;
+esac
+python -m harness.studies.sweep "${args[@]}" --epochs "$EPOCHS" 2>&1 | tee "$OUT/sweep_$1.log" | \
+  grep -E "^(==|point|  )|median|error|failed" | head -150
