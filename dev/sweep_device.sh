@@ -20,5 +20,5 @@ case "${1:-}" in
   batches) args=(--widths none --batches 32,64,256,512,1024,2048 --points 4096x2048) ;;
   *) echo "usage: dev/sweep_device.sh widths|batches"; exit 2 ;;
 esac
-python -m harness.studies.sweep "${args[@]}" --epochs "$EPOCHS" 2>&1 | tee "$OUT/sweep_$1.log" | \
+timeout -s INT "${SWEEP_LIMIT:-540}" python -m harness.studies.sweep "${args[@]}" --epochs "$EPOCHS" 2>&1 | tee "$OUT/sweep_$1.log" | \
   grep -E "^(==|point|  )|median|error|failed" | head -150
