@@ -130,7 +130,7 @@ GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms) {
       const GemmPlan p = plan_gemm_fixed(M, N, K, sms, shape, split);
       if (p.split == split && p.tiles_m <= 65535) cands.push_back(p);
     }
-  size_t part = 1, tick = 1;
+  size_t part = std::max<size_t>(1, model.partial_floats()), tick = std::max<size_t>(1, model.tiles());
   for (const GemmPlan& p : cands) part = std::max(part, p.partial_floats()), tick = std::max(tick, (size_t)p.tiles());
   Scratch s;
   const int a_rows_n = al == ALayout::RowMajor ? M : K;  // A's storage rows
