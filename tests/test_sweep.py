@@ -487,10 +487,10 @@ def test_default_paths_come_from_the_binarys_catalog(tmp_path, capsys):
     doc = sweep.sweep(widths=[64], batches=[], epochs=3, results_dir=tmp_path / "r",
                       data_dir=tmp_path, binary=binary, pytorch=False, timeout_s=60,
                       extra_points=())
-    assert doc["config"]["paths"] == ["fused", "tiled", "stationary"]   # no opt-in path
-    assert "catalog (the paths a plain run times)" in doc["config"]["paths_source"]
+    assert doc["config"]["paths"] == ["fused", "persistent2", "tiled", "stationary"]   # opt-in ones too
+    assert "catalog (every path, opt-in ones included)" in doc["config"]["paths_source"]
     p = doc["points"][0]
-    assert "--paths fused,tiled,stationary" in p["command"]
+    assert "--paths fused,persistent2,tiled,stationary" in p["command"]
     assert p["status"] == "ok" and p["skipped_paths"] == {"stationary": fake.STATIONARY_SKIP}
     assert "skipped stationary" in capsys.readouterr().out
     # --paths wins over the catalog
@@ -748,3 +748,20 @@ def test_an_output_in_the_way_stops_the_sweep_before_any_point_runs(tmp_path, bl
                     extra_points=())
     assert str(in_the_way) in str(exc.value) and "\n" not in str(exc.value)
     assert _hashes(results, report) == before and not list((results / "sweep").glob("h64_b128.*"))
+
+
+def test_parity_is_judged_against_the_fused_path_where_run_json_has_it():
+    """The binary's rule (mode_perf_only.cpp): a path 2.35e-2 from float64 but 1e-6 from the
+    fused path passes (every float32 trainer left float64 together at a ReLU kink); one 3e-2
+    from the fused path fails, whatever its float64 distance; an older run.json without
+    parity_vs_fused is judged against float64."""
+    base = {"passed": True, "median_ms": 2.0, "cv_pct": 0.1, "test_accuracy": 0.8,
+            "test_accuracy_per_epoch": [0.7, 0.8], "parity_limit": 0.01}
+    m, problems = sweep.cuda_metrics("tiled", {**base, "parity_vs_fp64": 0.0235, "parity_vs_fused": 1e-6},
+                                     6000, 47, parity=True)
+    assert m["passed"] and m["parity_ok"] and m["parity_judged"] == "fused" and not problems
+    m, problems = sweep.cuda_metrics("tiled", {**base, "parity_vs_fp64": 1e-7, "parity_vs_fused": 0.03},
+                                     6000, 47, parity=True)
+    assert not m["passed"] and m["parity_ok"] is False and "parity vs the fused path 0.03" in problems[0]
+    m, problems = sweep.cuda_metrics("tiled", {**base, "parity_vs_fp64": 0.0235}, 6000, 47, parity=True)
+    assert not m["passed"] and m["parity_judged"] == "float64" and "parity vs float64" in problems[0]

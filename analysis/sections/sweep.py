@@ -31,7 +31,7 @@ def inv(x):
 
 NO_METRICS = {"passed": False, "error": None, "median": None, "cv": None, "images_per_s": None,
               "step_us": None, "cost": None, "accuracy": None, "skipped": None,
-              "accumulator": None, "parity": None, "parity_limit": None, "parity_ok": None,
+              "accumulator": None, "parity": None, "parity_fused": None, "parity_limit": None, "parity_ok": None,
               "epoch1_accuracy": None}
 
 
@@ -44,7 +44,8 @@ def metrics(m: dict | None) -> dict | None:
             "images_per_s": m.get("images_per_s"), "step_us": m.get("step_us"),
             "cost": m.get("gpu_s_per_1000_images"), "accuracy": m.get("test_accuracy"),
             "skipped": m.get("skipped"), "accumulator": m.get("accumulator") or UNKNOWN,
-            "parity": m.get("parity_vs_fp64"), "parity_limit": m.get("parity_limit"),
+            "parity": m.get("parity_vs_fp64"), "parity_fused": m.get("parity_vs_fused"),
+            "parity_limit": m.get("parity_limit"),
             "parity_ok": m.get("parity_ok"), "epoch1_accuracy": m.get("epoch1_test_accuracy")}
 
 
