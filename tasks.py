@@ -228,16 +228,21 @@ def reference(c):
     _exit_on(reference_main([]), "reference: regeneration failed")
 
 
-@task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,8192; none: skip)",
-            "batches": "comma-separated batches at width 256 (default 32,128,512,2048; none: skip)",
+@task(help={"widths": "comma-separated hidden widths at batch 128 (default 64,...,16384; none: skip)",
+            "batches": "comma-separated batches at width 256 (default 32,64,...,2048; none: skip)",
             "epochs": "epochs per point, at least 2 (epoch 0 is a warm-up, not timed; default 20)",
-            "pytorch": "also run PyTorch eager and cuda-graph at every point (default: on)",
+            "pytorch": "also run PyTorch eager, cuda-graph and compiled-step at every point (default: on)",
             "full": "train on data/full, the 60,000-image split (`invoke data --full` first)"})
 def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False):
-    """Width and batch sweep of the best CUDA path against PyTorch: results/sweep.json, SWEEP.md.
+    """Width and batch sweep of the best CUDA path against PyTorch's fastest: results/sweep.json, SWEEP.md.
 
-    Each point runs build/mlp_train --perf-only into a staging folder, then PyTorch eager and
-    cuda-graph on that point's weights and order; a point that produced a CUDA timing replaces
+    Each point (harness/studies/sweep.py's defaults: widths 64..16,384 at batch 128, batches
+    32..2,048 at width 256, and width 4,096 at batch 2,048) runs build/mlp_train --perf-only
+    --parity over every path of the binary (opt-in ones included) into a staging folder, then
+    PyTorch eager, cuda-graph and compiled-step (TF32 off) on that point's weights and order; the
+    ratio is taken against the fastest PyTorch variant that passed. In parts that fit a device
+    call: `python -m harness.studies.sweep --widths ... --batches none --points none`, then the
+    rest, then `--collect-only --report`. A point that produced a CUDA timing replaces
     results/sweep/<point>/, and sweep.json, SWEEP.md and its two plots are written together. A
     sweep in which no point produced one writes nothing of the committed results."""
     from harness.studies.sweep import SWEEP_MD, data_for, parse_epochs, parse_points, sweep as run_sweep

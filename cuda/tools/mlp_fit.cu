@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
     add_stationary<8, 20>(n, l);
     add_stationary<4, 12>(n, l);
     out.set("stationary", fit_json(choose(n, l, lim)));
-    // tiled: ordinary launches of at most 256 threads and its GEMMs' 16 KiB of static shared memory.
-    PathFit tiled = choose({stepwise_needs("tiled kernels", 256, 16385)}, {"ordinary launches"}, lim);
+    // tiled: ordinary launches of at most 256 threads and its GEMMs' 32 KiB of static shared memory.
+    PathFit tiled = choose({stepwise_needs("tiled kernels", 256, 32769)}, {"ordinary launches"}, lim);
     if (tiled.runs()) tiled.config = mlp::tiled::tiled_config(kRecipeShape.in, kRecipeShape.hidden, kRecipeBatch, lim.sms);
     out.set("tiled", fit_json(tiled));
     out.set("device_limits", device_limits_json(lim));
