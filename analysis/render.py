@@ -98,6 +98,7 @@ def results_context(inp: Inputs) -> dict:
                       for g in inp.gaps if g["status"] == "open"],
         "headline": common.HEADLINE_PATH, "eager": common.EAGER_VARIANT,
         "torch_variants": torch_studies.variants(torch),
+        "torch_accuracy": torch_studies.accuracy(torch),
         "torch_memory": torch_studies.memory(inp.torch_memory, run),
         "torch_batch": torch_studies.batch_steps(inp.torch_batch),
         "torch_linear": torch_studies.linear(inp.torch_linear),

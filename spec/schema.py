@@ -247,8 +247,11 @@ PYTORCH = Obj({
     "date_utc": STR, "commit": STR, "recipe": _RECIPE,
     "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONONNEG,
                                    "compile_seconds": ONONNEG, "capture_seconds": ONONNEG,
-                                   "setup_seconds": ONONNEG, "cudagraph_skips": OINT}), names=True),
+                                   "setup_seconds": ONONNEG, "cudagraph_skips": OINT,
+                                   "accuracy_gap_pp_vs_fp64": ONUM, "accuracy_note": STR}),
+                    names=True),
     "variants_run": Arr(NAME), "variants_left_out": Map(STR, names=True), "fastest_variant": ONAME,
+    "fp64_source": STR, "fp64_test_accuracy_last5_mean": OFRAC,
 }, required=("variants",))
 
 PHASES = Obj({

@@ -1,5 +1,6 @@
 """The PyTorch sections: which variants a run included, each variant's compile and capture
-seconds apart from its epoch times, and the three profiling studies of harness/baseline/profiles.py
+seconds apart from its epoch times, each variant's test accuracy against float64 as pytorch.json
+records it, and the three profiling studies of harness/baseline/profiles.py
 (memory peaks by category per optimizer against spec.layout's ledger and our binary's peak; step
 time against batch size; the kernels of each Linear layer)."""
 from __future__ import annotations
@@ -39,6 +40,28 @@ def variants(torch: dict | None) -> dict | None:
             "any_seconds": any(not missing(r[k]) for r in rows
                                for k in ("compile", "capture", "setup")),
             "fastest": c.fastest(recs), "full": torch.get("full")}
+
+
+def accuracy(torch: dict | None) -> dict | None:
+    """pytorch.json's accuracy on case 7's terms, as the baseline recorded it: per variant its
+    last-N mean (`test_accuracy_last5_mean`), float64's (the top level's
+    `fp64_test_accuracy_last5_mean`), the signed gap in pp (`accuracy_gap_pp_vs_fp64`) and its
+    `accuracy_note`; None without pytorch.json. A file written before these fields has none of
+    them: every value None and `recorded` False (the template shows "—")."""
+    if torch is None:
+        return None
+    recs = torch["variants"]
+    fp64 = torch.get("fp64_test_accuracy_last5_mean")
+    rows = [{"name": name, "status": c.status(rec), "last": rec.get("test_accuracy_last5_mean"),
+             "fp64": fp64 if "test_accuracy_per_epoch" in rec else None,
+             "gap": rec.get("accuracy_gap_pp_vs_fp64"), "note": rec.get("accuracy_note")}
+            for name, rec in recs.items()]
+    epochs = (torch.get("recipe") or {}).get("epochs")
+    return {"rows": rows, "source": torch.get("fp64_source"),
+            "recorded": "fp64_source" in torch or any(
+                "test_accuracy_last5_mean" in rec for rec in recs.values()),
+            "last_n": min(c.LAST_N_ACCURACY, epochs) if is_number(epochs) else c.LAST_N_ACCURACY,
+            "notes": sum(1 for r in rows if r["note"])}
 
 
 def memory(doc: dict | None, run: dict) -> dict | None:

@@ -7,6 +7,17 @@ devices a variant runs on, pytorch.json's variants_run and variants_left_out
 (harness/studies/sweep.py) and the variants the trace study traces unless told which
 (harness/baseline/variant_traces.py).
 
+`numerics` says what is known to make a variant's arithmetic differ from the recipe's (a batch
+dropped, padded or reweighted, another loss reduction, another precision): pytorch.json's
+accuracy_note for a variant over case 7's 1 pp line quotes it. It is empty for every variant now,
+as nothing of the kind is known: each trains every batch of each epoch, the short last one
+included (eager and manual-ops loop over them; cuda-graph and the compiled steps hold one graph
+or specialisation per batch size and replay the short one last), with the batch-mean
+cross-entropy (F.cross_entropy's default reduction; manual_ops' mean) and SGD with momentum in
+float32, TF32 off. What still differs between them is the order of float32 roundings (fused
+kernels, the compiled steps' update in submission.h's form): it makes the trajectories part, as
+they part from float64's, but is no mechanism that shifts accuracy one way.
+
 The factories import the variant classes when called, so reading the names and flags imports no
 torch (the sweep driver reads them and runs the baseline in a subprocess). spec/torch_variants.py
 names the two variants that the report and the sweep read by role; their entries are keyed by
@@ -31,6 +42,8 @@ class Variant:
     sweep: bool = False                # every sweep point runs it
     traced: bool = False               # the trace study traces it unless told which variants
     unsupported: Callable | None = None  # unsupported(torch.device): why it cannot run there, or None
+    numerics: str = ""                 # what makes its arithmetic differ from the recipe's, where
+                                       # known (module docstring); accuracy_note quotes it
 
 
 def _eager(**options) -> Callable:
