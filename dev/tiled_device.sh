@@ -59,3 +59,27 @@ for r in rows[:8]:
     print(f"   {float(r['Time (%)']):5.1f}%  {int(r['Instances']):5d} x {float(r['Avg (ns)'])/1000:8.2f} us  {r['Name'][:110]}")
 PY
 done
+# $BESIDE ("HIDDENxBATCH ..."): one epoch of the tiled path and one of PyTorch's compiled-step at
+# the point, each under Nsight Systems (the NVTX range profile-epoch: mlp_train --profile, and the
+# baseline's MLP_TORCH_PROFILE_EPOCH), their kernel summaries side by side per step
+# (analysis/side_by_side.py) in $R/side_by_side_hH_bB.md.
+for pt in ${BESIDE:-}; do
+  h=${pt%x*}; b=${pt#*x}; d="$R/beside_h${h}_b${b}"; mkdir -p "$d"
+  steps=$(( (6000 + b - 1) / b ))
+  build/mlp_train --perf-only --paths tiled --hidden "$h" --batch "$b" --epochs 3 --out "$d" > "$d/init.log" 2>&1
+  NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 200 nsys profile --trace cuda,nvtx --capture-range=nvtx \
+    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/tiled" \
+    build/mlp_train --profile tiled --hidden "$h" --batch "$b" --out "$d/ours" > "$d/nsys_ours.log" 2>&1
+  MLP_TORCH_PROFILE_EPOCH=1 NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 300 nsys profile --trace cuda,nvtx \
+    --capture-range=nvtx --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true \
+    -o "$d/torch" python -m harness.baseline.pytorch_baseline --results "$d" --variants compiled-step \
+    --batch "$b" --epochs 3 > "$d/nsys_torch.log" 2>&1
+  for side in tiled torch; do
+    timeout 200 nsys stats --force-export=true --report cuda_gpu_kern_sum --format csv --output "$d/$side" \
+      "$d/$side.nsys-rep" >> "$d/nsys_$side.stats.log" 2>&1
+  done
+  python -m analysis.side_by_side "$d/tiled_cuda_gpu_kern_sum.csv" "$d/torch_cuda_gpu_kern_sum.csv" \
+    --steps "$steps" --ours-label tiled --theirs-label compiled-step --out "$R/side_by_side_h${h}_b${b}.md"
+  echo "== beside $pt"; cat "$R/side_by_side_h${h}_b${b}.md" 2>/dev/null | head -30
+done
+

@@ -280,3 +280,16 @@ def test_the_accuracy_section_of_the_template_types_no_number():
     literal = re.sub(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", "", part, flags=re.S)
     literal = re.sub(r"\bfloat64\b|fp64", "", literal)
     assert not re.findall(r"\d", literal), literal
+
+
+def test_the_profiled_epoch_comes_from_its_variable_and_is_checked():
+    import torch
+    from harness.baseline import pytorch_baseline as pb
+    env = {pb.PROFILE_EPOCH_ENV: "2"}
+    assert pb.profile_epoch(5, "cpu", env) is None          # CPU: no NVTX range
+    assert pb.profile_epoch(5, "cuda", {}) is None           # unset
+    if torch.cuda.is_available():
+        assert pb.profile_epoch(5, "cuda", env) == 2
+    for bad in ("0", "5", "x", "-1"):
+        with pytest.raises(ValueError, match=pb.PROFILE_EPOCH_ENV):
+            pb.profile_epoch(5, "cuda", {pb.PROFILE_EPOCH_ENV: bad})

@@ -38,6 +38,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -399,6 +400,27 @@ def recipe_ran(recipe: dict, init_params: np.ndarray, order: np.ndarray, data: d
     return complete(ran, "the baseline's recipe")
 
 
+# Nsight Systems beside our binary (analysis/side_by_side.py): with MLP_TORCH_PROFILE_EPOCH=K set,
+# epoch K (1 <= K < epochs; epoch 0 is the warm-up) of each variant runs inside the NVTX range
+# that `mlp_train --profile` opens, so `nsys profile --capture-range=nvtx
+# --nvtx-capture=profile-epoch` captures one epoch of each side (run one variant per process:
+# nsys captures the first range only). CUDA devices only; ignored on a CPU.
+PROFILE_RANGE = "profile-epoch"
+PROFILE_EPOCH_ENV = "MLP_TORCH_PROFILE_EPOCH"
+
+
+def profile_epoch(epochs: int, device, environ=None) -> int | None:
+    """The epoch to mark from $MLP_TORCH_PROFILE_EPOCH, or None (unset, or not a CUDA device).
+    A value that is not an integer in 1..epochs-1 is a ValueError naming the variable."""
+    raw = (os.environ if environ is None else environ).get(PROFILE_EPOCH_ENV)
+    if raw is None or torch.device(device).type != "cuda":
+        return None
+    if not raw.strip().isdigit() or not 1 <= int(raw) < epochs:
+        raise ValueError(f"{PROFILE_EPOCH_ENV}={raw!r}: expected an integer in 1..{epochs - 1} "
+                         "(epoch 0 is the warm-up)")
+    return int(raw)
+
+
 def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dict,
                 recipe: dict | None = None, epochs: int | None = None, device: str = "cuda",
                 return_step_losses: bool = False, variant_factory=None) -> dict:
@@ -426,11 +448,17 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
 
     timer = EpochTimer(w.device)
     epoch_ms, acc_per_epoch, loss_per_epoch, all_steps = [], [], [], []
+    profiled = profile_epoch(epochs, w.device)
     for e in range(epochs):
         _sync(w.device)
+        if e == profiled:
+            torch.cuda.nvtx.range_push(PROFILE_RANGE)
         timer.record_start()
         variant.run_epoch(e)
         timer.record_end()
+        if e == profiled:
+            _sync(w.device)
+            torch.cuda.nvtx.range_pop()
         # After the timed region: the epoch loss (on the device, then read) and the test accuracy.
         epoch_loss = (step_losses * w.sizes_t).sum() / w.n
         loss_per_epoch.append(float(epoch_loss.item()))
