@@ -12,6 +12,7 @@
 #include "kernels/tiled.cuh"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -185,12 +186,29 @@ GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms) {
 }
 }  // namespace
 
+// A measurement that throws (our bug, or a device error) leaves the cost model's plan in the
+// cache and its reason here: the path still runs, on plans build/gemm_check tests, and its config
+// (run.json) says the measurement failed and why, instead of the path skipping itself.
+std::string& measurement_failure() {
+  static std::string why;
+  return why;
+}
+
 GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms) {
   if (!measure_plans()) return plan_gemm(M, N, K, sms);
   const PlanKey key{(int)al, M, N, K, sms};
   auto it = plan_cache().find(key);
   if (it != plan_cache().end()) return it->second;
-  const GemmPlan p = measure(al, epi, M, N, K, sms);
+  GemmPlan p;
+  try {
+    p = measure(al, epi, M, N, K, sms);
+  } catch (const std::exception& e) {
+    (void)cudaGetLastError();  // a launch error of the measurement is not the next launch's
+    std::fprintf(stderr, "tiled: measuring the plan of a %dx%dx%d GEMM failed: %s; the cost model's plan runs\n", M, N,
+                 K, e.what());
+    if (measurement_failure().empty()) measurement_failure() = e.what();
+    p = plan_gemm(M, N, K, sms);
+  }
   plan_cache()[key] = p;
   return p;
 }
@@ -209,8 +227,12 @@ StepPlans plans_for(MlpShape s, int nb, int sms) {
           chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms)};
 }
 std::string describe(const StepPlans& p) {
-  return std::string("forward ") + p.fwd.describe() + "; dW1 " + p.dw1.describe() +
-         (measure_plans() ? " (measured plans)" : " (the cost model's plans)") + "; 4 kernels a step, the epoch as one CUDA graph";
+  const std::string how = !measure_plans()                ? " (the cost model's plans)"
+                          : measurement_failure().empty() ? " (measured plans)"
+                                                          : " (measured plans; a measurement FAILED, the cost model's plan "
+                                                            "in its place: " + measurement_failure() + ")";
+  return std::string("forward ") + p.fwd.describe() + "; dW1 " + p.dw1.describe() + how +
+         "; 4 kernels a step, the epoch as one CUDA graph";
 }
 
 class TiledPath : public KernelPath {
@@ -225,12 +247,7 @@ class TiledPath : public KernelPath {
       return PathFit{-1, "", "tiled: " + std::to_string(s.out) + " classes, over the " + std::to_string(kMaxOut) +
                                  " its head kernels hold in registers"};
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", "tiled: empty shape"};
-    StepPlans p;
-    try {
-      p = plans_for(s, batch, std::max(1, lim.sms));
-    } catch (const std::exception& e) {
-      return PathFit{-1, "", std::string("tiled: measuring its GEMM plans failed: ") + e.what()};
-    }
+    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms));
     struct Use { const void* fn; int threads; std::string name; };
     std::vector<Use> uses;
     for (bool vec : {true, false}) {
