@@ -137,6 +137,18 @@ $(BUILD)/emu/%.o: cuda/%.cpp
 $(BUILD)/vit_forward_emu: $(EMU_OBJ)
 	$(CXX) $(EMU_CXXFLAGS) $^ -o $@
 
+# The tiled path's kernels through the same CPU emulation, against float64 (tests/emu/tiled_emu.cpp,
+# tests/test_tiled_emulated.py). Not part of `all`. -Wno-sign-compare: the kernels compare
+# threadIdx (unsigned) with int bounds, which nvcc's device compiler does not warn about.
+# TILED_EMU_INCLUDES: a folder searched before cuda/ for the kernels' headers (the test points it at
+# deliberately broken copies, which the check must fail); empty by default.
+TILED_EMU_INCLUDES ?=
+TILED_EMU_DEPS := tests/emu/tiled_emu.cpp cuda/kernels/tiled.cuh cuda/kernels/tiled_plan.h cuda/transformer/emu/cuda_runtime.h
+$(BUILD)/tiled_emu: $(TILED_EMU_DEPS)
+	@mkdir -p $(BUILD)
+	$(CXX) -O2 -std=c++20 -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas -Wno-sign-compare \
+	  $(TILED_EMU_INCLUDES) -Icuda/transformer/emu -Icuda tests/emu/tiled_emu.cpp -o $@
+
 clean:
 	rm -rf $(BUILD)
 
