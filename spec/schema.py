@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from spec.torch_variants import FP32, PRECISIONS, precision_of
 from spec.validate import is_safe_name
 
 
@@ -242,15 +243,23 @@ RUN_SUPERVISED = Obj({
     "supervisor": _SUPERVISOR, "cases": _CASES, "hints": Arr(STR), "paths": Map(ANY),
 }, required=("cases", "supervisor"))
 
+# The TF32 settings as the baseline read them back (pytorch.json's "tf32", run-wide and per variant).
+_TF32 = Obj({"matmul_allow_tf32": BOOL, "cudnn_allow_tf32": BOOL, "float32_matmul_precision": STR},
+            required=("matmul_allow_tf32", "cudnn_allow_tf32", "float32_matmul_precision"))
+
 PYTORCH = Obj({
     "schema": INT, "torch_version": STR, "cuda_version": OSTR, "gpu": OSTR,
-    "date_utc": STR, "commit": STR, "recipe": _RECIPE,
+    "date_utc": STR, "commit": STR, "recipe": _RECIPE, "tf32": Opt(_TF32),
     "variants": Map(Obj(_TIMING | {"passed": BOOL, "max_memory_allocated_bytes": ONONNEG,
                                    "compile_seconds": ONONNEG, "capture_seconds": ONONNEG,
                                    "setup_seconds": ONONNEG, "cudagraph_skips": OINT,
-                                   "accuracy_gap_pp_vs_fp64": ONUM, "accuracy_note": STR}),
+                                   "accuracy_gap_pp_vs_fp64": ONUM, "accuracy_note": STR,
+                                   "precision": OneOf(*PRECISIONS), "tf32": _TF32}),
                     names=True),
     "variants_run": Arr(NAME), "variants_left_out": Map(STR, names=True), "fastest_variant": ONAME,
+    "fastest_median_ms": ONONNEG,
+    "fastest_by_precision": Map(Opt(Obj({"variant": NAME, "median_ms": NONNEG},
+                                        required=("variant", "median_ms")))),
     "fp64_source": STR, "fp64_test_accuracy_last5_mean": OFRAC,
 }, required=("variants",))
 
@@ -430,7 +439,23 @@ def _run_checks(doc) -> str | None:
 
 
 def _pytorch_checks(doc) -> str | None:
-    return _ordered_times(doc["variants"], "variants")
+    variants = doc["variants"]
+    top = doc.get("fastest_variant")
+    if top is not None:
+        if top not in variants:
+            return f"fastest_variant: {top!r} is not among its variants"
+        if precision_of(variants[top], doc) != FP32:
+            return (f"fastest_variant: {top!r} is of precision {variants[top].get('precision')!r}: "
+                    f"the fastest variant is the fastest {FP32} one")
+    for p, best in (doc.get("fastest_by_precision") or {}).items():
+        if p not in PRECISIONS:
+            return f"fastest_by_precision: key {p!r} is no precision ({', '.join(PRECISIONS)})"
+        if best is None:
+            continue
+        name = best["variant"]
+        if name not in variants or variants[name].get("precision") != p:
+            return f"fastest_by_precision.{p}: {name!r} is no variant of precision {p!r}"
+    return _ordered_times(variants, "variants")
 
 
 def _sweep_checks(doc) -> str | None:

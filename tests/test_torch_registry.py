@@ -123,7 +123,8 @@ def test_pytorch_json_lists_a_registered_variant(inputs, monkeypatch):
     assert doc["variants_left_out"] == {"fake-slow": "slow (test)"}
     assert "cudagraph_skips" in doc["variants"]["fake-step"]       # compiled=True
     assert "cudagraph_skips" not in doc["variants"][EAGER]
-    assert doc["variants"]["fake-gpu"] == {"error": "skipped: fake-gpu needs a CUDA device"}
+    assert doc["variants"]["fake-gpu"] == {"error": "skipped: fake-gpu needs a CUDA device",
+                                          "precision": "fp32"}
     assert doc["tf32"] == {"matmul_allow_tf32": False, "cudnn_allow_tf32": False,
                            "float32_matmul_precision": "highest"}   # float32, TF32 off
     pb.run_all(results, device="cpu", data=data, full=True)

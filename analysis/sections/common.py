@@ -53,9 +53,14 @@ def declared_launches(rec: dict):
     return lps if is_number(lps) and lps >= 0 else None
 
 
-def fastest(records: dict) -> str | None:
-    """The passing record with the lowest median, by name; None when none passed."""
-    medians = {n: m for n, r in records.items() if (m := passed_median(r)) is not None}
+def fastest(records: dict, precision: str = torch_variants.FP32) -> str | None:
+    """The passing record of `precision` with the lowest median, by name; None when none passed.
+    A record that names no "precision" is float32 (every run.json path; pytorch.json's variants
+    before the field), so by default the tf32 and bf16 variants are no candidates: every ratio
+    against PyTorch's fastest compares float32 with float32."""
+    medians = {n: m for n, r in records.items()
+               if (r or {}).get("precision", torch_variants.FP32) == precision
+               and (m := passed_median(r)) is not None}
     return min(medians, key=lambda n: medians[n]) if medians else None
 
 

@@ -1,6 +1,7 @@
-"""The PyTorch sections: which variants a run included, each variant's compile and capture
-seconds apart from its epoch times, each variant's test accuracy against float64 as pytorch.json
-records it, and the three profiling studies of harness/baseline/profiles.py
+"""The PyTorch sections: which variants a run included and each one's precision, each
+variant's compile and capture seconds apart from its epoch times, each variant's test accuracy
+against float64 as pytorch.json records it, and the three profiling studies of
+harness/baseline/profiles.py
 (memory peaks by category per optimizer against spec.layout's ledger and our binary's peak; step
 time against batch size; the kernels of each Linear layer)."""
 from __future__ import annotations
@@ -9,6 +10,7 @@ import re
 
 from analysis.fmt import is_number, missing
 from analysis.sections import common as c
+from spec import torch_variants
 
 MEMORY_GROUPS = ("parameters", "gradients", "optimizer_state", "activations", "inputs", "other")
 GROUP_WORDS = {"parameters": "parameters", "gradients": "gradients",
@@ -17,12 +19,30 @@ GROUP_WORDS = {"parameters": "parameters", "gradients": "gradients",
 OUR_OPTIMIZER = "sgd_momentum"  # the binary trains with SGD, momentum 0.9
 KERNEL_NAME_MAX = 72
 HOST_BOUND_SHARE = 0.5  # the host issues the step for more than this share of every step's wall
+PRECISION_BEFORE = ("written before the baseline recorded each variant's precision, when it ran "
+                    "every variant in float32 with TF32 off")
+
+
+def precisions(torch: dict | None) -> dict | None:
+    """{"rows": [{"name", "precision"}], "words": [{"key", "what"}]}: each variant's precision
+    (spec.torch_variants.precision_of: "fp32" for a file written before the field, None where
+    unknown) and what each precision that occurs means; None without pytorch.json."""
+    if torch is None:
+        return None
+    rows = [{"name": n, "precision": torch_variants.precision_of(rec, torch)}
+            for n, rec in torch["variants"].items()]
+    seen = {r["precision"] for r in rows}
+    recorded = any("precision" in rec for rec in torch["variants"].values())
+    return {"rows": rows, "words": [{"key": k, "what": w}
+                                    for k, w in torch_variants.PRECISIONS.items() if k in seen],
+            "note": None if recorded or "fastest_by_precision" in torch else PRECISION_BEFORE}
 
 
 def variants(torch: dict | None) -> dict | None:
     """{"run": [...], "left_out": [{"name", "why"}], "rows": [...], "skipped_graphs": [...]}
     of pytorch.json; None without it. A row's `graph_skips` > 0 means Inductor skipped its CUDA
-    graphs (the variant then runs eagerly between compiled kernels)."""
+    graphs (the variant then runs eagerly between compiled kernels); its `precision` is
+    spec.torch_variants.precision_of's. `fastest` is the fastest fp32 variant (common.fastest)."""
     if torch is None:
         return None
     recs = torch["variants"]
@@ -30,6 +50,7 @@ def variants(torch: dict | None) -> dict | None:
     for name, rec in recs.items():
         skips = rec.get("cudagraph_skips")
         rows.append({"name": name, "status": c.status(rec), "median": rec.get("median_ms"),
+                     "precision": torch_variants.precision_of(rec, torch),
                      "cv": rec.get("cv_pct"), "compile": rec.get("compile_seconds"),
                      "capture": rec.get("capture_seconds"), "setup": rec.get("setup_seconds"),
                      "graph_skips": skips, "flag": is_number(skips) and skips > 0,
@@ -46,18 +67,21 @@ def accuracy(torch: dict | None) -> dict | None:
     """pytorch.json's accuracy on case 7's terms, as the baseline recorded it: per variant its
     last-N mean (`test_accuracy_last5_mean`), float64's (the top level's
     `fp64_test_accuracy_last5_mean`), the signed gap in pp (`accuracy_gap_pp_vs_fp64`) and its
-    `accuracy_note`; None without pytorch.json. A file written before these fields has none of
-    them: every value None and `recorded` False (the template shows "—")."""
+    `accuracy_note`, and its precision (precisions(): "—" where unknown, with the words of each
+    precision that occurs); None without pytorch.json. A file written before these fields has
+    none of them: every value None and `recorded` False (the template shows "—")."""
     if torch is None:
         return None
     recs = torch["variants"]
     fp64 = torch.get("fp64_test_accuracy_last5_mean")
     rows = [{"name": name, "status": c.status(rec), "last": rec.get("test_accuracy_last5_mean"),
+             "precision": torch_variants.precision_of(rec, torch),
              "fp64": fp64 if "test_accuracy_per_epoch" in rec else None,
              "gap": rec.get("accuracy_gap_pp_vs_fp64"), "note": rec.get("accuracy_note")}
             for name, rec in recs.items()]
     epochs = (torch.get("recipe") or {}).get("epochs")
     return {"rows": rows, "source": torch.get("fp64_source"),
+            "precisions": precisions(torch)["words"], "precision_note": precisions(torch)["note"],
             "recorded": "fp64_source" in torch or any(
                 "test_accuracy_last5_mean" in rec for rec in recs.values()),
             "last_n": min(c.LAST_N_ACCURACY, epochs) if is_number(epochs) else c.LAST_N_ACCURACY,

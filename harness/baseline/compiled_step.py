@@ -34,6 +34,11 @@ Two drivers of the same step:
   every buffer it reads or writes marked static, called once per step from Python after
   torch.compiler.cudagraph_mark_step_begin(): what a user of Inductor's CUDA-graph trees gets,
   with their per-call host work (guards, the tree's checks) in every step.
+At bf16 (harness/baseline/precision.py) loss_of's forward and loss run under
+torch.autocast(bfloat16) inside the step, so Dynamo traces the autocast region and Inductor
+compiles the bfloat16 products; the gradient (through the casts' backward), the velocity and the
+update stay float32. At tf32 the step is the same; the baseline sets the TF32 flags around the
+whole variant, its compile and capture included (Inductor's cache key holds the matmul precision).
 compile_seconds is the first call of each batch size (Dynamo, AOTAutograd, Inductor, Triton);
 capture_seconds the torch.cuda.graph captures. Neither is inside an epoch's time.
 """
@@ -46,19 +51,28 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from harness.baseline import precision as prec
 from harness.baseline.variants import Workload, flat_views, sync
+from spec.torch_variants import FP32
 
 DRIVERS = ("graphs", "reduce-overhead")
 
 
-def make_step(shape, batch: int, lr: float, momentum: float):
-    """The in-place whole training step (module docstring) for one shape and recipe."""
+def make_step(shape, batch: int, lr: float, momentum: float, amp: str | None = None):
+    """The in-place whole training step (module docstring) for one shape and recipe; amp: the
+    device type whose bfloat16 autocast the forward and loss run under (None: none)."""
     batch, lr, momentum = int(batch), float(lr), float(momentum)
 
-    def loss_of(params, x, y):
+    def plain_loss_of(params, x, y):
         W1, b1, W2, b2 = flat_views(params, shape)
         h = torch.relu(torch.addmm(b1, x, W1))
         return F.cross_entropy(torch.addmm(b2, h, W2), y)
+
+    def autocast_loss_of(params, x, y):
+        with prec.autocast(amp):        # Dynamo traces the autocast region
+            return plain_loss_of(params, x, y)
+
+    loss_of = plain_loss_of if amp is None else autocast_loss_of
 
     def step(params, velocity, order, counter, arange_b, X, y, step_losses):
         idx = order.index_select(0, counter * batch + arange_b)
@@ -84,12 +98,13 @@ class CompiledStepVariant:
     (the CPU tests of its equations)."""
 
     def __init__(self, w: Workload, init_flat, shape, step_losses, driver: str = "graphs",
-                 compile: bool = True):
+                 compile: bool = True, precision: str = FP32):
         if driver not in DRIVERS:
             raise ValueError(f"driver {driver!r}: expected one of {', '.join(DRIVERS)}")
         if driver == "reduce-overhead" and w.device.type != "cuda":
             raise RuntimeError("compiled-step-reduce-overhead needs a CUDA device")
         self.w, self.shape, self.step_losses, self.driver = w, shape, step_losses, driver
+        self.amp = prec.autocast_device(w.device, precision)   # None: no autocast
         dev = w.device
         self.init = torch.as_tensor(np.ascontiguousarray(init_flat, dtype=np.float32), device=dev)
         self.params = self.init.clone()
@@ -100,7 +115,7 @@ class CompiledStepVariant:
         self.aranges = {b: torch.arange(b, dtype=torch.int64, device=dev) for b in self.sizes}
         self.args = {b: (self.params, self.velocity, self.order_static, self.counter,
                          self.aranges[b], w.X, w.y, step_losses) for b in self.sizes}
-        step = make_step(shape, w.batch, w.lr, w.momentum)
+        step = make_step(shape, w.batch, w.lr, w.momentum, amp=self.amp)
         self.graphs = None
         self.compile_seconds = None
         self.capture_seconds = None
@@ -184,5 +199,6 @@ class CompiledStepVariant:
 
     @torch.no_grad()
     def predict(self, X):
-        return forward(self.params, X, self.shape)
+        with prec.autocast(self.amp):
+            return forward(self.params, X, self.shape)
 

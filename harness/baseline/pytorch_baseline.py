@@ -12,8 +12,15 @@ The variants (harness/baseline/registry.py: what each is, how it is built, when 
 reported separately in results/pytorch.json (docs/formats.md). A default run leaves out the
 registry's full_only variants (a compile of minutes); --full runs them too.
 
-Arithmetic: float32 with TF32 off (float32_only(): allow_tf32 False for matmul and cuDNN, float32
-matmul precision "highest"), as pytorch.json's "tf32" records.
+Arithmetic: each variant's registry precision (harness/baseline/precision.py), set around the
+whole variant (set-up, epochs, evaluation) and restored after it. fp32, every variant but six:
+float32 with TF32 off (allow_tf32 False for matmul and cuDNN, float32 matmul precision "highest"),
+the run's setting (float32_only(), pytorch.json's top-level "tf32"); tf32 (eager-tf32,
+cuda-graph-tf32, compiled-step-tf32, CUDA only): TF32 on for that variant alone; bf16
+(eager-bf16, cuda-graph-bf16, compiled-step-bf16): the forward and loss under bfloat16 autocast.
+Each entry records its "precision" and the TF32 settings it ran under ("tf32"). fastest_variant
+is the fastest fp32 variant, so the ratios against it compare float32 with float32;
+fastest_by_precision names the fastest of each precision.
 
 Accuracy, on case 7's terms: every variant that trained records test_accuracy_last5_mean, the
 mean of its last min(5, epochs) test accuracies (LAST_N_ACCURACY; for the recipe, epochs 16 to
@@ -49,12 +56,14 @@ import torch.nn.functional as F
 
 from analysis.sections.common import LAST_N_ACCURACY
 from spec.recipe import BOUNDS, complete, load_recipe
+from harness.baseline import precision as prec
 from harness.baseline import registry
 from harness.baseline.variants import EagerVariant, Workload
 from harness.baseline.variants import sync as _sync
 from harness.data.reference import REFERENCE_DIR
 from spec import layout, provenance, stats
 from spec.files import DATA_DIR, ROOT, RESULTS_DIR, write_bytes, write_json
+from spec.torch_variants import FP32, PRECISIONS
 
 
 def log(msg: str) -> None:
@@ -171,17 +180,30 @@ def accuracy(predict, X, y, chunk: int = 10000) -> float:
     return int(correct.item()) / int(X.shape[0])
 
 
-def fastest_variant(variants: dict) -> str | None:
-    """The variant with the smallest median epoch among those that ran without error; None if
-    none did. Ties go to the earlier variant in `variants`' order."""
+def fastest_variant(variants: dict, precision: str = FP32) -> str | None:
+    """The variant of `precision` (an entry without "precision" is fp32) with the smallest median
+    epoch among those that ran without error; None if none did. Ties go to the earlier variant in
+    `variants`' order. pytorch.json's fastest_variant is the fp32 one."""
     best = None
     for name, v in variants.items():
         med = v.get("median_ms")
+        if v.get("precision", FP32) != precision:
+            continue
         if v.get("error") or not isinstance(med, (int, float)) or not math.isfinite(med):
             continue
         if best is None or med < variants[best]["median_ms"]:
             best = name
     return best
+
+
+def fastest_by_precision(variants: dict) -> dict:
+    """pytorch.json's fastest_by_precision: for each precision, {"variant", "median_ms"} of its
+    fastest variant that passed (fastest_variant), or None when none of it did."""
+    out = {}
+    for p in PRECISIONS:
+        best = fastest_variant(variants, p)
+        out[p] = {"variant": best, "median_ms": variants[best]["median_ms"]} if best else None
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,8 +451,20 @@ def run_variant(name: str, init_params: np.ndarray, order: np.ndarray, data: dic
     `recipe` gives batch, lr, momentum and output_dim (recipe.toml by default). With
     return_step_losses the entry also holds "step_losses": one list of per-step losses per epoch.
     variant_factory(w, init_flat, shape, step_losses) builds the variant instead of the
-    registry's factory (the tests' uncompiled compiled-step).
+    registry's factory (the tests' uncompiled compiled-step). The variant's registry precision
+    is set around all of it (harness/baseline/precision.py): the entry records it ("precision")
+    and the TF32 settings read back inside ("tf32").
     """
+    precision = registry.get(name).precision
+    with prec.setting(precision) as tf32:
+        entry = _train(name, init_params, order, data, recipe, epochs, device,
+                       return_step_losses, variant_factory)
+    return {"precision": precision, "tf32": tf32, **entry}
+
+
+def _train(name, init_params, order, data, recipe, epochs, device, return_step_losses,
+           variant_factory) -> dict:
+    """run_variant's training, under the precision it set."""
     recipe = load_recipe() if recipe is None else recipe
     epochs = order.shape[0] if epochs is None else int(epochs)
     if not 1 <= epochs <= order.shape[0]:
@@ -504,15 +538,11 @@ def inductor_cache() -> dict:
 
 
 def float32_only() -> dict:
-    """No TF32 in matrix products or convolutions: every variant computes in float32 (the CUDA
-    paths' arithmetic), TF32 being PyTorch's opt-in. Returns the settings as read back, for
-    pytorch.json's "tf32"."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    return {"matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    """No TF32 in matrix products or convolutions: the run's setting, every fp32 and bf16 variant
+    computes its float32 products in float32 (the CUDA paths' arithmetic), TF32 being PyTorch's
+    opt-in (the tf32 variants set it for themselves alone). Returns the settings as read back,
+    for pytorch.json's "tf32"."""
+    return prec.apply(*prec.FLAGS[FP32])
 
 
 def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None = None,
@@ -548,12 +578,13 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
            "inductor_cache": inductor_cache(), "variants": {}}
     t_all = time.perf_counter()
     for name in chosen:
+        precision = registry.get(name).precision
         reason = registry.unavailable(name, dev)
         if reason is not None:
             log(f"[pytorch] {name}: skipped: {reason}")
-            out["variants"][name] = {"error": f"skipped: {reason}"}
+            out["variants"][name] = {"error": f"skipped: {reason}", "precision": precision}
             continue
-        log(f"[pytorch] {name}: running {recipe['epochs']} epochs on {dev} ...")
+        log(f"[pytorch] {name}: running {recipe['epochs']} epochs on {dev} at {precision} ...")
         t0 = time.perf_counter()
         if dev.type == "cuda":
             gc.collect()                     # the previous variant's tensors are gone ...
@@ -568,7 +599,8 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
             if len(msg) > 2000:
                 msg = msg[:2000] + " ..."
             log(f"[pytorch] {name}: FAILED: {msg.splitlines()[0] if msg else ''}")
-            out["variants"][name] = {"error": msg, "wall_seconds": time.perf_counter() - t0}
+            out["variants"][name] = {"error": msg, "precision": precision,
+                                     "wall_seconds": time.perf_counter() - t0}
             if dev.type == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.empty_cache()
@@ -586,9 +618,10 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     out["wall_seconds"] = time.perf_counter() - t_all
-    best = fastest_variant(out["variants"])
+    best = fastest_variant(out["variants"])           # fp32: the ratios' denominator
     out["fastest_variant"] = best
     out["fastest_median_ms"] = out["variants"][best]["median_ms"] if best else None
+    out["fastest_by_precision"] = fastest_by_precision(out["variants"])
     fp64, out["fp64_source"] = fp64_reference(results_dir, recipe, init_params, order, data_dir)
     out["fp64_test_accuracy_last5_mean"] = last_mean(fp64)
     log(f"[pytorch] float64 reference: {out['fp64_source']}")
@@ -604,8 +637,9 @@ def run_all(results_dir: Path = RESULTS_DIR, variants=None, epochs: int | None =
             log(f"[pytorch] {name}: {entry['accuracy_note']}")
     for name, why in left_out.items():
         log(f"[pytorch] {name}: left out: {why}")
-    if best:
-        log(f"[pytorch] fastest: {best} ({out['fastest_median_ms']:.3f} ms median epoch)")
+    for p, top in out["fastest_by_precision"].items():
+        if top:
+            log(f"[pytorch] fastest {p}: {top['variant']} ({top['median_ms']:.3f} ms median epoch)")
     write_json(results_dir / "pytorch.json", out)
     log(f"[pytorch] wrote {results_dir / 'pytorch.json'}")
     return out

@@ -7,10 +7,20 @@ devices a variant runs on, pytorch.json's variants_run and variants_left_out
 (harness/studies/sweep.py) and the variants the trace study traces unless told which
 (harness/baseline/variant_traces.py).
 
+`precision` is what a variant computes in (spec/torch_variants.py's names; harness/baseline/
+precision.py sets it): "fp32" (float32, TF32 off) for every variant but six, eager, cuda-graph and
+compiled-step again at "tf32" and at "bf16" (PRECISION_VARIANTS: each the fp32 entry's builder
+given the precision, its flags, and cuda_only at tf32, TF32 being a CUDA matmul mode). They run
+in a default run (the two compiled ones compile again: compiled-step's compile_seconds was 7.1 s
+on the H200 in the run of d5d2767, so about 20 s more for the six in all; theirs are not measured
+yet), not in the sweep and not in the trace study unless named.
+pytorch.json records each variant's precision, and its fastest_variant stays the fastest fp32 one.
+
 `numerics` says what is known to make a variant's arithmetic differ from the recipe's (a batch
 dropped, padded or reweighted, another loss reduction, another precision): pytorch.json's
-accuracy_note for a variant over case 7's 1 pp line quotes it. It is empty for every variant now,
-as nothing of the kind is known: each trains every batch of each epoch, the short last one
+accuracy_note for a variant over case 7's 1 pp line quotes it. It is the precision's for the
+tf32 and bf16 variants (NUMERICS) and empty for every other, as nothing of the kind is known:
+each trains every batch of each epoch, the short last one
 included (eager and manual-ops loop over them; cuda-graph and the compiled steps hold one graph
 or specialisation per batch size and replay the short one last), with the batch-mean
 cross-entropy (F.cross_entropy's default reduction; manual_ops' mean) and SGD with momentum in
@@ -25,10 +35,11 @@ those names.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from spec.torch_variants import CUDA_GRAPH, EAGER
+from spec.torch_variants import BF16, CUDA_GRAPH, EAGER, FP32, PRECISIONS, TF32
 
 
 @dataclass(frozen=True)
@@ -44,18 +55,23 @@ class Variant:
     unsupported: Callable | None = None  # unsupported(torch.device): why it cannot run there, or None
     numerics: str = ""                 # what makes its arithmetic differ from the recipe's, where
                                        # known (module docstring); accuracy_note quotes it
+    precision: str = FP32              # fp32, tf32 or bf16 (spec/torch_variants.py); the baseline
+                                       # sets it around the variant (harness/baseline/precision.py)
 
+
+# Each builder takes precision=... (its fp32 default is the variant as it always was);
+# _at_precision gives it the precision of a tf32 or bf16 entry.
 
 def _eager(**options) -> Callable:
-    def build(w, init_flat, shape, step_losses):
+    def build(w, init_flat, shape, step_losses, precision=FP32):
         from harness.baseline.variants import EagerVariant
-        return EagerVariant(w, init_flat, shape, step_losses, **options)
+        return EagerVariant(w, init_flat, shape, step_losses, precision=precision, **options)
     return build
 
 
-def _cuda_graph(w, init_flat, shape, step_losses):
+def _cuda_graph(w, init_flat, shape, step_losses, precision=FP32):
     from harness.baseline.variants import CudaGraphVariant
-    return CudaGraphVariant(w, init_flat, shape, step_losses)
+    return CudaGraphVariant(w, init_flat, shape, step_losses, precision=precision)
 
 
 def _compiled(mode: str) -> Callable:
@@ -66,9 +82,10 @@ def _compiled(mode: str) -> Callable:
 
 
 def _compiled_step(driver: str) -> Callable:
-    def build(w, init_flat, shape, step_losses):
+    def build(w, init_flat, shape, step_losses, precision=FP32):
         from harness.baseline.compiled_step import CompiledStepVariant
-        return CompiledStepVariant(w, init_flat, shape, step_losses, driver=driver)
+        return CompiledStepVariant(w, init_flat, shape, step_losses, driver=driver,
+                                   precision=precision)
     return build
 
 
@@ -112,6 +129,31 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+# The tf32 and bf16 variants: (fp32 variant, precision) by name, in report order after the fp32 ones.
+PRECISION_VARIANTS: dict[str, tuple[str, str]] = {
+    f"{base}-{p}": (base, p) for p in (TF32, BF16) for base in (EAGER, CUDA_GRAPH, "compiled-step")}
+
+# What each precision's variants declare of their arithmetic (accuracy_note quotes it).
+NUMERICS = {
+    TF32: "TF32 matrix products (a 10-bit mantissa for the products' inputs, float32 sums)",
+    BF16: "bfloat16 autocast of the forward and loss (bfloat16 products and activations, an 8-bit "
+          "mantissa; float32 cross-entropy, weights, momentum and update)",
+}
+
+
+def _at_precision(base: str, precision: str) -> Variant:
+    """The entry of fp32 variant `base` at `precision`: its builder given the precision, its
+    flags (not sweep, not traced, not full_only), cuda_only also at tf32."""
+    v = VARIANTS[base]
+    return Variant(f"{base} at {precision}: {PRECISIONS[precision]}",
+                   functools.partial(v.build, precision=precision), compiled=v.compiled,
+                   cuda_only=v.cuda_only or precision == TF32, unsupported=v.unsupported,
+                   numerics=NUMERICS[precision], precision=precision)
+
+
+VARIANTS.update({name: _at_precision(base, p) for name, (base, p) in PRECISION_VARIANTS.items()})
+
+
 def names() -> list[str]:
     """Every variant, in report order."""
     return list(VARIANTS)
@@ -138,6 +180,11 @@ def sweep_names() -> list[str]:
 def traced_names() -> list[str]:
     """The variants the trace study traces unless told which."""
     return [n for n, v in VARIANTS.items() if v.traced]
+
+
+def precision_names(precision: str) -> list[str]:
+    """The variants of `precision`, in report order."""
+    return [n for n, v in VARIANTS.items() if v.precision == precision]
 
 
 def listing() -> str:

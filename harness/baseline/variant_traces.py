@@ -19,6 +19,7 @@ import time
 import numpy as np
 import torch
 
+from harness.baseline import precision as prec
 from harness.baseline import registry
 from harness.baseline.pytorch_baseline import load_data, load_inputs, workload_for
 from harness.baseline.variants import sync
@@ -31,7 +32,13 @@ TOP_OPS = 6
 
 
 def trace_variant(name: str, init: np.ndarray, order: np.ndarray, data: dict, recipe: dict, device: str) -> dict:
-    """One warm-up epoch, then one traced epoch of variant `name`: the trace's summary numbers."""
+    """One warm-up epoch, then one traced epoch of variant `name` at its registry precision (set
+    around it, as the baseline does): the trace's summary numbers."""
+    with prec.setting(registry.get(name).precision):
+        return _trace(name, init, order, data, recipe, device)
+
+
+def _trace(name, init, order, data, recipe, device) -> dict:
     w, init_flat, shape, losses = workload_for(init, order[:2], data, recipe, device)
     variant = registry.get(name).build(w, init_flat, shape, losses)
     variant.run_epoch(0)

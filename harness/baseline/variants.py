@@ -10,6 +10,11 @@ b = g, i.e. mu·0 + g). With v = −lr·b the two are the same recurrence for a 
 initial velocity, so the variants built on torch.optim.SGD use it as is; the compiled-step
 variants write the update in submission.h's form.
 
+precision (harness/baseline/precision.py): EagerVariant and CudaGraphVariant take the variant's
+precision; for bf16 each step's forward and loss (and the evaluation) run under its autocast, the
+backward and the optimiser step outside it. TF32 is no argument: it is the matmul flags, which
+the baseline sets around the whole variant.
+
 Which variant each class builds, with what each is and when it runs: harness/baseline/registry.py.
 """
 from __future__ import annotations
@@ -21,7 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.baseline import precision as prec
 from spec import layout
+from spec.torch_variants import FP32
 
 
 def sync(device) -> None:
@@ -123,13 +130,16 @@ def reset_state(model, init_flat, shape, optimizer) -> None:
 # --------------------------------------------------------------------------------------------
 
 class EagerVariant:
-    """The plain training loop, as a user would write it (optionally fused SGD, manual ops)."""
+    """The plain training loop, as a user would write it (optionally fused SGD, manual ops; at
+    bf16 the forward and loss under autocast)."""
 
     compile_seconds = None
     capture_seconds = None
 
-    def __init__(self, w: Workload, init_flat, shape, step_losses, fused=None, manual=False):
+    def __init__(self, w: Workload, init_flat, shape, step_losses, fused=None, manual=False,
+                 precision: str = FP32):
         self.w, self.step_losses = w, step_losses
+        self.amp = prec.autocast_device(w.device, precision)   # None: no autocast
         if manual:
             from harness.baseline.manual_ops import ManualMLP
             self.model = ManualMLP(*shape, device=w.device).load_flat(init_flat)
@@ -145,13 +155,15 @@ class EagerVariant:
             idx = w.batch_rows(e, t)
             xb, yb = w.X[idx], w.y[idx]
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xb), yb)
+            with prec.autocast(self.amp):
+                loss = loss_fn(model(xb), yb)
             loss.backward()
             opt.step()
             losses[t] = loss.detach()
 
     def predict(self, X):
-        return self.model(X)
+        with prec.autocast(self.amp):
+            return self.model(X)
 
 
 class CompiledVariant(EagerVariant):
@@ -211,15 +223,17 @@ class CudaGraphVariant:
     gathers its own rows (order[counter*batch + arange(b)]), runs forward, loss, backward and
     the optimiser step, writes its loss to step_losses[counter] and increments the counter, so an
     epoch is one order copy, one counter reset and `steps` replays with no host synchronisation.
-    One graph serves the full batches and a second the short last batch.
+    One graph serves the full batches and a second the short last batch. At bf16 the forward
+    and loss are under autocast when captured, so the graphs replay the bfloat16 step.
     """
 
     compile_seconds = None
 
-    def __init__(self, w: Workload, init_flat, shape, step_losses):
+    def __init__(self, w: Workload, init_flat, shape, step_losses, precision: str = FP32):
         if w.device.type != "cuda":
             raise RuntimeError("cuda-graph needs a CUDA device")
         self.w, self.step_losses = w, step_losses
+        self.amp = prec.autocast_device(w.device, precision)   # None: no autocast
         self.model = make_linear_mlp(init_flat, shape, w.device)
         self.opt = make_optimizer(self.model.parameters(), w)
         self.order_static = w.order[0].clone()
@@ -261,7 +275,8 @@ class CudaGraphVariant:
         pos = self.counter * w.batch + self.aranges[b]
         idx = self.order_static.index_select(0, pos)
         xb, yb = w.X.index_select(0, idx), w.y.index_select(0, idx)
-        loss = F.cross_entropy(self.model(xb), yb)
+        with prec.autocast(self.amp):
+            loss = F.cross_entropy(self.model(xb), yb)
         loss.backward()
         self.opt.step()
         self.step_losses.index_copy_(0, self.counter, loss.detach().view(1))
@@ -274,7 +289,8 @@ class CudaGraphVariant:
             g.replay()
 
     def predict(self, X):
-        return self.model(X)
+        with prec.autocast(self.amp):
+            return self.model(X)
 
 
 def fused_sgd_unsupported(device) -> str | None:
