@@ -141,14 +141,20 @@ NUMERICS = {
 }
 
 
+# Why a default run (the main job's) leaves the tf32 and bf16 variants out for now: a capture or
+# compile under autocast or TF32 that fails on the GPU could take the baseline's later variants
+# with it, and the main job is rerun from fresh clones. Empty this once a GPU run has them pass.
+PRECISION_OPT_IN = ("not yet run on a GPU (issue 30): run with --full, or name it in --variants")
+
+
 def _at_precision(base: str, precision: str) -> Variant:
     """The entry of fp32 variant `base` at `precision`: its builder given the precision, its
-    flags (not sweep, not traced, not full_only), cuda_only also at tf32."""
+    flags (not sweep, not traced), cuda_only also at tf32, and full_only PRECISION_OPT_IN."""
     v = VARIANTS[base]
     return Variant(f"{base} at {precision}: {PRECISIONS[precision]}",
                    functools.partial(v.build, precision=precision), compiled=v.compiled,
                    cuda_only=v.cuda_only or precision == TF32, unsupported=v.unsupported,
-                   numerics=NUMERICS[precision], precision=precision)
+                   numerics=NUMERICS[precision], precision=precision, full_only=PRECISION_OPT_IN)
 
 
 VARIANTS.update({name: _at_precision(base, p) for name, (base, p) in PRECISION_VARIANTS.items()})
