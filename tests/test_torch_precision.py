@@ -27,11 +27,12 @@ from harness.baseline import pytorch_baseline as pb  # noqa: E402
 from harness.baseline import registry  # noqa: E402
 from harness.baseline.compiled_step import CompiledStepVariant  # noqa: E402
 from harness.baseline.variants import EagerVariant  # noqa: E402
-from spec import layout  # noqa: E402
-from spec.files import RESULTS_DIR, ROOT  # noqa: E402
+from spec.files import ROOT  # noqa: E402
 from spec.recipe import load_recipe  # noqa: E402
 from spec.schema import SchemaError, validate  # noqa: E402
 from spec.torch_variants import BF16, CUDA_GRAPH, EAGER, FP32, PRECISIONS, TF32, precision_of  # noqa: E402
+# The 600-image synthetic slice and the recipe's inputs, shared with the compiled step's tests.
+from tests.test_torch_step import recipe_inputs, slice600  # noqa: E402,F401
 
 RECIPE = load_recipe()
 COMPILED_STEP = "compiled-step"
@@ -95,20 +96,6 @@ def test_the_tf32_setting_is_restored_after_it_and_after_an_error():
         assert prec.matmul_settings() == before
     finally:
         prec.apply(*prec.FLAGS[FP32])
-
-
-@pytest.fixture(scope="module")
-def slice600():
-    rng = np.random.default_rng(18)
-    n, n_test = 600, 200
-    data = {"train_images": rng.uniform(0, 1, (n, 784)).astype(np.float32),
-            "train_labels": rng.integers(0, 10, n).astype(np.int32),
-            "test_images": rng.uniform(0, 1, (n_test, 784)).astype(np.float32),
-            "test_labels": rng.integers(0, 10, n_test).astype(np.int32)}
-    shape = layout.Shape(784, 48, 10)
-    init = (rng.uniform(-1, 1, layout.n_params(shape)) / np.sqrt(784)).astype(np.float32)
-    order = np.stack([rng.permutation(n) for _ in range(2)]).astype(np.int32)
-    return {"data": data, "init": init, "order": order, "shape": shape}
 
 
 class _Seen:
@@ -373,14 +360,6 @@ def test_results_md_lists_each_variants_precision_and_compares_fp32_with_fp32(tm
 
 
 # ----------------------------------------------------------------------------- GPU
-
-@pytest.fixture(scope="module")
-def recipe_inputs():
-    if not (RESULTS_DIR / "init_params.npy").exists():
-        pytest.skip("results/init_params.npy missing: run build/mlp_train first")
-    init, order = pb.load_inputs(RESULTS_DIR)
-    return init, order, pb.load_data()
-
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", list(SIX))

@@ -30,7 +30,7 @@ Fp64Epoch fp64_one_epoch(const RunInputs& in) {
 }
 // ||p − q|| / ||q − init||, in float64: the distance relative to float64's own one-epoch update.
 double parity_distance(const std::vector<float>& p, const std::vector<double>& q, const std::vector<float>& init) {
-  if (p.empty()) return NAN;
+  if (p.empty() || p.size() != q.size()) return NAN;  // a path (or the fused one) that did not run
   double d = 0, u = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     d += ((double)p[i] - q[i]) * ((double)p[i] - q[i]);
@@ -54,11 +54,12 @@ int run_perf_only(const RunContext& ctx) {
   Json pj = Json::object();
   bool ok = true;
   Fp64Epoch fp64;
-  std::vector<float> fused_one;
+  std::vector<double> fused_one;  // the fused path's one-epoch parameters, as float64 once
   if (in.opt.parity) {
     fp64 = fp64_one_epoch(in);
     std::unique_ptr<mlp::KernelPath> fused = mlp::make_path("fused");
-    fused_one = one_epoch_params(*fused, R, in.s, in.init, in.orders[0], ctx.dd);
+    const std::vector<float> f = one_epoch_params(*fused, R, in.s, in.init, in.orders[0], ctx.dd);
+    fused_one.assign(f.begin(), f.end());
   }
   for (const auto& name : in.names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
@@ -66,7 +67,7 @@ int run_perf_only(const RunContext& ctx) {
     if (in.opt.parity && path->fit(mlp::effective_limits(), in.s, R.batch).runs()) {
       const std::vector<float> p1 = one_epoch_params(*path, R, in.s, in.init, in.orders[0], ctx.dd);
       parity = parity_distance(p1, fp64.params, in.init);
-      vs_fused = parity_distance(p1, std::vector<double>(fused_one.begin(), fused_one.end()), in.init);
+      vs_fused = parity_distance(p1, fused_one, in.init);
       std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g\n",
                    name.c_str(), vs_fused, kParityLimit, parity);
     }

@@ -94,6 +94,17 @@ struct SubmissionError : std::runtime_error {
 // "not implemented", "invalid argument", ... for a MlpStatus value: submission.h's mlp_status_name.
 const char* status_name(int status);
 
+// Paths of ordinary launches (static shared memory only): each kernel's registers, static shared
+// memory and maximum threads (cudaFuncGetAttributes) against the limits; the configuration
+// "ordinary launches of <= T threads, <= S B static shared/block", or the first kernel that
+// does not fit and why (cuda/paths/stepwise_path.cu).
+struct KernelUse {
+  const void* fn;
+  int threads;
+  const char* name;
+};
+PathFit fit_ordinary_launches(const std::vector<KernelUse>& uses, const DeviceLimits& lim);
+
 // The path of a name of paths/registry.h (or "submission"); nullptr for any other name.
 std::unique_ptr<KernelPath> make_path(const std::string& name);
 // cuda/paths/persistent_path.cu: one cooperative launch an epoch, three grid barriers a step. Where its

@@ -9,6 +9,7 @@
 
 #include "common/cuda_check.h"
 #include "kernels/stepwise.cuh"
+#include "paths/epoch_graph.h"
 
 namespace mlp {
 
@@ -184,18 +185,13 @@ void unfused_epoch(const EpochArgs& a) {
   }
 }
 
-// The stepwise paths' kernels: ordinary launches, static shared memory only. Each kernel's
-// registers and static shared memory from cudaFuncGetAttributes against the limits.
-struct KernelUse {
-  const void* fn;
-  int threads;
-  const char* name;
-};
 template <class Op>
 KernelUse gemm_use(void (*k)(GemmArgs<Op>)) {
   return {reinterpret_cast<const void*>(k), tile_threads<typename Op::Tile>(), Op::kName};
 }
-PathFit fit_stepwise(const std::vector<KernelUse>& uses, const DeviceLimits& lim) {
+}  // namespace
+
+PathFit fit_ordinary_launches(const std::vector<KernelUse>& uses, const DeviceLimits& lim) {
   int threads = 0;
   long long smem = 0;
   for (const KernelUse& u : uses) {
@@ -219,6 +215,8 @@ PathFit fit_stepwise(const std::vector<KernelUse>& uses, const DeviceLimits& lim
   return PathFit{0, "ordinary launches of <= " + std::to_string(threads) + " threads, <= " + std::to_string(smem) +
                         " B static shared/block", ""};
 }
+
+namespace {
 std::vector<KernelUse> fused_kernels() {
   return {gemm_use(k_fwd_hidden_bias_relu), gemm_use(k_fwd_logits_bias), gemm_use(k_dW2), gemm_use(k_dH_relu_mask),
           gemm_use(k_dW1), {reinterpret_cast<const void*>(&k_softmax_xent), kSoftmaxThreads, "k_softmax_xent"},
@@ -241,7 +239,7 @@ class FusedPath : public KernelPath {
  public:
   std::string name() const override { return "fused"; }
   std::string accumulator() const override { return stepwise_accumulator(); }
-  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(fused_kernels(), lim); }
+  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_ordinary_launches(fused_kernels(), lim); }
   double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override { fused_epoch(a); }
 };
@@ -250,73 +248,30 @@ class UnfusedPath : public KernelPath {
  public:
   std::string name() const override { return "unfused"; }
   std::string accumulator() const override { return stepwise_accumulator(); }
-  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_stepwise(unfused_kernels(), lim); }
+  PathFit fit(const DeviceLimits& lim, MlpShape, int) override { return fit_ordinary_launches(unfused_kernels(), lim); }
   double launches_per_step(int) const override { return 17; }
   void epoch(const EpochArgs& a) override { unfused_epoch(a); }
 };
 
 // ---- graph: the fused epoch's 10·steps kernels captured once, replayed per epoch ----------------
-// The graph reads the order from a buffer of its own; each epoch copies that epoch's order into
-// it (one device-to-device copy, part of the timed epoch) and launches the graph once. A change
-// of any pointer or size re-captures.
+// (paths/epoch_graph.h: the order read from the graph's own buffer, re-captured on any change).
 class GraphPath : public KernelPath {
  public:
-  ~GraphPath() override {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (order_) cudaFree(order_);
-    if (capture_stream_) cudaStreamDestroy(capture_stream_);
-  }
   std::string name() const override { return "graph"; }
   std::string accumulator() const override { return stepwise_accumulator(); }
   PathFit fit(const DeviceLimits& lim, MlpShape, int) override {
-    PathFit f = fit_stepwise(fused_kernels(), lim);
+    PathFit f = fit_ordinary_launches(fused_kernels(), lim);
     if (f.runs()) f.config = "the fused epoch as one CUDA graph: " + f.config;
     return f;
   }
   double launches_per_step(int) const override { return 10; }
   void epoch(const EpochArgs& a) override {
-    if (!exec_ || !same_as_captured(a)) capture(a);
-    CUDA_CHECK(cudaMemcpyAsync(order_, a.order, sizeof(int) * (size_t)a.n, cudaMemcpyDeviceToDevice, a.stream));
-    CUDA_CHECK(cudaGraphLaunch(exec_, a.stream));
+    if (!graph_.current(a)) graph_.capture(a, fused_epoch);
+    graph_.launch(a);
   }
 
  private:
-  bool same_as_captured(const EpochArgs& a) const {
-    const EpochArgs& c = captured_;
-    return c.params == a.params && c.velocity == a.velocity && c.X_all == a.X_all &&
-           c.labels_all == a.labels_all && c.n == a.n && c.batch == a.batch && c.lr == a.lr &&
-           c.momentum == a.momentum && c.workspace == a.workspace && c.step_loss == a.step_loss &&
-           c.stream == a.stream && c.s.in == a.s.in && c.s.hidden == a.s.hidden && c.s.out == a.s.out;
-  }
-  void capture(const EpochArgs& a) {
-    if (exec_) { CUDA_CHECK(cudaGraphExecDestroy(exec_)); exec_ = nullptr; }
-    if (order_) { CUDA_CHECK(cudaFree(order_)); order_ = nullptr; }
-    CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
-    // Capture on a stream of our own: the caller's may be the legacy default stream, which
-    // cannot be captured. The graph is then launched on the caller's stream.
-    if (!capture_stream_) CUDA_CHECK(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamSynchronize(a.stream));
-    EpochArgs g = a;
-    g.order = order_;
-    g.stream = capture_stream_;
-    cudaGraph_t graph;
-    CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
-    try {
-      fused_epoch(g);
-    } catch (...) {
-      cudaStreamEndCapture(capture_stream_, &graph);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(capture_stream_, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
-    CUDA_CHECK(cudaGraphDestroy(graph));
-    CUDA_CHECK(cudaGraphUpload(exec_, a.stream));
-    captured_ = a;
-  }
-  cudaGraphExec_t exec_ = nullptr;
-  int* order_ = nullptr;
-  cudaStream_t capture_stream_ = nullptr;
-  EpochArgs captured_{};
+  EpochGraph graph_;
 };
 
 // A linked learner submission: its mlp_train_epoch is the whole path.

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "paths/epoch_graph.h"
 #include "paths/kernel_path.h"
 
 namespace mlp {
@@ -248,8 +249,7 @@ class TiledPath : public KernelPath {
                                  " its head kernels hold in registers"};
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", "tiled: empty shape"};
     const StepPlans p = plans_for(s, batch, std::max(1, lim.sms));
-    struct Use { const void* fn; int threads; std::string name; };
-    std::vector<Use> uses;
+    std::vector<KernelUse> uses;
     for (bool vec : {true, false}) {
       uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::RowMajor, Epi::BiasRelu, p.fwd.shape, vec)),
                       kTileShapes[p.fwd.shape].threads(), "k_tiled_gemm (forward)"});
@@ -263,59 +263,34 @@ class TiledPath : public KernelPath {
     uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_head_backward<10>)
                            : reinterpret_cast<const void*>(&k_tiled_head_backward<kMaxOut>),
                     kBackThreads, "k_tiled_head_backward"});
-    for (const Use& u : uses) {
-      KernelNeeds k = stepwise_needs(u.name, u.threads, 0);
-      cudaFuncAttributes fa;
-      const cudaError_t e = cudaFuncGetAttributes(&fa, u.fn);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        k.refused = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(e);
-      } else {
-        k.static_smem = (long long)fa.sharedSizeBytes;
-        k.regs = fa.numRegs;
-      }
-      const std::string why = why_not(k, lim);
-      if (!why.empty()) return PathFit{-1, "", u.name + ": " + why};
-    }
+    const PathFit ordinary = fit_ordinary_launches(uses, lim);
+    if (!ordinary.runs()) return ordinary;
     if (p.fwd.tiles_m > 65535 || p.dw1.tiles_m > 65535)
       return PathFit{-1, "", "tiled: the grid's 65535 row tiles are too few for this shape"};
     return PathFit{0, describe(p), ""};
   }
 
   void epoch(const EpochArgs& a) override {
-    if (!exec_ || !same_as_captured(a)) capture(a);
-    CUDA_CHECK(cudaMemcpyAsync(order_, a.order, sizeof(int) * (size_t)a.n, cudaMemcpyDeviceToDevice, a.stream));
-    CUDA_CHECK(cudaGraphLaunch(exec_, a.stream));
+    if (!graph_.current(a)) capture(a);
+    graph_.launch(a);
   }
 
  private:
-  bool same_as_captured(const EpochArgs& a) const {
-    const EpochArgs& c = captured_;
-    return c.params == a.params && c.velocity == a.velocity && c.X_all == a.X_all && c.labels_all == a.labels_all &&
-           c.n == a.n && c.batch == a.batch && c.lr == a.lr && c.momentum == a.momentum &&
-           c.workspace == a.workspace && c.step_loss == a.step_loss && c.stream == a.stream && c.s.in == a.s.in &&
-           c.s.hidden == a.s.hidden && c.s.out == a.s.out;
-  }
-
+  // The scratch (the graph keeps its own order buffer and stream).
   void release() noexcept {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    for (void* p : {(void*)order_, (void*)partials_, (void*)tickets_, (void*)head_part_})
+    for (void* p : {(void*)partials_, (void*)tickets_, (void*)head_part_})
       if (p) cudaFree(p);
-    if (capture_stream_) cudaStreamDestroy(capture_stream_);
-    exec_ = nullptr;
-    order_ = nullptr;
     partials_ = nullptr;
     tickets_ = nullptr;
     head_part_ = nullptr;
-    capture_stream_ = nullptr;
   }
 
-  // The graph of one epoch of `a` (its pointers, sizes and hyper-parameters), reading the order
-  // from a buffer of our own that epoch() fills; the scratch sized for this epoch's plans.
+  // The graph of one epoch of `a` (paths/epoch_graph.h), with the scratch sized for this epoch's plans.
   void capture(const EpochArgs& a) {
     const MlpShape s = a.s;
     if (s.out > kMaxOut) throw SubmissionError("tiled path skipped: more than 16 classes", MLP_ERR_UNSUPPORTED);
     CUDA_CHECK(cudaStreamSynchronize(a.stream));
+    graph_.release();
     release();
     const int sms = std::max(1, effective_limits().sms);
     const int steps = (a.n + a.batch - 1) / a.batch;
@@ -333,34 +308,20 @@ class TiledPath : public KernelPath {
     head_.groups = std::max(hf.groups, ht.groups);
     const size_t tickets = ticket_cap_ + (size_t)head_.groups + 1 + (size_t)hf.cols;
     const size_t head_floats = head_.back_floats + head_.z_floats + (size_t)head_.groups;
-    CUDA_CHECK(cudaMalloc(&order_, sizeof(int) * (size_t)a.n));
     CUDA_CHECK(cudaMalloc(&partials_, sizeof(float) * partial_cap_));
     CUDA_CHECK(cudaMalloc(&tickets_, sizeof(unsigned) * tickets));
     CUDA_CHECK(cudaMalloc(&head_part_, sizeof(float) * head_floats));
     CUDA_CHECK(cudaMemsetAsync(tickets_, 0, sizeof(unsigned) * tickets, a.stream));
     CUDA_CHECK(cudaStreamSynchronize(a.stream));
-    // Capture on a stream of our own (the caller's may be the legacy default stream).
-    CUDA_CHECK(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking));
-    cudaGraph_t graph;
-    CUDA_CHECK(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue_epoch(a, full, tail, sms);
-    } catch (...) {
-      cudaStreamEndCapture(capture_stream_, &graph);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(capture_stream_, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
-    CUDA_CHECK(cudaGraphDestroy(graph));
-    CUDA_CHECK(cudaGraphUpload(exec_, a.stream));
-    captured_ = a;
+    graph_.capture(a, [&](const EpochArgs& g) { enqueue_epoch(g, full, tail, sms); });
   }
 
+  // One epoch's launches on a.stream, reading the order from a.order (the graph's own, in a capture).
   void enqueue_epoch(const EpochArgs& a, const StepPlans& full, const StepPlans& tail, int sms) {
     const MlpShape s = a.s;
     const MlpOffsets o = mlp_offsets(s);
     const Workspace w = carve_workspace(s, a.batch, a.workspace);
-    cudaStream_t st = capture_stream_;
+    cudaStream_t st = a.stream;
     const int steps = (a.n + a.batch - 1) / a.batch;
     unsigned* logit_tickets = tickets_ + ticket_cap_;
     unsigned* back_tickets = logit_tickets + head_.groups + 1;
@@ -371,7 +332,7 @@ class TiledPath : public KernelPath {
     for (int t = 0; t < steps; ++t) {
       const int nb = std::min(a.batch, a.n - t * a.batch);
       const StepPlans& p = nb == a.batch ? full : tail;
-      const int* rows = order_ + (size_t)t * a.batch;
+      const int* rows = a.order + (size_t)t * a.batch;
       GemmArgs f{};  // H [nb × Hd] = ReLU(X[rows] [nb × I] · W1 [I × Hd] + b1)
       f.M = nb; f.N = s.hidden; f.K = s.in;
       f.A = a.X_all; f.lda = s.in; f.a_rows = rows;
@@ -405,15 +366,12 @@ class TiledPath : public KernelPath {
     }
   }
 
-  cudaGraphExec_t exec_ = nullptr;
-  cudaStream_t capture_stream_ = nullptr;
-  int* order_ = nullptr;
+  EpochGraph graph_;
   float* partials_ = nullptr;
   unsigned* tickets_ = nullptr;
   float* head_part_ = nullptr;
   size_t partial_cap_ = 0, ticket_cap_ = 0;
   struct HeadScratch { size_t back_floats = 0, z_floats = 0; int groups = 0; } head_;
-  EpochArgs captured_{};
 };
 }  // namespace
 

@@ -49,10 +49,36 @@ std::vector<int> parse_list(const char* flag, const char* v) {
   return out;
 }
 
+// A device array of n T, filled from `host` when given.
+template <class T = float>
 struct Dev {
-  float* p = nullptr;
-  explicit Dev(size_t n) { CUDA_CHECK(cudaMalloc(&p, n * sizeof(float) + 16)); }
+  T* p = nullptr;
+  explicit Dev(size_t n) { CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T) + 16)); }
+  explicit Dev(const std::vector<T>& host) : Dev(host.size()) {
+    CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
   ~Dev() { cudaFree(p); }
+};
+
+// One check's plan (the shape's own with shape < 0, else the forced shape and split) and its
+// split-K scratch, the tickets zeroed.
+struct PlannedGemm {
+  GemmPlan p;
+  Dev<float> partials;
+  Dev<unsigned> tickets;
+  PlannedGemm(int M, int N, int K, int sms, int shape, int split)
+      : p(shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split)),
+        partials(p.partial_floats()),
+        tickets((size_t)p.tiles()) {
+    CUDA_CHECK(cudaMemset(tickets.p, 0, sizeof(unsigned) * p.tiles()));
+  }
+  void launch(ALayout al, Epi epi, GemmArgs a) {
+    a.partials = partials.p;
+    a.tickets = tickets.p;
+    launch_gemm(al, epi, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+  }
 };
 
 constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff
@@ -103,33 +129,19 @@ Verdict check_forward(int M, int N, int K, int shape, int split, int sms, std::m
   for (auto& x : b) x = u11(rng) * 0.1f;
   std::vector<int> rows(M);
   for (int i = 0; i < M; ++i) rows[i] = (int)((i * 7919L + 3) % n_rows);
-  Dev dX(X.size()), dW(W.size()), db(b.size()), dH(H.size()), dpart(1);
-  int* drows = nullptr;
-  CUDA_CHECK(cudaMalloc(&drows, sizeof(int) * M));
-  CUDA_CHECK(cudaMemcpy(dX.p, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dW.p, W.data(), W.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(db.p, b.data(), b.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(drows, rows.data(), sizeof(int) * M, cudaMemcpyHostToDevice));
+  Dev<> dX(X), dW(W), db(b), dH(H.size());
+  Dev<int> drows(rows);
   CUDA_CHECK(cudaMemset(dH.p, 0xff, H.size() * 4));  // NaN
-  const GemmPlan p = shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split);
-  *plan = p.describe();
-  float* partials = nullptr;
-  unsigned* tickets = nullptr;
-  CUDA_CHECK(cudaMalloc(&partials, sizeof(float) * std::max<size_t>(1, p.partial_floats())));
-  CUDA_CHECK(cudaMalloc(&tickets, sizeof(unsigned) * p.tiles()));
-  CUDA_CHECK(cudaMemset(tickets, 0, sizeof(unsigned) * p.tiles()));
+  PlannedGemm g(M, N, K, sms, shape, split);
+  *plan = g.p.describe();
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
-  a.A = dX.p; a.lda = K; a.a_rows = drows;
+  a.A = dX.p; a.lda = K; a.a_rows = drows.p;
   a.B = dW.p; a.ldb = N; a.C = dH.p; a.ldc = N; a.bias = db.p;
-  a.partials = partials; a.tickets = tickets;
   for (int rep = 0; rep < 2; ++rep)  // twice: the tickets must be back at zero after a launch
-    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+    g.launch(ALayout::RowMajor, Epi::BiasRelu, a);
   CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaMemcpy(H.data(), dH.p, H.size() * 4, cudaMemcpyDeviceToHost));
-  cudaFree(partials);
-  cudaFree(tickets);
-  cudaFree(drows);
   return verdict(M, N, [&](int m, int n) {
     double s = b[n], mag = std::fabs((double)b[n]);
     const float* x = X.data() + (size_t)rows[m] * K;
@@ -155,34 +167,19 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt
   for (auto& x : V) x = u11(rng) * 0.01f;
   std::vector<int> rows(K);
   for (int i = 0; i < K; ++i) rows[i] = (int)((i * 104729L + 1) % n_rows);
-  Dev dX(X.size()), dG(G.size()), dW(W.size()), dV(V.size());
-  int* drows = nullptr;
-  CUDA_CHECK(cudaMalloc(&drows, sizeof(int) * K));
-  CUDA_CHECK(cudaMemcpy(dX.p, X.data(), X.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dG.p, G.data(), G.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dW.p, W.data(), W.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dV.p, V.data(), V.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(drows, rows.data(), sizeof(int) * K, cudaMemcpyHostToDevice));
-  const GemmPlan p = shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split);
-  *plan = p.describe();
-  float* partials = nullptr;
-  unsigned* tickets = nullptr;
-  CUDA_CHECK(cudaMalloc(&partials, sizeof(float) * std::max<size_t>(1, p.partial_floats())));
-  CUDA_CHECK(cudaMalloc(&tickets, sizeof(unsigned) * p.tiles()));
-  CUDA_CHECK(cudaMemset(tickets, 0, sizeof(unsigned) * p.tiles()));
+  Dev<> dX(X), dG(G), dW(W), dV(V);
+  Dev<int> drows(rows);
+  PlannedGemm g(M, N, K, sms, shape, split);
+  *plan = g.p.describe();
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
-  a.A = dX.p; a.lda = M; a.a_rows = drows;
+  a.A = dX.p; a.lda = M; a.a_rows = drows.p;
   a.B = dG.p; a.ldb = N; a.C = dW.p; a.ldc = N; a.vel = dV.p; a.lr = lr; a.mu = mu;
-  a.partials = partials; a.tickets = tickets;
-  launch_gemm(ALayout::KMajor, Epi::Momentum, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+  g.launch(ALayout::KMajor, Epi::Momentum, a);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> W1(W.size()), V1(V.size());
   CUDA_CHECK(cudaMemcpy(W1.data(), dW.p, W.size() * 4, cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaMemcpy(V1.data(), dV.p, V.size() * 4, cudaMemcpyDeviceToHost));
-  cudaFree(partials);
-  cudaFree(tickets);
-  cudaFree(drows);
   return verdict(M, N, [&](int m, int n) {
     double g = 0, mag = 0;
     for (int k = 0; k < K; ++k) {
