@@ -7,12 +7,12 @@ set -u
 cd "$(dirname "$0")/.."
 R="$OUT/verify"
 mkdir -p "$R"
+touch "$R/.stamp"
 finish() {
-  find results -newer "$R" -type f ! -name '*.npy' > "$R/changed.txt" 2>/dev/null
+  find results -newer "$R/.stamp" -type f ! -name '*.npy' > "$R/changed.txt" 2>/dev/null
   tar czf "$OUT/verify.tgz" --exclude='*.npy' -T "$R/changed.txt" -C "$OUT" verify 2>/dev/null
 }
 trap finish EXIT
-sleep 1
 { invoke build --arch sm_90 && invoke run ${RUN_PATHS:+--paths "$RUN_PATHS"}; } > "$R/main.log" 2>&1
 echo "main job rc=$?"; grep -E "PASS|FAIL|case|median|fastest" "$R/main.log" | tail -40
 if [ -n "${PREC_VARIANTS-eager-tf32,cuda-graph-tf32,compiled-step-tf32,eager-bf16,cuda-graph-bf16,compiled-step-bf16}" ]; then

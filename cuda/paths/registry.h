@@ -21,9 +21,7 @@ inline const std::vector<PathInfo>& path_registry() {
       {"persistent", true, "one cooperative kernel per epoch, three grid barriers per step, the update fused into the gradient phase"},
       {"persistent2", false, "opt-in: persistent with two barriers per step, the update phase also computing the next step's pre-activations"},
       {"stationary", true, "one cluster launch per epoch, weights stationary in shared memory, one cross-SM wait per step (recipe shape, sm_90+)"},
-      // Opt-in until a GPU run at the recipe shape verifies its measured plans (docs/PERFLOG.md,
-      // the tiled path); the sweep runs every path, opt-in ones included.
-      {"tiled", false, "opt-in: 4 launches per step in one CUDA graph: float32 register-tiled GEMMs (tile shape and split-K by problem shape), the batch gathered in the loads, the update in the gradient epilogues (any shape)"},
+      {"tiled", true, "4 launches per step in one CUDA graph: float32 register-tiled GEMMs (tile shape and split-K by problem shape), the batch gathered in the loads, the update in the gradient epilogues (any shape)"},
   };
   return paths;
 }
