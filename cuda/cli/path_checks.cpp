@@ -52,6 +52,7 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
       PathRun skip;
       skip.name = name;
       skip.skipped = fit.skipped;
+      skip.precision = mlp::precision_name(path->precision());
       skip.overfit.id = 6;
       skip.overfit.name = "overfit-32";
       skip.overfit.value = NAN;

@@ -67,6 +67,7 @@ Json& add_path_run(Json& o, const PathRun& r) {
   if (!r.skipped.empty()) o.set("skipped", Json::str(r.skipped));
   o.set("config", r.skipped.empty() && !r.config.empty() ? Json::str(r.config) : "null");
   if (!r.accumulator.empty()) o.set("accumulator", Json::str(r.accumulator));
+  if (!r.precision.empty()) o.set("precision", Json::str(r.precision));
   return o.set("launches_per_step", Json::num(r.launches_per_step))
       .set("error", Json::str(r.error))
       .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())

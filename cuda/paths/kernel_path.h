@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/precision.h"  // Precision, its names and unit roundoffs
 #include "paths/path_fit.h"
 #include "contract/submission.h"
 
@@ -76,6 +77,9 @@ class KernelPath {
   // What its matrix products and column sums accumulate in: "float32", "float64" (the stepwise
   // paths' build option MLP_ACCUM), "float32 (TF32 split products)" or "unknown" (a submission).
   virtual std::string accumulator() const = 0;
+  // The precision of its matrix products' inputs (common/precision.h): FP32 unless the path rounds
+  // them to TF32 or BF16 (the -tf32 and -bf16 paths); its gate's tolerances follow from it.
+  virtual Precision precision() const { return Precision::FP32; }
   // What the path needs of the device (`lim`, capped or not) for layer widths `s` and `batch`
   // rows, checked there: the configuration it then runs in, or why it is skipped. Queries the
   // device (cudaFuncGetAttributes, occupancy) but never throws for a refused configuration.

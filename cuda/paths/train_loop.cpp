@@ -74,6 +74,7 @@ PathRun train_path(mlp::KernelPath& path, const Recipe& R, MlpShape s, const std
   const int n = R.train_size, steps = (n + R.batch - 1) / R.batch;
   run.name = path.name();
   run.accumulator = path.accumulator();
+  run.precision = precision_name(path.precision());
   run.launches_per_step = path.launches_per_step(steps);
   const mlp::PathFit fit = path.fit(mlp::effective_limits(), s, R.batch);
   if (!fit.runs()) {

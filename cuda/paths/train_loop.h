@@ -30,6 +30,7 @@ struct PathRun {
   std::string name;
   std::string config;   // the configuration it ran in (PathFit::config)
   std::string accumulator;  // KernelPath::accumulator()
+  std::string precision;    // precision_name(KernelPath::precision()): "fp32", "tf32", "bf16"
   std::string skipped;  // why it did not run on this device ("" when it ran): nothing else is set
   double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
   double parity_vs_fp64 = NAN;   // the same against the float64 reference's epoch

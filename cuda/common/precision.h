@@ -1,0 +1,51 @@
+// cuda/common/precision.h — the arithmetic precisions a path or a submission may declare: the one
+// owner of their names and unit roundoffs. FP32 is every product in float32; TF32 and BF16 round
+// each matrix product's inputs to that format (10 and 7 explicit mantissa bits) and accumulate
+// in float32; weights, momentum and the update stay float32 in all three. Plain C++, no CUDA header.
+#pragma once
+#include <string>
+
+namespace mlp {
+
+enum class Precision { FP32 = 0, TF32 = 1, BF16 = 2 };
+
+// "fp32", "tf32", "bf16" (run.json, the report, --precision; spec/schema.py PRECISIONS).
+inline const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::FP32: return "fp32";
+    case Precision::TF32: return "tf32";
+    case Precision::BF16: return "bf16";
+  }
+  return "unknown";
+}
+
+// The unit roundoff u of a product's inputs in the format, round to nearest: 2^-24 (float32's
+// 24-bit significand), 2^-11 (TF32's 11), 2^-8 (bfloat16's 8).
+inline double unit_roundoff(Precision p) {
+  switch (p) {
+    case Precision::FP32: return 5.9604644775390625e-08;  // 2^-24
+    case Precision::TF32: return 4.8828125e-04;           // 2^-11
+    case Precision::BF16: return 3.90625e-03;             // 2^-8
+  }
+  return 0;
+}
+inline const char* unit_roundoff_text(Precision p) {
+  switch (p) {
+    case Precision::FP32: return "2^-24";
+    case Precision::TF32: return "2^-11";
+    case Precision::BF16: return "2^-8";
+  }
+  return "?";
+}
+
+// The precision of a name, or false for any other name.
+inline bool parse_precision(const std::string& s, Precision* out) {
+  for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16})
+    if (s == precision_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace mlp
