@@ -1,7 +1,8 @@
-"""GPU: the tiled path's GEMMs against float64 (build/gemm_check: every tile shape and split forced
-as well as each shape's own plan, widths 64, 1,000, 4,096, 8,192 at batches 1, 7, 2,048, and an
-odd shape for the scalar loads), and the whole path's first epoch against one float64 epoch
-through `mlp_train --perf-only --parity` at shapes far from the recipe's."""
+"""GPU: the tiled paths' GEMMs against float64 (build/gemm_check: every tile shape of each precision
+and split forced as well as each shape's own plan, widths 64, 1,000, 4,096, 8,192 at batches 1, 7,
+2,048, and an odd shape for the scalar loads; fp32 SIMT, tf32 and bf16 tensor cores), and each
+whole path's first epoch against one float64 epoch through `mlp_train --perf-only --parity` at
+shapes far from the recipe's."""
 from __future__ import annotations
 
 import json
@@ -27,14 +28,21 @@ def run_check(*args: str) -> list[str]:
 
 
 def test_gemm_check_at_the_issue_shapes():
-    lines = run_check()
+    lines = run_check("--precisions", "fp32")
     # 4 widths x 3 batches x (the plan + 4 shapes x 2 splits) x 2 GEMMs
     assert len(lines) == 4 * 3 * 9 * 2
 
 
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_gemm_check_on_the_tensor_cores_at_the_issue_shapes(precision):
+    lines = run_check("--precisions", precision)
+    # 4 widths x 3 batches x (the plan + 3 tensor-core shapes x 2 splits) x 2 GEMMs
+    assert len(lines) == 4 * 3 * 7 * 2 and all(f" {precision} " in ln for ln in lines)
+
+
 def test_gemm_check_at_odd_shapes_takes_the_scalar_loads():
     lines = run_check("--in", "37", "--widths", "19,63", "--batches", "1,129")
-    assert len(lines) == 2 * 2 * 9 * 2
+    assert len(lines) == 2 * 2 * (9 + 7 + 7) * 2
 
 
 # 256 x 128, 128 x 128 and 256 x 256: shapes whose cost-model plan splits K 13 ways, outside the
@@ -57,3 +65,26 @@ def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_s
     assert tiled["parity_vs_fp64"] <= 3e-2   # float32 may leave float64 at a ReLU kink (mode_perf_only.cpp)
     fp64 = run["fp64_reference"]
     assert abs(tiled["test_accuracy_per_epoch"][0] - fp64["test_accuracy"]) <= 0.02
+
+
+# The tensor-core paths: their first epoch within their precision's parity limit of the fused
+# path's (cli/path_checks.h parity_limit: 64·u_p) and a test accuracy near float64's.
+@pytest.mark.parametrize("path,precision,limit", [("tiled-tf32", "tf32", 64 * 2.0 ** -11),
+                                                  ("tiled-bf16", "bf16", 64 * 2.0 ** -8)])
+@pytest.mark.parametrize("hidden,batch,train_size", [(1000, 7, 700), (4096, 2048, 6000), (256, 128, 6000)])
+def test_tensor_core_paths_first_epoch(tmp_path, path, precision, limit, hidden, batch, train_size):
+    out = tmp_path / "run"
+    proc = subprocess.run([str(TRAIN), "--perf-only", "--parity", "--paths", path, "--hidden", str(hidden),
+                           "--batch", str(batch), "--train-size", str(train_size), "--epochs", "3",
+                           "--data", str(DATA_DIR), "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    print(proc.stdout[-4000:], proc.stderr[-4000:])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    p = run["paths"][path]
+    assert p["passed"] and p["precision"] == precision and precision.upper() in p["accumulator"]
+    assert "tensor-core" in p["config"] and "FAILED" not in p["config"], p["config"]
+    assert p["parity_limit"] == pytest.approx(limit) and p["parity_vs_fused"] <= p["parity_limit"]
+    assert p["parity_vs_fused"] > 0   # not float32's result: the inputs really were rounded
+    fp64 = run["fp64_reference"]
+    assert abs(p["test_accuracy_per_epoch"][0] - fp64["test_accuracy"]) <= 0.03

@@ -1,8 +1,9 @@
-"""The tiled path's kernels (cuda/kernels/tiled.cuh) on the CPU through cuda/transformer/emu/'s
-emulation of the CUDA runtime, against float64 (tests/emu/tiled_emu.cpp: every tile shape, split-K
-and its ticket reset, float4 and scalar loads, row gathers, the head kernels' splits, row blocks
-and dZ chunks); and the same check against deliberately broken copies of the kernels, each of
-which it must fail."""
+"""The tiled paths' kernels (cuda/kernels/tiled.cuh, tiled_mma.cuh) on the CPU through
+cuda/transformer/emu/'s emulation of the CUDA runtime, against float64 (tests/emu/tiled_emu.cpp:
+every tile shape, the tensor-core ones at TF32 and BF16 with a check that their inputs really are
+rounded, split-K and its ticket reset, float4 and scalar loads, row gathers, the head kernels'
+splits, row blocks and dZ chunks); and the same check against deliberately broken copies of the
+kernels, each of which it must fail."""
 from __future__ import annotations
 
 import shutil
@@ -28,28 +29,41 @@ def test_the_kernels_match_float64_on_the_emulated_device():
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     print(out.stdout)
     lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
-    assert out.returncode == 0 and len(lines) == 40 and all(" ok " in ln for ln in lines), out.stdout
+    # 32 FP32 GEMM checks, 96 tensor-core ones (3 shapes x 2 precisions x 2 splits x 2 sizes x
+    # 2 GEMMs, each with its "rounded, not float32" check), 8 of the head
+    assert out.returncode == 0 and len(lines) == 136 and all(" ok " in ln for ln in lines), out.stdout
 
 
-# Each: (what it breaks, the text replaced, its replacement) in cuda/kernels/tiled.cuh.
+# Each: (what it breaks, the file of cuda/kernels/, the text replaced, its replacement).
 MUTANTS = [
-    ("split-K sums skip split 0", "for (unsigned z = 0; z < gridDim.z; ++z)", "for (unsigned z = 1; z < gridDim.z; ++z)"),
-    ("split-K tickets never reset", "if (tid == 0) a.tickets[tile] = 0;", "(void)0;"),
-    ("the ReLU mask lets zeros through", "d = h[u] > 0.f ? d : 0.f;", "d = h[u] >= 0.f ? d : 0.f;"),
-    ("every row takes the first row's label", "const int y = __ldg(labels_all + rows[gr]);",
+    ("split-K sums skip split 0", "tiled.cuh", "for (unsigned z = 0; z < gridDim.z; ++z)",
+     "for (unsigned z = 1; z < gridDim.z; ++z)"),
+    ("split-K tickets never reset", "tiled.cuh", "if (tid == 0) a.tickets[tile] = 0;", "(void)0;"),
+    ("the ReLU mask lets zeros through", "tiled.cuh", "d = h[u] > 0.f ? d : 0.f;", "d = h[u] >= 0.f ? d : 0.f;"),
+    ("every row takes the first row's label", "tiled.cuh", "const int y = __ldg(labels_all + rows[gr]);",
      "const int y = __ldg(labels_all + rows[0]);"),
-    ("the gather ignored in the forward", "(a.a_rows ? a.a_rows[gm < a.M ? gm : 0] : gm)", "(gm)"),
+    ("the gather ignored in the forward", "tiled.cuh", "(a.a_rows ? a.a_rows[gm < a.M ? gm : 0] : gm)", "(gm)"),
+    ("TF32 b1 read from row t, not t + 4", "tiled_mma.cuh", "bf[j][1] = mma::tf32_rna(Bs[buf][kk + t + 4][n]);",
+     "bf[j][1] = mma::tf32_rna(Bs[buf][kk + t][n]);"),
+    ("BF16 a2's two halves swapped", "tiled_mma.cuh",
+     "mma::pack_bf16x2(As[buf][2 * t + 8][r], As[buf][2 * t + 9][r])",
+     "mma::pack_bf16x2(As[buf][2 * t + 9][r], As[buf][2 * t + 8][r])"),
+    ("split-K partials of the lower half row lost", "tiled_mma.cuh",
+     "make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1])", "make_float2(acc[i][j][0], acc[i][j][1])"),
+    ("BF16 inputs truncated, not rounded", "mma.cuh",
+     "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { return emu_pack_bf16x2(lo, hi); }",
+     "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { "
+     "return (__float_as_uint(hi) & 0xffff0000u) | (__float_as_uint(lo) >> 16); }"),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("what,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
-def test_each_broken_copy_fails_the_check(tmp_path, what, old, new):
-    src = (KERNELS / "tiled.cuh").read_text()
-    assert src.count(old) == 1, f"the mutant's text is gone from tiled.cuh: {old!r}"
+@pytest.mark.parametrize("what,name,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_each_broken_copy_fails_the_check(tmp_path, what, name, old, new):
+    src = (KERNELS / name).read_text()
+    assert src.count(old) == 1, f"the mutant's text is gone from {name}: {old!r}"
     (tmp_path / "inc" / "kernels").mkdir(parents=True)
-    (tmp_path / "inc" / "kernels" / "tiled.cuh").write_text(src.replace(old, new))
-    shutil.copy(KERNELS / "tiled_plan.h", tmp_path / "inc" / "kernels" / "tiled_plan.h")
+    (tmp_path / "inc" / "kernels" / name).write_text(src.replace(old, new))
     exe = tmp_path / "build" / "tiled_emu"
     build(exe, str(tmp_path / "inc"))
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)

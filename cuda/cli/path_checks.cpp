@@ -71,12 +71,13 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     const bool deterministic = !p1.empty() && p1 == p2;
     const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
-    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s",
-                 name.c_str(), parity, kParityLimit, vs64,
+    const double limit = parity_limit(path->precision());
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.2g), vs float64 %.3g; rerun bitwise %s",
+                 name.c_str(), parity, limit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");
     if (!smoke && !deterministic) std::fprintf(stderr, " (by %.3g of the update)", rerun);
     std::fprintf(stderr, "\n");
-    if (!(parity <= kParityLimit) && !p1.empty()) {
+    if (!(parity <= limit) && !p1.empty()) {
       // Which tensor differs: the first thing to know when a path drifts from the fused one.
       const MlpOffsets o = mlp_offsets(s);
       const size_t b[5] = {o.w1, o.b1, o.w2, o.b2, o.total};

@@ -19,6 +19,23 @@
 // gradient 1.5e-2 (numpy experiments, PERFLOG.md).
 constexpr double kParityLimit = 1e-2;
 
+// The limit for a path whose products' inputs are rounded to `p` (common/precision.h): the float32
+// limit above, or 64·u_p where that is larger (TF32 0.031, BF16 0.25). An assumption, to be checked
+// by measurement (docs/PERFLOG.md, issue 30): a trainer whose every product is off by ~u_p ends an
+// epoch a few u_p·√steps of its update from another (float32's measured ~3e-7 is ~5u), and the
+// real defects above move it by 1.5e-2 to 1 of the update, so at BF16 only the gross ones are
+// caught here; case 9 at the precision's u (the epoch check) is the finer test. FP32: exactly 1e-2.
+inline double parity_limit(mlp::Precision p) {
+  const double scaled = 64 * mlp::unit_roundoff(p);
+  return p == mlp::Precision::FP32 || scaled < kParityLimit ? kParityLimit : scaled;
+}
+// The limit of a path run by its recorded precision ("fp32" where none is recorded).
+inline double parity_limit(const PathRun& r) {
+  mlp::Precision p = mlp::Precision::FP32;
+  if (!r.precision.empty()) mlp::parse_precision(r.precision, &p);
+  return parity_limit(p);
+}
+
 // Every path of ctx.in.names, in order. `smoke`: no rerun and no case 6 (reported as not run).
 std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInputs& g, int epochs, bool smoke);
 

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/tiled_plan.h"
 
@@ -26,10 +27,7 @@ struct ShapeOf {
   static constexpr int BM = t.bm, BN = t.bn, BK = t.bk, TM = t.tm, TN = t.tn;
   static constexpr int TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
   static constexpr int QM = TM / 4, QN = TN / 4;             // quads of 4 per thread
-  static constexpr int VA = BM * BK / 4 / THREADS;           // A's 4-float vectors per thread per stage
-  static constexpr int VB = BN * BK / 4 / THREADS;
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "quads of four");
-  static_assert(VA * 4 * THREADS == BM * BK && VB * 4 * THREADS == BN * BK, "stage loads divide evenly");
 };
 
 // Four consecutive floats from p (float4 when VEC: p 16-byte aligned), the ones past `valid` as 0.
@@ -44,24 +42,24 @@ __device__ __forceinline__ float4 load4(const float* p, int valid) {
   return v;
 }
 
+// One shared-memory stage of a block's operands: the global loads of the stage after next held in
+// registers (ra, rb) while the current one is multiplied, then written k-major into the other
+// buffer: As[k][m] (row pitch AP) and Bs[k][n] (pitch BP). A is read through the row gather
+// (a.a_rows) in either layout; everything past M, N or the split's k_end reads as 0.
 // VEC: every row length and leading dimension a multiple of 4 and every base 16-byte aligned
 // (tiled_path.cu checks), so a vector is wholly in range or wholly out.
-template <int SHAPE, ALayout AL, Epi EPI, bool VEC>
-__global__ void __launch_bounds__(ShapeOf<SHAPE>::THREADS, kTileShapes[SHAPE].res)
-k_tiled_gemm(GemmArgs a) {
-  using S = ShapeOf<SHAPE>;
-  constexpr int BM = S::BM, BN = S::BN, BK = S::BK, TX = S::TX, QM = S::QM, QN = S::QN;
-  __shared__ __align__(16) float As[2][BK][BM];  // k-major: a thread reads quads of m
-  __shared__ __align__(16) float Bs[2][BK][BN];
-  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const int k_begin = blockIdx.z * a.k_chunk, k_end = min(a.K, k_begin + a.k_chunk);
+template <int BM, int BN, int BK, int THREADS, int AP, int BP, ALayout AL, bool VEC>
+struct StageLoader {
+  static constexpr int VA = BM * BK / 4 / THREADS;  // A's 4-float vectors per thread per stage
+  static constexpr int VB = BN * BK / 4 / THREADS;
+  static_assert(VA * 4 * THREADS == BM * BK && VB * 4 * THREADS == BN * BK, "stage loads divide evenly");
+  static_assert(AP % 4 == 0 && BP % 4 == 0, "float4 rows of the stage stay 16-byte aligned");
+  float4 ra[VA], rb[VB];
 
-  float4 ra[S::VA], rb[S::VB];
-  auto load = [&](int k0) {
+  __device__ __forceinline__ void load(const GemmArgs& a, int tid, int m0, int n0, int k0, int k_end) {
 #pragma unroll
-    for (int l = 0; l < S::VA; ++l) {
-      const int v = tid + l * S::THREADS;
+    for (int l = 0; l < VA; ++l) {
+      const int v = tid + l * THREADS;
       if (AL == ALayout::RowMajor) {  // vector (m, k..k+3)
         const int m = v / (BK / 4), k = k0 + (v % (BK / 4)) * 4, gm = m0 + m;
         const int valid = gm < a.M ? k_end - k : 0;
@@ -75,36 +73,100 @@ k_tiled_gemm(GemmArgs a) {
       }
     }
 #pragma unroll
-    for (int l = 0; l < S::VB; ++l) {  // vector (k, n..n+3)
-      const int v = tid + l * S::THREADS;
+    for (int l = 0; l < VB; ++l) {  // vector (k, n..n+3)
+      const int v = tid + l * THREADS;
       const int kr = v / (BN / 4), n = (v % (BN / 4)) * 4, gk = k0 + kr, gn = n0 + n;
       const int valid = gk < k_end ? a.N - gn : 0;
       rb[l] = load4<VEC>(a.B + (size_t)(gk < k_end ? gk : 0) * a.ldb + gn, valid);
     }
-  };
-  auto stage = [&](int buf) {
+  }
+  // As, Bs: this stage's buffers, BK rows of AP and BP floats.
+  __device__ __forceinline__ void stage(float* As, float* Bs, int tid) const {
 #pragma unroll
-    for (int l = 0; l < S::VA; ++l) {
-      const int v = tid + l * S::THREADS;
+    for (int l = 0; l < VA; ++l) {
+      const int v = tid + l * THREADS;
       if (AL == ALayout::RowMajor) {
         const int m = v / (BK / 4), k = (v % (BK / 4)) * 4;
-        As[buf][k + 0][m] = ra[l].x;
-        As[buf][k + 1][m] = ra[l].y;
-        As[buf][k + 2][m] = ra[l].z;
-        As[buf][k + 3][m] = ra[l].w;
+        As[(k + 0) * AP + m] = ra[l].x;
+        As[(k + 1) * AP + m] = ra[l].y;
+        As[(k + 2) * AP + m] = ra[l].z;
+        As[(k + 3) * AP + m] = ra[l].w;
       } else {
         const int kr = v / (BM / 4), m = (v % (BM / 4)) * 4;
-        *reinterpret_cast<float4*>(&As[buf][kr][m]) = ra[l];
+        *reinterpret_cast<float4*>(&As[kr * AP + m]) = ra[l];
       }
     }
 #pragma unroll
-    for (int l = 0; l < S::VB; ++l) {
-      const int v = tid + l * S::THREADS;
+    for (int l = 0; l < VB; ++l) {
+      const int v = tid + l * THREADS;
       const int kr = v / (BN / 4), n = (v % (BN / 4)) * 4;
-      *reinterpret_cast<float4*>(&Bs[buf][kr][n]) = rb[l];
+      *reinterpret_cast<float4*>(&Bs[kr * BP + n]) = rb[l];
+    }
+  }
+};
+
+// The epilogue of W (2 or 4) consecutive outputs v of row gm from column gn (gm < M, gn < N):
+// bias + ReLU, the momentum update of the parameters in C (v the gradient), or a plain store.
+// VEC: one float2 or float4 access each (gn a multiple of W; N, ldc multiples of 4), else scalars.
+template <Epi EPI, bool VEC, int W>
+__device__ __forceinline__ void epilogue_store(const GemmArgs& a, int gm, int gn, float (&v)[W]) {
+  static_assert(W == 2 || W == 4, "pairs or quads");
+  using VecT = typename std::conditional<W == 4, float4, float2>::type;
+  float* c = a.C + (size_t)gm * a.ldc + gn;
+  const int valid = min(W, a.N - gn);
+  auto vload = [&](const float* p, float (&out)[W]) {
+    if (VEC) {
+      const VecT x = *reinterpret_cast<const VecT*>(p);
+      out[0] = x.x; out[1] = x.y;
+      if constexpr (W == 4) { out[2] = x.z; out[3] = x.w; }
+    } else {
+      for (int q = 0; q < valid; ++q) out[q] = p[q];
     }
   };
+  auto vstore = [&](float* p, const float (&in)[W]) {
+    if (VEC) {
+      VecT x;
+      x.x = in[0]; x.y = in[1];
+      if constexpr (W == 4) { x.z = in[2]; x.w = in[3]; }
+      *reinterpret_cast<VecT*>(p) = x;
+    } else {
+      for (int q = 0; q < valid; ++q) p[q] = in[q];
+    }
+  };
+  if (EPI == Epi::Momentum) {
+    float* vel = a.vel + (size_t)gm * a.ldc + gn;
+    float pv[W] = {}, vv[W] = {};
+    vload(c, pv);
+    vload(vel, vv);
+#pragma unroll
+    for (int q = 0; q < W; ++q) {
+      vv[q] = a.mu * vv[q] - a.lr * v[q];  // the formula of k_momentum_flat
+      pv[q] += vv[q];
+    }
+    vstore(vel, vv);
+    vstore(c, pv);
+    return;
+  }
+  if (EPI == Epi::BiasRelu) {
+#pragma unroll
+    for (int q = 0; q < W; ++q) v[q] = q < valid ? fmaxf(v[q] + __ldg(a.bias + gn + q), 0.f) : 0.f;
+  }
+  vstore(c, v);
+}
 
+template <int SHAPE, ALayout AL, Epi EPI, bool VEC>
+__global__ void __launch_bounds__(ShapeOf<SHAPE>::THREADS, kTileShapes[SHAPE].res)
+k_tiled_gemm(GemmArgs a) {
+  using S = ShapeOf<SHAPE>;
+  constexpr int BM = S::BM, BN = S::BN, BK = S::BK, TX = S::TX, QM = S::QM, QN = S::QN;
+  static_assert(!kTileShapes[SHAPE].mma, "a SIMT shape (the tensor-core ones run k_tiled_mma)");
+  __shared__ __align__(16) float As[2][BK][BM];  // k-major: a thread reads quads of m
+  __shared__ __align__(16) float Bs[2][BK][BN];
+  const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int k_begin = blockIdx.z * a.k_chunk, k_end = min(a.K, k_begin + a.k_chunk);
+
+  StageLoader<BM, BN, BK, S::THREADS, BM, BN, AL, VEC> L;
   float acc[S::TM][S::TN];
 #pragma unroll
   for (int i = 0; i < S::TM; ++i)
@@ -113,13 +175,13 @@ k_tiled_gemm(GemmArgs a) {
 
   const int stages = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   if (stages > 0) {
-    load(k_begin);
-    stage(0);
+    L.load(a, tid, m0, n0, k_begin, k_end);
+    L.stage(&As[0][0][0], &Bs[0][0][0], tid);
   }
   __syncthreads();
   for (int s = 0; s < stages; ++s) {
     const int buf = s & 1;
-    if (s + 1 < stages) load(k_begin + (s + 1) * BK);  // in flight while this stage is multiplied
+    if (s + 1 < stages) L.load(a, tid, m0, n0, k_begin + (s + 1) * BK, k_end);  // in flight while this stage is multiplied
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float av[S::TM], bv[S::TN];
@@ -138,7 +200,7 @@ k_tiled_gemm(GemmArgs a) {
 #pragma unroll
         for (int j = 0; j < S::TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
     }
-    if (s + 1 < stages) stage(buf ^ 1);  // the other buffer: its last readers passed the barrier below
+    if (s + 1 < stages) L.stage(&As[buf ^ 1][0][0], &Bs[buf ^ 1][0][0], tid);  // its last readers passed the barrier below
     __syncthreads();
   }
 
@@ -191,40 +253,7 @@ k_tiled_gemm(GemmArgs a) {
       const int gn = n0 + col_of(j);
       if (gn >= a.N) continue;
       float v[4] = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
-      float* c = a.C + (size_t)gm * a.ldc + gn;
-      const int valid = min(4, a.N - gn);
-      if (EPI == Epi::Momentum) {
-        float* vel = a.vel + (size_t)gm * a.ldc + gn;
-        float pv[4], vv[4];
-        if (VEC) {
-          const float4 p4 = *reinterpret_cast<const float4*>(c), v4 = *reinterpret_cast<const float4*>(vel);
-          pv[0] = p4.x; pv[1] = p4.y; pv[2] = p4.z; pv[3] = p4.w;
-          vv[0] = v4.x; vv[1] = v4.y; vv[2] = v4.z; vv[3] = v4.w;
-        } else {
-          for (int q = 0; q < valid; ++q) pv[q] = c[q], vv[q] = vel[q];
-        }
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          vv[q] = a.mu * vv[q] - a.lr * v[q];  // the formula of k_momentum_flat
-          pv[q] += vv[q];
-        }
-        if (VEC) {
-          *reinterpret_cast<float4*>(vel) = make_float4(vv[0], vv[1], vv[2], vv[3]);
-          *reinterpret_cast<float4*>(c) = make_float4(pv[0], pv[1], pv[2], pv[3]);
-        } else {
-          for (int q = 0; q < valid; ++q) vel[q] = vv[q], c[q] = pv[q];
-        }
-        continue;
-      }
-      if (EPI == Epi::BiasRelu) {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) v[q] = q < valid ? fmaxf(v[q] + __ldg(a.bias + gn + q), 0.f) : 0.f;
-      }
-      if (VEC) {
-        *reinterpret_cast<float4*>(c) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-        for (int q = 0; q < valid; ++q) c[q] = v[q];
-      }
+      epilogue_store<EPI, VEC, 4>(a, gm, gn, v);
     }
   }
 }

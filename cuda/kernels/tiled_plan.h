@@ -6,10 +6,13 @@
 #include <cstddef>
 #include <string>
 
+#include "common/precision.h"  // Precision: which shapes a GEMM may take
+
 namespace mlp::tiled {
 
 // A block's tile: BM × BN outputs, BK deep per shared-memory stage; each thread owns TM × TN
-// outputs as (TM/4) × (TN/4) quads of 4 × 4. `res` is the resident blocks per SM the cost model
+// outputs as (TM/4) × (TN/4) quads of 4 × 4 (SIMT shapes) or, for the tensor-core shapes (`mma`:
+// the TF32 and BF16 GEMMs of cuda/kernels/tiled_mma.cuh), TM·TN outputs in m16n8 fragments. `res` is the resident blocks per SM the cost model
 // assumes (the kernel's __launch_bounds__ minimum), `sat` the blocks an SM needs to reach `rate`
 // (its relative FMA throughput, measured shapes ranked on the H200, docs/PERFLOG.md change 14).
 struct TileShape {
@@ -17,6 +20,7 @@ struct TileShape {
   int res, sat;
   double rate;
   const char* name;
+  bool mma = false;  // a tensor-core shape: TF32 and BF16 GEMMs only; the SIMT ones: FP32 only
   constexpr int threads() const { return (bm / tm) * (bn / tn); }
 };
 constexpr TileShape kTileShapes[] = {
@@ -24,6 +28,11 @@ constexpr TileShape kTileShapes[] = {
     {128, 64, 8, 8, 8, 4, 2, 0.85, "128x64x8"},     // 128 threads, 8×8 outputs each
     {64, 64, 16, 4, 4, 3, 1, 0.70, "64x64x16"},     // 256 threads, 4×4 outputs each
     {128, 128, 16, 8, 8, 1, 1, 0.95, "128x128x16"}, // 256 threads, a deeper stage for one block an SM
+    // Tensor-core shapes (rate: a guess of mma.sync's rate over FFMA's, only to rank candidates;
+    // the path measures its plans): 2 × (threads / 64) warps, each a (BM/2) × (BN/WN) warp tile.
+    {128, 128, 16, 8, 8, 2, 1, 3.0, "mma128x128x16", true},  // 8 warps of 64 × 32
+    {64, 128, 16, 8, 8, 3, 1, 2.6, "mma64x128x16", true},    // 4 warps of 32 × 64
+    {64, 64, 16, 4, 8, 4, 2, 2.2, "mma64x64x16", true},      // 4 warps of 32 × 32
 };
 constexpr int kNumTileShapes = sizeof(kTileShapes) / sizeof(kTileShapes[0]);
 constexpr int kMaxSplit = 16;
@@ -43,7 +52,10 @@ struct GemmPlan {
 // The plan with the least modelled time: the busiest SM's rounds of `res` co-resident blocks, each
 // round at the shape's rate (scaled down when fewer than `sat` blocks share the SM), plus the
 // split-K partials' round trip through L2. M, N, K >= 1, sms >= 1.
-GemmPlan plan_gemm(int M, int N, int K, int sms);
+// Only the shapes of the precision's engine: SIMT for FP32, tensor-core for TF32 and BF16.
+GemmPlan plan_gemm(int M, int N, int K, int sms, Precision prec = Precision::FP32);
+// Whether tile shape `shape` computes at precision `prec`.
+constexpr bool shape_serves(int shape, Precision prec) { return kTileShapes[shape].mma == (prec != Precision::FP32); }
 // The same with the shape and split fixed (tests force every shape and split through this).
 GemmPlan plan_gemm_fixed(int M, int N, int K, int sms, int shape, int split);
 
@@ -70,7 +82,10 @@ struct GemmArgs {
 
 // The tiled path's configuration for layer widths (in, hidden) and `batch` rows by the cost model
 // (build/mlp_fit prints it; the binary measures its plans, cuda/paths/tiled_path.cu).
-std::string tiled_config(int in, int hidden, int batch, int sms);
+std::string tiled_config(int in, int hidden, int batch, int sms, Precision prec = Precision::FP32);
+// Why path `name` at `prec` cannot run on compute capability `cc` (major·10 + minor), or "": the
+// TF32 and BF16 GEMMs' mma.sync needs 8.0 (the path's fit() and build/mlp_fit say the same).
+std::string tensor_core_refusal(const std::string& name, Precision prec, int cc);
 
 // ---- definitions (header-only, so every program that needs a plan links nothing new) -----------
 
@@ -114,11 +129,11 @@ inline GemmPlan plan_gemm_fixed(int M, int N, int K, int sms, int shape, int spl
   return p;
 }
 
-inline GemmPlan plan_gemm(int M, int N, int K, int sms) {
+inline GemmPlan plan_gemm(int M, int N, int K, int sms, Precision prec) {
   GemmPlan best;
   bool have = false;
   for (int shape = 0; shape < kNumTileShapes; ++shape)
-    for (int split = 1; split <= kMaxSplit; ++split) {
+    for (int split = 1; split <= kMaxSplit && shape_serves(shape, prec); ++split) {
       GemmPlan p = plan_gemm_fixed(M, N, K, sms, shape, split);
       if (p.split != split) continue;  // this split leaves some blocks without K
       if (!have || p.est_us < best.est_us * 0.98) best = p, have = true;  // ties: the earlier (larger tiles, fewer splits)
@@ -126,9 +141,17 @@ inline GemmPlan plan_gemm(int M, int N, int K, int sms) {
   return best;
 }
 
-inline std::string tiled_config(int in, int hidden, int batch, int sms) {
-  return "forward " + plan_gemm(batch, hidden, in, sms).describe() + "; dW1 " + plan_gemm(in, hidden, batch, sms).describe() +
+inline std::string tiled_config(int in, int hidden, int batch, int sms, Precision prec) {
+  const std::string engine = prec == Precision::FP32 ? "" : std::string(precision_name(prec)) + " tensor-core GEMMs: ";
+  return engine + "forward " + plan_gemm(batch, hidden, in, sms, prec).describe() + "; dW1 " +
+         plan_gemm(in, hidden, batch, sms, prec).describe() +
          " (the cost model's plans); 4 kernels a step, the epoch as one CUDA graph";
+}
+
+inline std::string tensor_core_refusal(const std::string& name, Precision prec, int cc) {
+  if (prec == Precision::FP32 || cc >= 80) return "";
+  return name + ": its " + precision_name(prec) + " mma.sync needs compute capability 8.0, the device has " +
+         std::to_string(cc / 10) + "." + std::to_string(cc % 10);
 }
 
 }  // namespace mlp::tiled

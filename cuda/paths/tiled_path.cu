@@ -7,9 +7,13 @@
 //  4 k_tiled_gemm<KMajor, Momentum>    dW1 = X[order]ᵀ·dH, and v = μv − lr·dW1, W1 += v in its epilogue
 // No gradient buffer and no gather pass. Any shape with at most tiled::kMaxOut classes; float4
 // loads where every row length is a multiple of 4, scalar loads elsewhere.
+// `tiled-tf32` and `tiled-bf16` run the two GEMMs (1 and 4) on the tensor cores instead
+// (k_tiled_mma, cuda/kernels/tiled_mma.cuh: the products' inputs rounded to TF32 or BF16, float32
+// sums, the same epilogues); the head kernels (2, 3) stay float32 in all three.
 #include "paths/tiled_path.h"
 
 #include "kernels/tiled.cuh"
+#include "kernels/tiled_mma.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -32,24 +36,34 @@ namespace {
 
 using GemmFn = void (*)(GemmArgs);
 
+// The kernel of a tile shape at a precision: k_tiled_gemm for FP32's SIMT shapes, k_tiled_mma
+// for the tensor-core shapes at TF32 or BF16; nullptr for a shape that does not serve `prec`.
 template <ALayout AL, Epi EPI, bool VEC>
-GemmFn pick(int shape) {
+GemmFn pick(int shape, Precision prec) {
+  if (!shape_serves(shape, prec)) return nullptr;
+  constexpr Precision T = Precision::TF32, B = Precision::BF16;
+  const bool tf = prec == T;
   switch (shape) {
     case 0: return k_tiled_gemm<0, AL, EPI, VEC>;
     case 1: return k_tiled_gemm<1, AL, EPI, VEC>;
     case 2: return k_tiled_gemm<2, AL, EPI, VEC>;
     case 3: return k_tiled_gemm<3, AL, EPI, VEC>;
+    case 4: return tf ? k_tiled_mma<4, AL, EPI, VEC, T> : k_tiled_mma<4, AL, EPI, VEC, B>;
+    case 5: return tf ? k_tiled_mma<5, AL, EPI, VEC, T> : k_tiled_mma<5, AL, EPI, VEC, B>;
+    case 6: return tf ? k_tiled_mma<6, AL, EPI, VEC, T> : k_tiled_mma<6, AL, EPI, VEC, B>;
   }
   return nullptr;
 }
-static_assert(kNumTileShapes == 4, "pick() names every tile shape");
+static_assert(kNumTileShapes == 7, "pick() names every tile shape");
 
 // The two GEMMs the path runs (and gemm_check tests): the forward with bias + ReLU, dW1 with the update.
-GemmFn gemm_fn(ALayout al, Epi epi, int shape, bool vec) {
+GemmFn gemm_fn(ALayout al, Epi epi, int shape, bool vec, Precision prec) {
   if (al == ALayout::RowMajor && epi == Epi::BiasRelu)
-    return vec ? pick<ALayout::RowMajor, Epi::BiasRelu, true>(shape) : pick<ALayout::RowMajor, Epi::BiasRelu, false>(shape);
+    return vec ? pick<ALayout::RowMajor, Epi::BiasRelu, true>(shape, prec)
+               : pick<ALayout::RowMajor, Epi::BiasRelu, false>(shape, prec);
   if (al == ALayout::KMajor && epi == Epi::Momentum)
-    return vec ? pick<ALayout::KMajor, Epi::Momentum, true>(shape) : pick<ALayout::KMajor, Epi::Momentum, false>(shape);
+    return vec ? pick<ALayout::KMajor, Epi::Momentum, true>(shape, prec)
+               : pick<ALayout::KMajor, Epi::Momentum, false>(shape, prec);
   return nullptr;
 }
 
@@ -63,10 +77,12 @@ bool vec_ok(ALayout al, const GemmArgs& a) {
 }
 
 void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t partial_capacity,
-                 size_t ticket_capacity, cudaStream_t st) {
+                 size_t ticket_capacity, cudaStream_t st, Precision prec) {
   const bool vec = vec_ok(al, a);
-  GemmFn fn = gemm_fn(al, epi, p.shape, vec);
-  if (!fn) throw std::invalid_argument("tiled GEMM: no instantiation for this layout and epilogue");
+  GemmFn fn = gemm_fn(al, epi, p.shape, vec, prec);
+  if (!fn)
+    throw std::invalid_argument(std::string("tiled GEMM: no instantiation for this layout and epilogue at ") +
+                                precision_name(prec) + " with tile shape " + kTileShapes[p.shape].name);
   if (p.tiles_m > 65535 || p.split > 65535)
     throw std::invalid_argument("tiled GEMM: " + std::to_string(p.tiles_m) + " row tiles or " +
                                 std::to_string(p.split) + " splits exceed the grid's 65535");
@@ -76,12 +92,12 @@ void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t part
   a.k_chunk = p.k_chunk;
   const dim3 grid(p.tiles_n, p.tiles_m, p.split);
   fn<<<grid, kTileShapes[p.shape].threads(), 0, st>>>(a);
-  CUDA_CHECK_LAUNCH(std::string("k_tiled_gemm ") + p.describe());
+  CUDA_CHECK_LAUNCH(std::string(kTileShapes[p.shape].mma ? "k_tiled_mma " : "k_tiled_gemm ") + p.describe());
 }
 
-int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why) {
+int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why, Precision prec) {
   cudaFuncAttributes fa;
-  const cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(gemm_fn(al, epi, shape, vec)));
+  const cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(gemm_fn(al, epi, shape, vec, prec)));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     if (why) *why = std::string("cudaFuncGetAttributes: ") + cudaGetErrorString(e);
@@ -99,7 +115,7 @@ int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why) {
 // problem in one run uses the same plan (bitwise reruns hold); another process may measure another
 // plan, whose sums then differ in the last bits. MLP_TILED_PLAN=model skips the measurement.
 namespace {
-using PlanKey = std::tuple<int, int, int, int, int>;
+using PlanKey = std::tuple<int, int, int, int, int, int>;  // layout, M, N, K, SMs, precision
 std::map<PlanKey, GemmPlan>& plan_cache() {
   static std::map<PlanKey, GemmPlan> cache;
   return cache;
@@ -124,11 +140,12 @@ struct Scratch {
   }
 };
 
-GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms) {
-  const GemmPlan model = plan_gemm(M, N, K, sms);
+GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms, Precision prec) {
+  const GemmPlan model = plan_gemm(M, N, K, sms, prec);
   std::vector<GemmPlan> cands;
   for (int shape = 0; shape < kNumTileShapes; ++shape)
     for (int split : {1, 2, 3, 4, 6, 8, 12, 16}) {
+      if (!shape_serves(shape, prec)) break;
       const GemmPlan p = plan_gemm_fixed(M, N, K, sms, shape, split);
       if (p.split == split && p.tiles_m <= 65535) cands.push_back(p);
     }
@@ -157,9 +174,9 @@ GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms) {
   CUDA_CHECK(cudaEventCreate(&e0));
   CUDA_CHECK(cudaEventCreate(&e1));
   auto time_us = [&](const GemmPlan& p) {
-    launch_gemm(al, epi, a, p, part, tick, 0);
+    launch_gemm(al, epi, a, p, part, tick, 0, prec);
     CUDA_CHECK(cudaEventRecord(e0, 0));
-    for (int r = 0; r < 5; ++r) launch_gemm(al, epi, a, p, part, tick, 0);
+    for (int r = 0; r < 5; ++r) launch_gemm(al, epi, a, p, part, tick, 0, prec);
     CUDA_CHECK(cudaEventRecord(e1, 0));
     CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -195,20 +212,20 @@ std::string& measurement_failure() {
   return why;
 }
 
-GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms) {
-  if (!measure_plans()) return plan_gemm(M, N, K, sms);
-  const PlanKey key{(int)al, M, N, K, sms};
+GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms, Precision prec) {
+  if (!measure_plans()) return plan_gemm(M, N, K, sms, prec);
+  const PlanKey key{(int)al, M, N, K, sms, (int)prec};
   auto it = plan_cache().find(key);
   if (it != plan_cache().end()) return it->second;
   GemmPlan p;
   try {
-    p = measure(al, epi, M, N, K, sms);
+    p = measure(al, epi, M, N, K, sms, prec);
   } catch (const std::exception& e) {
     (void)cudaGetLastError();  // a launch error of the measurement is not the next launch's
     std::fprintf(stderr, "tiled: measuring the plan of a %dx%dx%d GEMM failed: %s; the cost model's plan runs\n", M, N,
                  K, e.what());
     if (measurement_failure().empty()) measurement_failure() = e.what();
-    p = plan_gemm(M, N, K, sms);
+    p = plan_gemm(M, N, K, sms, prec);
   }
   plan_cache()[key] = p;
   return p;
@@ -223,38 +240,52 @@ using namespace tiled;
 struct StepPlans {
   GemmPlan fwd, dw1;
 };
-StepPlans plans_for(MlpShape s, int nb, int sms) {
-  return {chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms),
-          chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms)};
+StepPlans plans_for(MlpShape s, int nb, int sms, Precision prec) {
+  return {chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
+          chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec)};
 }
-std::string describe(const StepPlans& p) {
+std::string describe(const StepPlans& p, Precision prec) {
   const std::string how = !measure_plans()                ? " (the cost model's plans)"
                           : measurement_failure().empty() ? " (measured plans)"
                                                           : " (measured plans; a measurement FAILED, the cost model's plan "
                                                             "in its place: " + measurement_failure() + ")";
-  return std::string("forward ") + p.fwd.describe() + "; dW1 " + p.dw1.describe() + how +
+  const std::string engine = prec == Precision::FP32 ? "" : std::string(precision_name(prec)) + " tensor-core GEMMs: ";
+  return engine + "forward " + p.fwd.describe() + "; dW1 " + p.dw1.describe() + how +
          "; 4 kernels a step, the epoch as one CUDA graph";
 }
 
 class TiledPath : public KernelPath {
  public:
+  explicit TiledPath(Precision prec) : prec_(prec) {}
   ~TiledPath() override { release(); }
-  std::string name() const override { return "tiled"; }
-  std::string accumulator() const override { return "float32"; }
+  std::string name() const override {
+    return prec_ == Precision::FP32 ? "tiled" : std::string("tiled-") + precision_name(prec_);
+  }
+  std::string accumulator() const override {
+    return prec_ == Precision::TF32   ? "float32 (TF32 products)"
+           : prec_ == Precision::BF16 ? "float32 (BF16 products)"
+                                      : "float32";
+  }
+  Precision precision() const override { return prec_; }
   double launches_per_step(int) const override { return 4; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
+    const std::string me = name();
     if (s.out > kMaxOut)
-      return PathFit{-1, "", "tiled: " + std::to_string(s.out) + " classes, over the " + std::to_string(kMaxOut) +
+      return PathFit{-1, "", me + ": " + std::to_string(s.out) + " classes, over the " + std::to_string(kMaxOut) +
                                  " its head kernels hold in registers"};
-    if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", "tiled: empty shape"};
-    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms));
+    if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", me + ": empty shape"};
+    const std::string refusal = tensor_core_refusal(me, prec_, lim.cc);
+    if (!refusal.empty()) return PathFit{-1, "", refusal};
+    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms), prec_);
     std::vector<KernelUse> uses;
+    const char* fwd_name = prec_ == Precision::FP32 ? "k_tiled_gemm (forward)" : "k_tiled_mma (forward)";
+    const char* dw1_name = prec_ == Precision::FP32 ? "k_tiled_gemm (dW1)" : "k_tiled_mma (dW1)";
     for (bool vec : {true, false}) {
-      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::RowMajor, Epi::BiasRelu, p.fwd.shape, vec)),
-                      kTileShapes[p.fwd.shape].threads(), "k_tiled_gemm (forward)"});
-      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::KMajor, Epi::Momentum, p.dw1.shape, vec)),
-                      kTileShapes[p.dw1.shape].threads(), "k_tiled_gemm (dW1)"});
+      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::RowMajor, Epi::BiasRelu, p.fwd.shape, vec, prec_)),
+                      kTileShapes[p.fwd.shape].threads(), fwd_name});
+      uses.push_back({reinterpret_cast<const void*>(gemm_fn(ALayout::KMajor, Epi::Momentum, p.dw1.shape, vec, prec_)),
+                      kTileShapes[p.dw1.shape].threads(), dw1_name});
     }
     const bool narrow = s.out <= 10;
     uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_logits_loss<10>)
@@ -267,7 +298,7 @@ class TiledPath : public KernelPath {
     if (!ordinary.runs()) return ordinary;
     if (p.fwd.tiles_m > 65535 || p.dw1.tiles_m > 65535)
       return PathFit{-1, "", "tiled: the grid's 65535 row tiles are too few for this shape"};
-    return PathFit{0, describe(p), ""};
+    return PathFit{0, describe(p, prec_), ""};
   }
 
   void epoch(const EpochArgs& a) override {
@@ -295,7 +326,7 @@ class TiledPath : public KernelPath {
     const int sms = std::max(1, effective_limits().sms);
     const int steps = (a.n + a.batch - 1) / a.batch;
     const int last = a.n - (steps - 1) * a.batch;
-    StepPlans full = plans_for(s, a.batch, sms), tail = plans_for(s, last, sms);
+    StepPlans full = plans_for(s, a.batch, sms, prec_), tail = plans_for(s, last, sms, prec_);
     partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
                              tail.dw1.partial_floats(), (size_t)1});
     ticket_cap_ = (size_t)std::max({full.fwd.tiles(), full.dw1.tiles(), tail.fwd.tiles(), tail.dw1.tiles()});
@@ -340,7 +371,7 @@ class TiledPath : public KernelPath {
       f.C = w.H; f.ldc = s.hidden;
       f.bias = a.params + o.b1;
       f.partials = partials_; f.tickets = tickets_;
-      launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st);
+      launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st, prec_);
 
       const HeadGrid hg = head_grid(nb, s.hidden, sms);
       auto logits = narrow ? k_tiled_logits_loss<10> : k_tiled_logits_loss<kMaxOut>;
@@ -362,10 +393,11 @@ class TiledPath : public KernelPath {
       g.C = a.params + o.w1; g.ldc = s.hidden;
       g.vel = a.velocity + o.w1; g.lr = a.lr; g.mu = a.momentum;
       g.partials = partials_; g.tickets = tickets_;
-      launch_gemm(ALayout::KMajor, Epi::Momentum, g, p.dw1, partial_cap_, ticket_cap_, st);
+      launch_gemm(ALayout::KMajor, Epi::Momentum, g, p.dw1, partial_cap_, ticket_cap_, st, prec_);
     }
   }
 
+  const Precision prec_;  // the GEMMs' products: FP32 SIMT, or TF32 / BF16 on the tensor cores
   EpochGraph graph_;
   float* partials_ = nullptr;
   unsigned* tickets_ = nullptr;
@@ -375,6 +407,6 @@ class TiledPath : public KernelPath {
 };
 }  // namespace
 
-std::unique_ptr<KernelPath> make_tiled_path() { return std::make_unique<TiledPath>(); }
+std::unique_ptr<KernelPath> make_tiled_path(Precision prec) { return std::make_unique<TiledPath>(prec); }
 
 }  // namespace mlp

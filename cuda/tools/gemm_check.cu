@@ -1,8 +1,10 @@
-// cuda/tools/gemm_check.cu — build/gemm_check: the tiled path's two GEMMs (cuda/kernels/tiled.cuh)
-// against float64 on the CPU, at the shapes a sweep meets and at odd ones, with every tile shape
-// and several splits forced as well as the shape's own plan (tests/test_gpu_tiled.py runs it).
+// cuda/tools/gemm_check.cu — build/gemm_check: the tiled paths' two GEMMs (cuda/kernels/tiled.cuh,
+// and tiled_mma.cuh at TF32 and BF16) against float64 on the CPU, at the shapes a sweep meets and
+// at odd ones, with every tile shape of the precision and several splits forced as well as the
+// shape's own plan (tests/test_gpu_tiled.py runs it).
 //
 //   build/gemm_check [--widths 64,1000,4096,8192] [--batches 1,7,2048] [--in 784]
+//                    [--precisions fp32,tf32,bf16]
 //
 // For each (width, batch): the forward H = ReLU(X[rows]·W1 + b1) (M = batch, N = width, K = in,
 // rows a permutation of a larger X) and dW1's update W1 += (v = μv − lr·X[rows]ᵀ·dH) (M = in,
@@ -11,7 +13,9 @@
 // An output passes when |got − want| <= tol, with want in float64 and
 //   forward: tol = γ(K)·Σ_k |x_k w_k| + u·|want|             (γ(K) = K·u, u = 2⁻²⁴)
 //   update:  tol = lr·γ(K)·Σ_k |x_k dh_k| + 4u·(|W1| + μ|v| + lr|g|)
-// (the worst-case bound of a float32 dot product of K terms, then the epilogue's roundings). Prints
+// (the worst-case bound of a float32 dot product of K terms, then the epilogue's roundings); at TF32
+// and BF16 the products' inputs are rounded first, which adds (2·u_p + u_p²)·Σ|terms| (u_p = 2⁻¹¹,
+// 2⁻⁸; the float32 sum's bound then on the rounded terms, (1 + 2u_p + u_p²) times larger). Prints
 // one line per check with the worst ratio error/tol; exits 0 when all pass, 1 when one fails,
 // 2 for bad arguments, 3 without a CUDA device.
 #include <algorithm>
@@ -28,6 +32,7 @@
 
 namespace {
 using namespace mlp::tiled;
+using mlp::Precision;
 
 std::vector<int> parse_list(const char* flag, const char* v) {
   std::vector<int> out;
@@ -68,8 +73,10 @@ struct PlannedGemm {
   GemmPlan p;
   Dev<float> partials;
   Dev<unsigned> tickets;
-  PlannedGemm(int M, int N, int K, int sms, int shape, int split)
-      : p(shape < 0 ? plan_gemm(M, N, K, sms) : plan_gemm_fixed(M, N, K, sms, shape, split)),
+  Precision prec;
+  PlannedGemm(int M, int N, int K, int sms, int shape, int split, Precision pr)
+      : p(shape < 0 ? plan_gemm(M, N, K, sms, pr) : plan_gemm_fixed(M, N, K, sms, shape, split)),
+        prec(pr),
         partials(p.partial_floats()),
         tickets((size_t)p.tiles()) {
     CUDA_CHECK(cudaMemset(tickets.p, 0, sizeof(unsigned) * p.tiles()));
@@ -77,11 +84,18 @@ struct PlannedGemm {
   void launch(ALayout al, Epi epi, GemmArgs a) {
     a.partials = partials.p;
     a.tickets = tickets.p;
-    launch_gemm(al, epi, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0);
+    launch_gemm(al, epi, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0, prec);
   }
 };
 
 constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff
+
+// A product of inputs rounded to `prec` is within (1 + u_p)² − 1 of |a·b| (0 at FP32: the inputs
+// are used as they are); the float32 sums' bound comes on top.
+double product_rel(Precision prec) {
+  const double up = prec == Precision::FP32 ? 0.0 : mlp::unit_roundoff(prec);
+  return 2 * up + up * up;
+}
 
 struct Verdict {
   double worst = 0;  // max error / tol
@@ -120,7 +134,8 @@ Verdict verdict(int M, int N, F ratio) {
 }
 
 // One forward check: rows of X (n_rows × K) gathered through `rows` (M of them).
-Verdict check_forward(int M, int N, int K, int shape, int split, int sms, std::mt19937& rng, std::string* plan) {
+Verdict check_forward(int M, int N, int K, int shape, int split, int sms, Precision prec, std::mt19937& rng,
+                      std::string* plan) {
   const int n_rows = M + 5;
   std::uniform_real_distribution<float> u01(0.f, 1.f), u11(-1.f, 1.f);
   std::vector<float> X((size_t)n_rows * K), W((size_t)K * N), b(N), H((size_t)M * N);
@@ -132,8 +147,9 @@ Verdict check_forward(int M, int N, int K, int shape, int split, int sms, std::m
   Dev<> dX(X), dW(W), db(b), dH(H.size());
   Dev<int> drows(rows);
   CUDA_CHECK(cudaMemset(dH.p, 0xff, H.size() * 4));  // NaN
-  PlannedGemm g(M, N, K, sms, shape, split);
+  PlannedGemm g(M, N, K, sms, shape, split, prec);
   *plan = g.p.describe();
+  const double pr = product_rel(prec);
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
   a.A = dX.p; a.lda = K; a.a_rows = drows.p;
@@ -150,13 +166,14 @@ Verdict check_forward(int M, int N, int K, int shape, int split, int sms, std::m
       mag += std::fabs((double)x[k] * W[(size_t)k * N + n]);
     }
     const double want = s > 0 ? s : 0, got = H[(size_t)m * N + n];
-    const double tol = (K + 1) * kU * mag + kU * std::fabs(want) + 1e-30;
+    const double tol = (pr + (K + 1) * kU * (1 + pr)) * mag + kU * std::fabs(want) + 1e-30;
     return std::isfinite(got) ? std::fabs(got - want) / tol : INFINITY;
   });
 }
 
 // One update check: X (n_rows × M) gathered through `rows` (K of them) as Xᵀ; dH [K × N].
-Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt19937& rng, std::string* plan) {
+Verdict check_update(int M, int N, int K, int shape, int split, int sms, Precision prec, std::mt19937& rng,
+                     std::string* plan) {
   const int n_rows = K + 5;
   const float lr = 0.1f, mu = 0.9f;
   std::uniform_real_distribution<float> u01(0.f, 1.f), u11(-1.f, 1.f);
@@ -169,8 +186,9 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt
   for (int i = 0; i < K; ++i) rows[i] = (int)((i * 104729L + 1) % n_rows);
   Dev<> dX(X), dG(G), dW(W), dV(V);
   Dev<int> drows(rows);
-  PlannedGemm g(M, N, K, sms, shape, split);
+  PlannedGemm g(M, N, K, sms, shape, split, prec);
   *plan = g.p.describe();
+  const double pr = product_rel(prec);
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
   a.A = dX.p; a.lda = M; a.a_rows = drows.p;
@@ -189,7 +207,8 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt
     }
     const size_t i = (size_t)m * N + n;
     const double vel = mu * (double)V[i] - lr * g, want = W[i] + vel;
-    const double tol = lr * K * kU * mag + 4 * kU * (std::fabs(W[i]) + mu * std::fabs(V[i]) + lr * std::fabs(g)) + 1e-30;
+    const double tol = lr * (pr + K * kU * (1 + pr)) * mag +
+                       4 * kU * (std::fabs(W[i]) + mu * std::fabs(V[i]) + lr * std::fabs(g)) + 1e-30;
     const double rw = std::isfinite(W1[i]) ? std::fabs(W1[i] - want) / tol : INFINITY;
     const double rv = std::isfinite(V1[i]) ? std::fabs(V1[i] - vel) / tol : INFINITY;
     return std::max(rw, rv);
@@ -199,16 +218,31 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, std::mt
 
 int main(int argc, char** argv) {
   std::vector<int> widths = {64, 1000, 4096, 8192}, batches = {1, 7, 2048};
+  std::vector<Precision> precisions = {Precision::FP32, Precision::TF32, Precision::BF16};
   int in = 784;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc || (a != "--widths" && a != "--batches" && a != "--in")) {
-      std::fprintf(stderr, "usage: gemm_check [--widths a,b] [--batches a,b] [--in N]\n");
+    if (i + 1 >= argc || (a != "--widths" && a != "--batches" && a != "--in" && a != "--precisions")) {
+      std::fprintf(stderr, "usage: gemm_check [--widths a,b] [--batches a,b] [--in N] [--precisions fp32,tf32,bf16]\n");
       return 2;
     }
     if (a == "--widths") widths = parse_list("--widths", argv[++i]);
     else if (a == "--batches") batches = parse_list("--batches", argv[++i]);
-    else in = parse_list("--in", argv[++i]).at(0);
+    else if (a == "--precisions") {
+      precisions.clear();
+      const std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t end = std::min(list.find(',', pos), list.size());
+        Precision p;
+        if (!mlp::parse_precision(list.substr(pos, end - pos), &p)) {
+          std::fprintf(stderr, "error: --precisions: %s is not fp32, tf32 or bf16\n", list.substr(pos, end - pos).c_str());
+          return 2;
+        }
+        precisions.push_back(p);
+        pos = end + 1;
+      }
+    } else in = parse_list("--in", argv[++i]).at(0);
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -219,25 +253,29 @@ int main(int argc, char** argv) {
     const int sms = mlp::effective_limits().sms;
     std::mt19937 rng(20260829);
     long failed = 0, checks = 0;
-    std::printf("tolerance: |got - want| <= K*u*sum|a*b| (+ epilogue roundings), u = 2^-24; ratio = worst error / tol\n");
-    for (int w : widths)
-      for (int b : batches) {
-        // The shape's own plan, then every tile shape unsplit and split in 3.
-        std::vector<std::pair<int, int>> forced = {{-1, 0}};
-        for (int sh = 0; sh < kNumTileShapes; ++sh) forced.push_back({sh, 1}), forced.push_back({sh, 3});
-        for (auto [shape, split] : forced)
-          for (int which = 0; which < 2; ++which) {
-            std::string plan;
-            const Verdict v = which == 0 ? check_forward(b, w, in, shape, split, sms, rng, &plan)
-                                         : check_update(in, w, b, shape, split, sms, rng, &plan);
-            ++checks;
-            failed += v.bad > 0;
-            std::printf("%-7s width %5d batch %5d in %4d  %-40s %s  worst ratio %.3f%s\n",
-                        which == 0 ? "forward" : "dW1", w, b, in, (shape < 0 ? "plan " + plan : plan).c_str(),
-                        v.bad ? "FAIL" : "ok  ", v.worst, v.bad ? (" (" + std::to_string(v.bad) + " outputs)").c_str() : "");
-            std::fflush(stdout);
-          }
-      }
+    std::printf("tolerance: |got - want| <= K*u*sum|a*b| (+ epilogue roundings), u = 2^-24; at tf32 and bf16 also "
+                "(2 u_p + u_p^2)*sum|a*b| for the rounded inputs (u_p = 2^-11, 2^-8); ratio = worst error / tol\n");
+    for (Precision prec : precisions)
+      for (int w : widths)
+        for (int b : batches) {
+          // The shape's own plan, then every tile shape of the precision unsplit and split in 3.
+          std::vector<std::pair<int, int>> forced = {{-1, 0}};
+          for (int sh = 0; sh < kNumTileShapes; ++sh)
+            if (shape_serves(sh, prec)) forced.push_back({sh, 1}), forced.push_back({sh, 3});
+          for (auto [shape, split] : forced)
+            for (int which = 0; which < 2; ++which) {
+              std::string plan;
+              const Verdict v = which == 0 ? check_forward(b, w, in, shape, split, sms, prec, rng, &plan)
+                                           : check_update(in, w, b, shape, split, sms, prec, rng, &plan);
+              ++checks;
+              failed += v.bad > 0;
+              std::printf("%-7s %s width %5d batch %5d in %4d  %-44s %s  worst ratio %.3f%s\n",
+                          which == 0 ? "forward" : "dW1", mlp::precision_name(prec), w, b, in,
+                          (shape < 0 ? "plan " + plan : plan).c_str(), v.bad ? "FAIL" : "ok  ", v.worst,
+                          v.bad ? (" (" + std::to_string(v.bad) + " outputs)").c_str() : "");
+              std::fflush(stdout);
+            }
+        }
     std::printf("%ld of %ld checks failed\n", failed, checks);
     return failed ? 1 : 0;
   } catch (const std::exception& e) {

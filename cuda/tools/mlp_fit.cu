@@ -89,10 +89,19 @@ int main(int argc, char** argv) {
     add_stationary<8, 20>(n, l);
     add_stationary<4, 12>(n, l);
     out.set("stationary", fit_json(choose(n, l, lim)));
-    // tiled: ordinary launches of at most 256 threads and its GEMMs' 32 KiB of static shared memory.
-    PathFit tiled = choose({stepwise_needs("tiled kernels", 256, 32769)}, {"ordinary launches"}, lim);
-    if (tiled.runs()) tiled.config = mlp::tiled::tiled_config(kRecipeShape.in, kRecipeShape.hidden, kRecipeBatch, lim.sms);
-    out.set("tiled", fit_json(tiled));
+    // tiled: ordinary launches of at most 256 threads and its GEMMs' 32 KiB of static shared memory;
+    // tiled-tf32 and tiled-bf16 the same with the tensor-core GEMMs' 34 KiB (two stages of 16 rows of
+    // 128 + 8 floats for each operand), on compute capability 8.0 and later.
+    using mlp::Precision;
+    for (Precision prec : {Precision::FP32, Precision::TF32, Precision::BF16}) {
+      const std::string name = prec == Precision::FP32 ? "tiled" : std::string("tiled-") + mlp::precision_name(prec);
+      const size_t smem = prec == Precision::FP32 ? 32769 : 2 * 2 * 16 * (128 + 8) * sizeof(float);
+      PathFit fit = choose({stepwise_needs("tiled kernels", 256, smem)}, {"ordinary launches"}, lim);
+      const std::string refusal = mlp::tiled::tensor_core_refusal(name, prec, lim.cc);
+      if (!refusal.empty()) fit = PathFit{-1, "", refusal};
+      if (fit.runs()) fit.config = mlp::tiled::tiled_config(kRecipeShape.in, kRecipeShape.hidden, kRecipeBatch, lim.sms, prec);
+      out.set(name, fit_json(fit));
+    }
     out.set("device_limits", device_limits_json(lim));
     std::printf("%s\n", out.done().c_str());
     return 0;

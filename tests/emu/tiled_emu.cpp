@@ -32,9 +32,13 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
 }
 
 #include "kernels/tiled.cuh"
+#include "kernels/tiled_mma.cuh"
 
 namespace {
 using namespace mlp::tiled;
+using mlp::Precision;
+using mlp::precision_name;
+using mlp::unit_roundoff;
 constexpr double kU = 1.0 / (1 << 24);
 int g_failed = 0, g_checks = 0;
 
@@ -48,24 +52,50 @@ double ratio(double got, double want, double tol) {
   return std::isfinite(got) ? std::fabs(got - want) / (tol + 1e-30) : INFINITY;
 }
 
-template <ALayout AL, Epi EPI, bool VEC>
+template <ALayout AL, Epi EPI, bool VEC, Precision PREC>
 void launch(const GemmArgs& a, const GemmPlan& p) {
   GemmArgs b = a;
   b.k_chunk = p.k_chunk;
   void (*fn)(GemmArgs) = nullptr;
-  switch (p.shape) {
-    case 0: fn = k_tiled_gemm<0, AL, EPI, VEC>; break;
-    case 1: fn = k_tiled_gemm<1, AL, EPI, VEC>; break;
-    case 2: fn = k_tiled_gemm<2, AL, EPI, VEC>; break;
-    case 3: fn = k_tiled_gemm<3, AL, EPI, VEC>; break;
+  if constexpr (PREC == Precision::FP32) {
+    switch (p.shape) {
+      case 0: fn = k_tiled_gemm<0, AL, EPI, VEC>; break;
+      case 1: fn = k_tiled_gemm<1, AL, EPI, VEC>; break;
+      case 2: fn = k_tiled_gemm<2, AL, EPI, VEC>; break;
+      case 3: fn = k_tiled_gemm<3, AL, EPI, VEC>; break;
+    }
+  } else {
+    switch (p.shape) {
+      case 4: fn = k_tiled_mma<4, AL, EPI, VEC, PREC>; break;
+      case 5: fn = k_tiled_mma<5, AL, EPI, VEC, PREC>; break;
+      case 6: fn = k_tiled_mma<6, AL, EPI, VEC, PREC>; break;
+    }
+  }
+  if (!fn) {
+    std::printf("no kernel for tile shape %d at %s\n", p.shape, precision_name(PREC));
+    ++g_failed;
+    return;
   }
   emu::launch(dim3(p.tiles_n, p.tiles_m, p.split), dim3(kTileShapes[p.shape].threads()), 0, nullptr, [=] { fn(b); });
 }
 
+// What a product of inputs rounded to `prec` may be off by, relative to |x·w|: (1 + u_p)² − 1 (0 at
+// FP32, where the inputs are used as they are).
+double product_rel(Precision prec) {
+  const double up = prec == Precision::FP32 ? 0.0 : unit_roundoff(prec);
+  return 2 * up + up * up;
+}
+
 // H = ReLU(X[rows]·W + b) of M rows (gathered from M + 3), then dW1's update of W [K' × N] by
-// X[rows]ᵀ·G: both GEMMs of the path at one shape, with a forced tile shape and split.
-template <bool VEC>
+// X[rows]ᵀ·G: both GEMMs of the path at one shape, with a forced tile shape and split, at `PREC`
+// (k_tiled_gemm for FP32, k_tiled_mma for TF32 and BF16). The tolerance adds the rounded inputs'
+// product error product_rel(PREC)·Σ|x·w| to float32's sum bound; at TF32 and BF16 the check also
+// asks that the result is NOT float32's: somewhere its error must lie outside float32's own bound
+// (K + 2)·u·Σ|x·w| (a kernel that skipped the rounding would pass the bound but fail this).
+template <bool VEC, Precision PREC = Precision::FP32>
 void check_gemms(int M, int N, int K, int shape, int split, std::mt19937& rng) {
+  const double pr = product_rel(PREC), up = PREC == Precision::FP32 ? 0.0 : unit_roundoff(PREC);
+  const std::string tag = std::string(" ") + precision_name(PREC);
   std::uniform_real_distribution<float> u01(0.f, 1.f), u11(-1.f, 1.f);
   const int n_rows = M + 3;
   std::vector<float> X((size_t)n_rows * K), W((size_t)K * N), b(N), H((size_t)M * N, NAN);
@@ -81,19 +111,22 @@ void check_gemms(int M, int N, int K, int shape, int split, std::mt19937& rng) {
   a.M = M; a.N = N; a.K = K; a.A = X.data(); a.lda = K; a.a_rows = rows.data();
   a.B = W.data(); a.ldb = N; a.C = H.data(); a.ldc = N; a.bias = b.data();
   a.partials = part.data(); a.tickets = tick.data();
-  launch<ALayout::RowMajor, Epi::BiasRelu, VEC>(a, pf);
-  double worst = 0;
+  launch<ALayout::RowMajor, Epi::BiasRelu, VEC, PREC>(a, pf);
+  double worst = 0, rounded = 0;  // rounded: the largest error over float32's bound where the output is not clipped
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double s = b[n], mag = std::fabs(b[n]);
       for (int k = 0; k < K; ++k) s += (double)X[(size_t)rows[m] * K + k] * W[(size_t)k * N + n],
                                   mag += std::fabs((double)X[(size_t)rows[m] * K + k] * W[(size_t)k * N + n]);
-      worst = std::max(worst, ratio(H[(size_t)m * N + n], std::max(s, 0.0), (K + 2) * kU * mag));
+      const float got = H[(size_t)m * N + n];
+      worst = std::max(worst, ratio(got, std::max(s, 0.0), (pr + (K + 2) * kU * (1 + pr)) * mag));
+      if (s > 0 && got > 0 && up > 0) rounded = std::max(rounded, std::fabs(got - s) / ((K + 2) * kU * mag));
     }
   for (unsigned t : tick) worst = t ? INFINITY : worst;  // every ticket back at zero
-  verdict("forward " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " + pf.describe() +
-              (VEC ? " float4" : " scalar"),
-          worst);
+  const std::string what = "forward " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " " +
+                           pf.describe() + (VEC ? " float4" : " scalar") + tag;
+  verdict(what, worst);
+  if (up > 0) verdict(what + ": rounded, not float32", rounded > 1 ? 0.0 : INFINITY);
 
   // dW1: M' = K (the inputs), K' = M (the batch rows), N as above.
   const int Mi = K, Kb = M;
@@ -109,8 +142,9 @@ void check_gemms(int M, int N, int K, int shape, int split, std::mt19937& rng) {
   d.M = Mi; d.N = N; d.K = Kb; d.A = X.data(); d.lda = K; d.a_rows = rows.data();
   d.B = G.data(); d.ldb = N; d.C = P.data(); d.ldc = N; d.vel = V.data(); d.lr = 0.1f; d.mu = 0.9f;
   d.partials = part2.data(); d.tickets = tick2.data();
-  launch<ALayout::KMajor, Epi::Momentum, VEC>(d, pd);
+  launch<ALayout::KMajor, Epi::Momentum, VEC, PREC>(d, pd);
   worst = 0;
+  rounded = 0;
   for (int m = 0; m < Mi; ++m)
     for (int n = 0; n < N; ++n) {
       double g = 0, mag = 0;
@@ -118,13 +152,17 @@ void check_gemms(int M, int N, int K, int shape, int split, std::mt19937& rng) {
                                    mag += std::fabs((double)X[(size_t)rows[k] * K + m] * G[(size_t)k * N + n]);
       const size_t i = (size_t)m * N + n;
       const double v = 0.9 * V0[i] - 0.1 * g;
-      const double tol = 0.1 * (Kb + 2) * kU * mag + 4 * kU * (std::fabs(P0[i]) + std::fabs(V0[i]) + std::fabs(g));
+      const double tol = 0.1 * (pr + (Kb + 2) * kU * (1 + pr)) * mag +
+                         4 * kU * (std::fabs(P0[i]) + std::fabs(V0[i]) + std::fabs(g));
       worst = std::max({worst, ratio(V[i], v, tol), ratio(P[i], P0[i] + v, tol)});
+      const double tol32 = 0.1 * (Kb + 2) * kU * mag + 4 * kU * (std::fabs(P0[i]) + std::fabs(V0[i]) + std::fabs(g));
+      if (up > 0) rounded = std::max(rounded, std::fabs(V[i] - v) / tol32);
     }
   for (unsigned t : tick2) worst = t ? INFINITY : worst;
-  verdict("dW1     " + std::to_string(Mi) + "x" + std::to_string(N) + "x" + std::to_string(Kb) + " " + pd.describe() +
-              (VEC ? " float4" : " scalar"),
-          worst);
+  const std::string what2 = "dW1     " + std::to_string(Mi) + "x" + std::to_string(N) + "x" + std::to_string(Kb) + " " +
+                            pd.describe() + (VEC ? " float4" : " scalar") + tag;
+  verdict(what2, worst);
+  if (up > 0) verdict(what2 + ": rounded, not float32", rounded > 1 ? 0.0 : INFINITY);
 }
 
 // The head at B rows, Hd units, O classes on `sms` emulated SMs: logits and loss, then the
@@ -233,11 +271,24 @@ void check_head(int B, int Hd, int O, int sms, std::mt19937& rng) {
 
 int main() {
   std::mt19937 rng(20260829);
-  std::printf("tolerance: float32 sums within (K + 2)*u*sum|terms| of float64 (u = 2^-24), plus the epilogues' roundings\n");
+  std::printf("tolerance: float32 sums within (K + 2)*u*sum|terms| of float64 (u = 2^-24), plus the epilogues' roundings;\n"
+              "  at tf32 (u_p = 2^-11) and bf16 (u_p = 2^-8) also (2 u_p + u_p^2)*sum|terms| for the rounded inputs\n");
   for (int shape = 0; shape < kNumTileShapes; ++shape)
     for (int split : {1, 3}) {
-      check_gemms<false>(7, 19, 37, shape, split, rng);   // odd widths: scalar loads and tails
-      check_gemms<true>(130, 68, 64, shape, split, rng);  // multiples of 4: float4, two row tiles of 64
+      if (shape_serves(shape, Precision::FP32)) {
+        check_gemms<false>(7, 19, 37, shape, split, rng);   // odd widths: scalar loads and tails
+        check_gemms<true>(130, 68, 64, shape, split, rng);  // multiples of 4: float4, two row tiles of 64
+      } else {
+        for (Precision p : {Precision::TF32, Precision::BF16}) {
+          if (p == Precision::TF32) {
+            check_gemms<false, Precision::TF32>(7, 19, 37, shape, split, rng);
+            check_gemms<true, Precision::TF32>(130, 68, 64, shape, split, rng);
+          } else {
+            check_gemms<false, Precision::BF16>(7, 19, 37, shape, split, rng);
+            check_gemms<true, Precision::BF16>(130, 68, 64, shape, split, rng);
+          }
+        }
+      }
     }
   check_head<10>(7, 300, 3, 4, rng);     // 3 classes in the 10-class kernel; hidden units over 2 splits
   check_head<10>(130, 64, 10, 4, rng);   // 6 row blocks of 24 rows

@@ -55,6 +55,7 @@ inline uint32_t __float_as_uint(float f) {
   return u;
 }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
 
 struct EmuStream {};
 
@@ -195,6 +196,46 @@ inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     const int row = g + 8 * (c / 2), col = 2 * t + c % 2;
     double acc = d[c];
     for (int k = 0; k < 8; ++k) acc += A(row, k) * B(k, col);
+    out[c] = (float)acc;
+  }
+  emu::arrive_and_wait(blk.warps[warp]);
+  for (int c = 0; c < 4; ++c) d[c] = out[c];
+}
+
+// cvt.rn.bf16x2.f32 d, hi, lo: each float rounded to nearest even to bfloat16 (its top 16 bits),
+// `hi` in the upper half and `lo` in the lower; a NaN stays a quiet NaN.
+inline uint32_t emu_bf16_rn(float x) {
+  const uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+inline uint32_t emu_pack_bf16x2(float lo, float hi) { return (emu_bf16_rn(hi) << 16) | emu_bf16_rn(lo); }
+inline float emu_bf16_value(uint32_t half) { return __uint_as_float(half << 16); }
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, d = a·b + d, from the PTX ISA's fragment
+// layout (lane = 4·g + t; each register two bfloat16, the lower column or row in the low half):
+// a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..) of A [16 × 16];
+// b0 (2t..2t+1, g), b1 (2t + 8.., g) of B [16 × 8]; d as m16n8k8's. Each sum in double, rounded once.
+inline void emu_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  emu::Block& blk = *emu::tl_block;
+  const unsigned tid = emu::tl_tid, warp = tid / 32, lane = tid % 32;
+  float* mine = &blk.mma[tid * 6];
+  for (int i = 0; i < 4; ++i) mine[i] = __uint_as_float(a[i]);
+  mine[4] = __uint_as_float(b[0]);
+  mine[5] = __uint_as_float(b[1]);
+  emu::arrive_and_wait(blk.warps[warp]);
+  const float* w = &blk.mma[warp * 32 * 6];
+  auto half = [](float word, int hi) { return emu_bf16_value((__float_as_uint(word) >> (16 * hi)) & 0xffffu); };
+  auto A = [&](int row, int k) {  // register row/8 + 2·(k/8) of lane 4·(row%8) + (k%8)/2
+    return (double)half(w[((row % 8) * 4 + (k % 8) / 2) * 6 + row / 8 + 2 * (k / 8)], k % 2);
+  };
+  auto B = [&](int k, int n) { return (double)half(w[(n * 4 + (k % 8) / 2) * 6 + 4 + k / 8], k % 2); };
+  const int g = (int)lane / 4, t = (int)lane % 4;
+  float out[4];
+  for (int c = 0; c < 4; ++c) {
+    const int row = g + 8 * (c / 2), col = 2 * t + c % 2;
+    double acc = d[c];
+    for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
     out[c] = (float)acc;
   }
   emu::arrive_and_wait(blk.warps[warp]);
