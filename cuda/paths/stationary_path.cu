@@ -31,14 +31,19 @@ constexpr bool shapes_are(std::initializer_list<wstat::Shape> want) {
 }
 static_assert(shapes_are({{8, 16}, {8, 20}, {4, 12}}), "wstat::kShapes changed: update cuda/tools/mlp_fit.cu's list too");
 
+// `split` true: the path `stationary` (FP32 by TF32 big + small products); false: `stationary-tf32`
+// (the big parts alone: TF32 products, one MMA where the FP32 form has two).
 class StationaryPath : public KernelPath {
  public:
-  StationaryPath() = default;
+  explicit StationaryPath(bool split) : split_(split) {}
   ~StationaryPath() override { stationary_release(&plan_); }
   StationaryPath(const StationaryPath&) = delete;
   StationaryPath& operator=(const StationaryPath&) = delete;
-  std::string name() const override { return "stationary"; }
-  std::string accumulator() const override { return "float32 (TF32 split products)"; }
+  std::string name() const override { return split_ ? "stationary" : "stationary-tf32"; }
+  std::string accumulator() const override {
+    return split_ ? "float32 (TF32 split products)" : "float32 (TF32 products)";
+  }
+  Precision precision() const override { return split_ ? Precision::FP32 : Precision::TF32; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
@@ -96,6 +101,7 @@ class StationaryPath : public KernelPath {
       plan_.max_active_clusters = max_active_[(size_t)fit_.choice];
       packed_x_ = a.X_all;
     }
+    plan_.split_products = split_;
     const int st = stationary_epoch(&plan_, a.params, a.velocity, a.labels_all, a.order, a.n, a.batch, a.lr,
                                     a.momentum, a.step_loss, a.stream);
     if (st != MLP_OK) throw SubmissionError("stationary path: epoch returned " + std::string(status_name(st)), st);
@@ -111,7 +117,7 @@ class StationaryPath : public KernelPath {
     int m = -1, need = 0;
     if (why_not(k, lim).empty()) {
       cudaFuncAttributes fa;
-      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::k_stationary_epoch<CL, U>);
+      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::epoch_kernel<CL, U>(split_));
       if (e == cudaSuccess) {
         k.regs = fa.numRegs;
         k.static_smem = (long long)fa.sharedSizeBytes;
@@ -130,6 +136,7 @@ class StationaryPath : public KernelPath {
     max_active_.push_back(m);
   }
 
+  const bool split_;
   bool fitted_ = false;
   MlpShape fit_shape_{};
   int fit_batch_ = 0;
@@ -142,6 +149,8 @@ class StationaryPath : public KernelPath {
 
 }  // namespace
 
-std::unique_ptr<KernelPath> make_stationary_path() { return std::make_unique<StationaryPath>(); }
+std::unique_ptr<KernelPath> make_stationary_path(bool split_products) {
+  return std::make_unique<StationaryPath>(split_products);
+}
 
 }  // namespace mlp

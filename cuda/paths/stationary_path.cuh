@@ -16,6 +16,7 @@ struct StationaryPlan {
   int clusters = 0;          // G = ceil(256 / U)
   int max_active_clusters = 0;  // cudaOccupancyMaxActiveClusters for that shape
   bool cooperative = true;   // launched with the cooperative attribute (false when refused)
+  bool split_products = true;  // the FP32 form (TF32 big + small products); false: TF32 products
   size_t smem = 0;           // dynamic shared memory per block (bytes)
   int n_total = 0;
   uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes
@@ -71,11 +72,22 @@ inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], 
   return cfg;
 }
 
+// The epoch kernel of a shape in its FP32 form (split products) or its TF32 one.
+template <int CL, int U>
+inline void (*epoch_kernel(bool split))(Args) {
+  return split ? k_stationary_epoch<CL, U, true> : k_stationary_epoch<CL, U, false>;
+}
+
+// Both forms get the shape's dynamic shared memory; the count is the FP32 form's (the same
+// shared memory and block, one block an SM, so the same co-residency).
 template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
   using C = Cfg<CL, U>;
-  cudaError_t e = cudaFuncSetAttribute(k_stationary_epoch<CL, U>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
-  if (e != cudaSuccess) return e;
+  cudaError_t e = cudaSuccess;
+  for (bool split : {true, false}) {
+    e = cudaFuncSetAttribute(epoch_kernel<CL, U>(split), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+    if (e != cudaSuccess) return e;
+  }
   cudaLaunchAttribute attr[2];
   const cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, /*cooperative=*/false);
   return cudaOccupancyMaxActiveClusters(out, k_stationary_epoch<CL, U>, &cfg);
@@ -122,14 +134,15 @@ template <int CL, int U>
 inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, p->cooperative, stream);
-  cudaError_t e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
+  void (*kernel)(Args) = epoch_kernel<CL, U>(p->split_products);
+  cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy
     // check in stationary_prepare (all clusters fit at once) and the wait's timeout.
     (void)cudaGetLastError();
     p->cooperative = false;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, k_stationary_epoch<CL, U>, args);
+    e = cudaLaunchKernelEx(&cfg, kernel, args);
   }
   return e;
 }

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
     add_stationary<8, 16>(n, l);  // wstat::kShapes, in its order (stationary_path.cu asserts it)
     add_stationary<8, 20>(n, l);
     add_stationary<4, 12>(n, l);
-    out.set("stationary", fit_json(choose(n, l, lim)));
+    const PathFit stationary = choose(n, l, lim);
+    out.set("stationary", fit_json(stationary));
+    out.set("stationary-tf32", fit_json(stationary));  // the same kernel shape with one MMA a product
     // tiled: ordinary launches of at most 256 threads and its GEMMs' 32 KiB of static shared memory;
     // tiled-tf32 and tiled-bf16 the same with the tensor-core GEMMs' 34 KiB (two stages of 16 rows of
     // 128 + 8 floats for each operand), on compute capability 8.0 and later.

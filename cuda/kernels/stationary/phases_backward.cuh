@@ -139,8 +139,9 @@ __device__ __forceinline__ void w2_updates(const Block<CL, U>& B, const Args& a,
 }
 
 // G's products of m-tile mt (A = Xᵀ, exact p; rows of the m-tile past KPM read as 0) with dH's big
-// parts (acc) and small parts (acs) over the 128 batch rows, k-steps of 8.
-template <int CL, int U>
+// parts (acc) and small parts (acs; SPLIT false: none, TF32 products) over the 128 batch rows,
+// k-steps of 8.
+template <bool SPLIT, int CL, int U>
 __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L, const float* Xs, int mt,
                                            typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs) {
   using C = Cfg<CL, U>;
@@ -159,7 +160,7 @@ __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L
     for (int nt = 0; nt < C::kNT; ++nt) {
       const float4 f = df[(ks * C::kNT + nt) * 32];
       mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
-      mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
+      if constexpr (SPLIT) mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
     }
   }
 }
@@ -167,7 +168,7 @@ __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L
 // G of m-tile mt = warp + 7·mi of a warp w < 7: acc, acs get its products, then its dW1 (with db1
 // in rank 0's row KS) updates the elements of wr[mi], vr[mi] (v = μ·v − λ·g/255, w += v), and
 // their F1 fragments go to Wf.
-template <int CL, int U>
+template <bool SPLIT, int CL, int U>
 __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, const Args& a, const float* Xs, int mi,
                                         typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs,
                                         typename Cfg<CL, U>::Regs& wr, typename Cfg<CL, U>::Regs& vr) {
@@ -178,7 +179,7 @@ __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, c
   for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-  g_products(B, L, Xs, mt, acc, acs);
+  g_products<SPLIT>(B, L, Xs, mt, acc, acs);
 #pragma unroll
   for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
@@ -202,7 +203,7 @@ __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, c
 
 // G, after barrier B: warp w < 7 takes m-tiles mt = w + 7·mi of the slice rows x kNT n-tiles of
 // units (g_mtile; acc, acs are its accumulators), warp 7 does the W2 update meanwhile.
-template <int CL, int U>
+template <bool SPLIT, int CL, int U>
 __device__ __forceinline__ void g_update(const Block<CL, U>& B, const Lanes& L, const Args& a, const float* Xs,
                                          typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs,
                                          typename Cfg<CL, U>::Regs& wr, typename Cfg<CL, U>::Regs& vr, int t, int nb) {
@@ -211,7 +212,7 @@ __device__ __forceinline__ void g_update(const Block<CL, U>& B, const Lanes& L, 
 #pragma unroll
     for (int mi = 0; mi < C::kMTw; ++mi) {
       if (L.warp + C::kGWm * mi < C::kMT) {
-        g_mtile(B, L, a, Xs, mi, acc, acs, wr, vr);
+        g_mtile<SPLIT>(B, L, a, Xs, mi, acc, acs, wr, vr);
       }
     }
   } else {
