@@ -159,8 +159,12 @@ __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L
 #pragma unroll
     for (int nt = 0; nt < C::kNT; ++nt) {
       const float4 f = df[(ks * C::kNT + nt) * 32];
-      mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
-      if constexpr (SPLIT) mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
+      if constexpr (SPLIT) {
+        mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+        mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
+      } else {  // two chains, as in F1
+        mma_tf32(ks % 2 == 0 ? acc[nt] : acs[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
+      }
     }
   }
 }
