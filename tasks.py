@@ -243,7 +243,7 @@ def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False):
     ratio is taken against the fastest PyTorch variant that passed. In parts that fit a device
     call: `python -m harness.studies.sweep --widths ... --batches none --points none`, then the
     rest, then `--collect-only --report`. A point that produced a CUDA timing replaces
-    results/sweep/<point>/, and sweep.json, SWEEP.md and its two plots are written together. A
+    results/sweep/<point>/, and sweep.json, SWEEP.md and its three plots are written together. A
     sweep in which no point produced one writes nothing of the committed results."""
     from harness.studies.sweep import SWEEP_MD, data_for, parse_epochs, parse_points, sweep as run_sweep
     widths, batches = parse_points(widths, batches)

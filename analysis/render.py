@@ -24,7 +24,8 @@ PLOT_FILES = {"loss": "loss_per_epoch.png", "loss_deviation": "loss_deviation.pn
               "stationary_phases": "stationary_phases.png"}
 KERNEL_PLOT = "{path}_kernel_breakdown.png"   # one per profiled path
 SWEEP_PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
-                    "step_time": "sweep_step_time_vs_batch.png"}
+                    "step_time": "sweep_step_time_vs_batch.png",
+                    "precision_speedup": "sweep_speedup_by_precision_vs_width.png"}
 
 
 def load_template(path) -> jinja2.Template:
@@ -223,13 +224,14 @@ def render_supervised(run: dict, run_path, out_path, templates_dir) -> dict:
 
 
 def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> dict:
-    """{path: text or bytes} of SWEEP.md and its two plots."""
+    """{path: text or bytes} of SWEEP.md and its three plots."""
     out_path, plots_dir = Path(out_path), Path(plots_dir)
     template = load_template(Path(templates_dir) / SWEEP_TEMPLATE)
     ctx = sweep_mod.sweep(doc)
     images = {"speedup": plots.speedup_plot(ctx["_width_points"], ctx["torch_names"]),
               "step_time": plots.step_time_plot(ctx["_batch_points"], ctx["cuda_names"],
-                                                ctx["torch_names"])}
+                                                ctx["every_torch_names"]),
+              "precision_speedup": plots.precision_speedup_plot(ctx["_precision_speedups"])}
     ctx["plots"] = {k: link(plots_dir / SWEEP_PLOT_FILES[k], out_path.parent) for k in images}
     ctx["source"] = shown_name(sweep_path, out_path.parent)
     return {out_path: template.render(**ctx)} | {plots_dir / SWEEP_PLOT_FILES[k]: v

@@ -680,7 +680,7 @@ def _hashes(*roots) -> dict:
 
 
 def _committed(tmp_path):
-    """A results folder as committed: four points, sweep.json, SWEEP.md and the two plots."""
+    """A results folder as committed: four points, sweep.json, SWEEP.md and the three plots."""
     results = _fixture_results(tmp_path)
     sweep.collect(results, widths=[64, 256], batches=[128, 512])
     report = tmp_path / "SWEEP.md"

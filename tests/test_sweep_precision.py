@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis import plots, sweep_report
+from analysis.sections import sweep as sweep_sec
 from harness.baseline import registry
 from harness.studies import sweep
 from spec import schema
@@ -252,3 +254,100 @@ def test_the_schema_holds_the_per_precision_entries(tmp_path):
     bad["config"]["precisions"] = ["fp32", "fp8"]
     with pytest.raises(schema.SchemaError, match=r"config.precisions\[1\]"):
         schema.validate(bad, "sweep", "sweep.json")
+
+
+# ----------------------------------------------------------------------------- SWEEP.md
+
+def _collect_and_render(root: Path, tmp_path: Path, name: str, **kw) -> tuple[str, Path]:
+    for hidden, batch in ((64, 128), (256, 128), (2048, 128), (256, 512)):
+        write_point(root, hidden, batch, **kw)
+    shutil.copy(CEILINGS, root / "ceilings.json")
+    sweep.collect(root, widths=[64, 256, 2048], batches=[128, 512], extra_points=())
+    out, plots_dir = tmp_path / name / "SWEEP.md", tmp_path / name / "plots"
+    sweep_report.render(root / "sweep.json", out, plots_dir=plots_dir)
+    return out.read_text(), plots_dir
+
+
+def _section(text: str, head: str, end: str) -> str:
+    return text.split(head, 1)[1].split(end, 1)[0]
+
+
+def test_sweep_md_has_a_section_per_precision_with_its_marks_and_parity(tmp_path):
+    text, plots_dir = _collect_and_render(tmp_path / "r", tmp_path, "every")
+    doc = json.loads((tmp_path / "r" / "sweep.json").read_text())
+    tf32 = _section(text, "### TF32: ours against PyTorch's fastest TF32 variant", "### BF16")
+    bf16 = _section(text, "### BF16: ours against PyTorch's fastest BF16 variant", "## Setup")
+    rows = {ln.split(" | ")[0].lstrip("| "): ln for ln in tf32.splitlines() if ln.startswith("| h")}
+    assert list(rows) == ["h64_b128", "h256_b128", "h2048_b128", "h256_b512"]   # headline order
+    pts = {p["label"]: p for p in doc["points"]}
+    for label, ln in rows.items():
+        e = pts[label]["precisions"]["tf32"]
+        assert f"| `{e['best_cuda_path']}` (float32) |" in ln
+        assert f"| `{e['fastest_pytorch_variant']}` |" in ln
+        assert f"| {e['ratio_best_cuda_vs_fastest_pytorch']:.3g}× |" in ln
+        assert f"| {e['parity_vs_fused']:.3g} | 0.01 | none |" in ln
+        assert f"| {e['epoch1_accuracy_gap_pp']:+.2f} pp |" in ln
+    judged = [pts[n]["precisions"]["tf32"]["ratio_best_cuda_vs_fastest_pytorch"] for n in rows]
+    met = sum(1 for r in judged if r <= 0.8)
+    assert f"The acceptance is met at {met} of the 4 points with both timings" in tf32
+    # bf16 at width 2048: its one path over the parity limit, none passed, said in the row
+    brow = next(ln for ln in bf16.splitlines() if ln.startswith("| h2048_b128 |"))
+    assert "| none passed: `tiled-bf16` |" in brow and "| none of ours passed |" in brow
+    assert "| — | — | `tiled-bf16` |" in brow       # no best path's parity; the path over it
+    assert "A path over its parity limit at `h2048_b128`." in bf16
+    # the plot: one line per precision, named in SWEEP.md
+    assert "plots/sweep_speedup_by_precision_vs_width.png" in text
+    assert (plots_dir / "sweep_speedup_by_precision_vs_width.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| TF32 | paths `tiled-tf32`; PyTorch variants `cuda-graph-tf32`, `compiled-step-tf32`" in text
+
+
+def test_the_plot_draws_a_line_per_precision_from_the_json(tmp_path):
+    _collect_and_render(tmp_path / "r", tmp_path, "every")
+    doc = json.loads((tmp_path / "r" / "sweep.json").read_text())
+    ctx = sweep_sec.sweep(doc)
+    lines = {ln["precision"]: ln["points"] for ln in ctx["_precision_speedups"]}
+    assert set(lines) == set(PRECISIONS)
+    assert [h for h, _ in lines[BF16]] == [64, 256]    # at 2048 no bf16 path of ours passed
+    width = {p["hidden"]: p for p in doc["points"] if "width" in p["sweeps"]}
+    for prec, pts in lines.items():
+        ratios = {h: p["precisions"][prec]["ratio_best_cuda_vs_fastest_pytorch"]
+                  for h, p in width.items()}
+        assert [h for h, _ in pts] == sorted(h for h, r in ratios.items() if r is not None)
+        for h, x in pts:
+            assert x == pytest.approx(1 / width[h]["precisions"][prec]["ratio_best_cuda_vs_fastest_pytorch"])
+    # another ratio draws another plot
+    changed = [dict(ln, points=[(h, 2 * x) for h, x in ln["points"]])
+               for ln in ctx["_precision_speedups"]]
+    assert plots.precision_speedup_plot(changed) != plots.precision_speedup_plot(ctx["_precision_speedups"])
+
+
+def test_the_fp32_sections_of_sweep_md_are_unchanged_by_the_other_precisions(tmp_path):
+    """The fp32 headline, the fp32 tables of the width and batch sweeps, the parity table and
+    the two fp32 plots are what they were without a tf32 or bf16 path or variant."""
+    only, only_plots = _collect_and_render(tmp_path / "a", tmp_path, "only",
+                                           paths=FP32_PATHS, variants=FP32_VARIANTS)
+    every, every_plots = _collect_and_render(tmp_path / "b", tmp_path, "every")
+    for head, end in (("## Headline", "## Every precision"),
+                      ("## Parity with float64, one epoch", "## Roofline"),
+                      ("## Roofline", "## Width sweep"),
+                      ("## Width sweep", "## Every path and variant")):
+        a = _section(only, head, end).replace(str(tmp_path / "a"), "ROOT")
+        b = _section(every, head, end).replace(str(tmp_path / "b"), "ROOT")
+        if head == "## Parity with float64, one epoch":    # its last column names every path over
+            a, b = a.replace("`tiled-bf16`", ""), b.replace(", `tiled-bf16`", "")   # its limit
+        assert a == b, head
+    assert (only_plots / "sweep_speedup_vs_width.png").read_bytes() == \
+        (every_plots / "sweep_speedup_vs_width.png").read_bytes()
+    # without them, each other precision's section says it was not measured
+    assert only.count("Not measured in this sweep: no point has a path of ours or a PyTorch "
+                      "variant of precision") == 2
+
+
+def test_an_older_sweep_json_renders_fp32_alone(tmp_path):
+    old = HERE / "fixtures" / "results" / "sweep.json"
+    out, plots_dir = tmp_path / "SWEEP.md", tmp_path / "plots"
+    sweep_report.render(old, out, plots_dir=plots_dir)
+    text = out.read_text()
+    assert text.count("Not measured in this sweep: no point has a path of ours") == 2
+    ctx = sweep_sec.sweep(json.loads(old.read_text()))
+    assert [ln["precision"] for ln in ctx["_precision_speedups"]] == [FP32]

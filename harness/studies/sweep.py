@@ -46,7 +46,7 @@ with its error and the sweep goes on. The committed evidence is never lost to a 
 runs in a staging folder, results/sweep/<label>.new/; a point that timed a CUDA path then replaces
 results/sweep/<label>/ (the old folder removed only after the rename), while one that did not keeps
 the old folder and leaves its own files in results/sweep/<label>.failed/. At the end sweep.json
-(and, with `report`, SWEEP.md and its two plots) are written together, all or none, and only when
+(and, with `report`, SWEEP.md and its three plots) are written together, all or none, and only when
 some point timed a CUDA path: a sweep that timed nothing (no GPU) writes none of them. An
 interrupted sweep leaves the points it finished in their folders (point.json each), from which
 --collect-only rebuilds sweep.json. The format is in docs/formats.md.
@@ -697,7 +697,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
           variants: str | Sequence[str] | None = None, parity: bool = True,
           report: Path | None = None, precisions: str | Sequence[str] | None = None) -> dict:
     """Run every point and, when some point timed a CUDA path, write results_dir/sweep.json
-    (with `report`: also that SWEEP.md and results_dir/plots' two sweep plots, all together);
+    (with `report`: also that SWEEP.md and results_dir/plots' three sweep plots, all together);
     returns the sweep's object either way.
 
     binary: the mlp_train to run (default build/mlp_train; the default paths come from the
@@ -824,7 +824,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
 
 
 def _outputs(doc: dict, out_path: Path, report: Path | None, plots_dir: Path) -> dict:
-    """{path: content} of sweep.json and, with `report`, SWEEP.md and its two plots."""
+    """{path: content} of sweep.json and, with `report`, SWEEP.md and its three plots."""
     outputs = {out_path: json.dumps(doc, indent=2) + "\n"}
     if report is not None:
         from analysis import render as renderer
@@ -1021,7 +1021,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout", type=lambda t: validate.positive_seconds(t, "--timeout"), default=DEFAULT_TIMEOUT_S,
                     help="time limit of each subprocess of a point, seconds")
     ap.add_argument("--report", action="store_true",
-                    help=f"also write {_rel(SWEEP_MD)} and its two plots (with sweep.json, together)")
+                    help=f"also write {_rel(SWEEP_MD)} and its three plots (with sweep.json, together)")
     ap.add_argument("--collect-only", action="store_true",
                     help="rebuild sweep.json from results/sweep/*/ without running anything")
     args = ap.parse_args(argv)
