@@ -352,34 +352,41 @@ def precision_speedup_plot(lines: list[dict]) -> bytes:
 def precision_accuracy_plot(rows: list[dict]) -> bytes:
     """rows: {"label" (a precision), "bars": [{"side" ("ours" / "PyTorch"), "name", "last5",
     "last"}]}: per precision a bar per side, its last-5-mean test accuracy less float64's (pp),
-    with a marker at its last epoch's; a side not measured gets no bar and says so."""
+    with a marker at its last epoch's; a side not measured gets no bar and says so. The names
+    of the path and the variant are in the precision's tick label."""
     sides = ("ours", "PyTorch")
     colours = {"ours": "tab:blue", "PyTorch": "tab:orange"}
     width = 0.38
     with matplotlib.rc_context(_STYLE):
         fig = _figure(8.0, 4.5)
         ax = fig.add_subplot()
-        seen = set()
+        seen, values, ticks = set(), [0.0], []
         for i, row in enumerate(rows):
+            names = []
             for j, side in enumerate(sides):
                 bar = next((b for b in row["bars"] if b["side"] == side), None)
                 x = i + (j - 0.5) * width
                 if bar is None or not finite(bar.get("last5")):
-                    ax.text(x, 0.0, "not\nmeasured", ha="center", va="bottom", fontsize=7,
-                            color="grey")
+                    ax.text(x, 0.5, "not measured", ha="center", va="center", fontsize=7,
+                            color="grey", rotation=90, transform=ax.get_xaxis_transform())
+                    names.append(f"{side}: —")
                     continue
+                names.append(f"{side}: {bar['name']}")
                 ax.bar([x], [bar["last5"]], width=width * 0.95, color=colours[side],
                        label=None if side in seen else f"{side}: mean of the last 5 epochs")
                 seen.add(side)
+                values.append(bar["last5"])
                 if finite(bar.get("last")):
                     ax.plot([x], [bar["last"]], "kD", markersize=4,
                             label=None if "last" in seen else "last epoch")
                     seen.add("last")
-                ax.annotate(bar["name"], (x, 0.0), textcoords="offset points",
-                            xytext=(0, -12 if bar["last5"] >= 0 else 4), ha="center",
-                            fontsize=6, rotation=0)
+                    values.append(bar["last"])
+            ticks.append("\n".join([row["label"], *names]))
+        lo, hi = min(values), max(values)
+        pad = 0.15 * (hi - lo) or 0.5
+        ax.set_ylim(lo - pad, hi + pad)
         ax.axhline(0.0, color="grey", linewidth=1.0)
-        ax.set_xticks(list(range(len(rows))), [r["label"] for r in rows])
+        ax.set_xticks(list(range(len(rows))), ticks, fontsize=8)
         ax.set_xlim(-0.7, len(rows) - 0.3)
         ax.set_ylabel("test accuracy less float64's, percentage points")
         ax.set_title("Test accuracy against float64 per precision, at the recipe point")

@@ -154,6 +154,20 @@ def goals(run: dict, torch: dict | None) -> dict:
     return {"rows": rows, "source": c.GOALS_SOURCE}
 
 
+def last_n_accuracy(rec: dict):
+    """The mean test accuracy over the last LAST_N_ACCURACY epochs of a path, variant or the
+    float64 reference: its recorded `test_accuracy_last5_mean`, else from its per-epoch list;
+    None where neither has it."""
+    return _last_n(rec)
+
+
+def relative_losses(losses, ref) -> list[tuple[int, float]]:
+    """[(epoch from 1, loss / float64 loss − 1)] over the epochs both curves have, a finite
+    float64 loss that is not zero beside a finite loss (signed: above float64 is positive)."""
+    return [(e + 1, x / r - 1.0) for e, (x, r) in enumerate(zip(losses or [], ref or []))
+            if is_number(x) and is_number(r) and r]
+
+
 def _last_n(rec: dict):
     v = rec.get("test_accuracy_last5_mean") if c.LAST_N_ACCURACY == 5 else None
     if not missing(v):
@@ -204,8 +218,7 @@ def loss_deviation(run: dict, torch: dict | None) -> list[dict]:
     for s in loss_series(run, torch):
         if s["kind"] == "reference":
             continue
-        pts = [(e + 1, abs(x / r - 1.0)) for e, (x, r) in enumerate(zip(s["loss"], ref))
-               if is_number(x) and is_number(r) and r]
+        pts = [(e, abs(d)) for e, d in relative_losses(s["loss"], ref)]
         if pts:
             out.append({"kind": s["kind"], "name": s["name"], "epochs": [e for e, _ in pts],
                         "dev": [d for _, d in pts]})

@@ -28,8 +28,7 @@ GOAL_RATIO = 0.5         # ... and the goal
 UNKNOWN = "unknown"      # an accumulator run.json does not state
 SWEEP_ORDER = ("width", "batch", "extra")
 PRECISION_ISSUE = "Mixed precision with measured parity"
-PRECISION_LABELS = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}   # as the report writes them
-assert set(PRECISION_LABELS) == set(PRECISIONS)
+PRECISION_LABELS = c.PRECISION_LABELS
 OTHER_PRECISIONS = tuple(p for p in PRECISIONS if p != FP32)   # SWEEP.md's per-precision sections
 
 
