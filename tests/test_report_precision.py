@@ -249,3 +249,21 @@ def test_abs_pct():
     assert fmt.abs_pct(None) == "—" and fmt.abs_pct(0) == "0%"
     assert fmt.abs_pct(0.0123) == "1.23%" and fmt.abs_pct(-0.0123) == "1.23%"
     assert fmt.abs_pct(3e-6) == "0.0003%"
+
+
+def test_the_epoch_time_tables_ratio_is_against_pytorchs_fastest_of_the_rows_precision(inputs):
+    _with_precisions(inputs[0])
+    ctx = _context(inputs)
+    torch = json.loads((inputs[0] / "pytorch.json").read_text())
+    best = {p: (b or {}).get("median_ms") for p, b in torch["fastest_by_precision"].items()}
+    rows = {(r["kind"], r["name"]): r for r in ctx["timing"]["rows"]}
+    run = json.loads((inputs[0] / "run.json").read_text())
+    for name, rec in run["paths"].items():
+        if rec.get("median_ms") is None:
+            continue
+        want = rec["median_ms"] / best[rec.get("precision", FP32)]
+        assert rows[("cuda", name)]["vs_best_torch"] == pytest.approx(want), name
+    assert ctx["timing"]["best_torch"] == torch["fastest_by_precision"][FP32]["variant"]
+    text = _render(inputs)
+    assert ("for a row of another precision over PyTorch's fastest of that precision (TF32: "
+            f"`cuda-graph-tf32`, {best[TF32]:.3f} ms; BF16: `compiled-step-bf16`") in text
