@@ -232,25 +232,31 @@ def reference(c):
             "batches": "comma-separated batches at width 256 (default 32,64,...,2048; none: skip)",
             "epochs": "epochs per point, at least 2 (epoch 0 is a warm-up, not timed; default 20)",
             "pytorch": "also run PyTorch eager, cuda-graph and compiled-step at every point (default: on)",
-            "full": "train on data/full, the 60,000-image split (`invoke data --full` first)"})
-def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False):
+            "full": "train on data/full, the 60,000-image split (`invoke data --full` first)",
+            "precisions": "precisions of PyTorch's sweep variants, fp32 among them (default "
+                          "fp32,tf32,bf16; fp32: without the tf32 and bf16 variants)"})
+def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, precisions=None):
     """Width and batch sweep of the best CUDA path against PyTorch's fastest: results/sweep.json, SWEEP.md.
 
     Each point (harness/studies/sweep.py's defaults: widths 64..16,384 at batch 128, batches
     32..2,048 at width 256, and width 4,096 at batch 2,048) runs build/mlp_train --perf-only
     --parity over every path of the binary (opt-in ones included) into a staging folder, then
     PyTorch eager, cuda-graph and compiled-step (TF32 off) on that point's weights and order; the
-    ratio is taken against the fastest PyTorch variant that passed. In parts that fit a device
+    ratio is taken against the fastest PyTorch variant that passed. cuda-graph and compiled-step
+    also run at tf32 and bf16 (--precisions fp32 leaves them out), and each precision's best path
+    of ours is set against PyTorch's fastest of the same precision. In parts that fit a device
     call: `python -m harness.studies.sweep --widths ... --batches none --points none`, then the
     rest, then `--collect-only --report`. A point that produced a CUDA timing replaces
-    results/sweep/<point>/, and sweep.json, SWEEP.md and its two plots are written together. A
+    results/sweep/<point>/, and sweep.json, SWEEP.md and its three plots are written together. A
     sweep in which no point produced one writes nothing of the committed results."""
-    from harness.studies.sweep import SWEEP_MD, data_for, parse_epochs, parse_points, sweep as run_sweep
+    from harness.studies.sweep import (SWEEP_MD, data_for, parse_epochs, parse_points,
+                                       parse_precisions, sweep as run_sweep)
     widths, batches = parse_points(widths, batches)
     epochs = parse_epochs(epochs)
+    parse_precisions(precisions)          # a bad name stops here, before anything runs
     data_dir, train_size = data_for(full)
     doc = run_sweep(widths=widths, batches=batches, epochs=epochs, pytorch=pytorch, data_dir=data_dir,
-                    train_size=train_size, report=SWEEP_MD)
+                    train_size=train_size, report=SWEEP_MD, precisions=precisions)
     if not any(p["best_cuda"] is not None for p in doc["points"]):
         raise Exit("sweep: no point produced a CUDA timing; the committed results are untouched "
                    "(results/sweep/<point>.failed/ hold this run's logs)", code=1)

@@ -86,6 +86,17 @@ def rel_pct(rel) -> str:
     return f"{p:+.2f}%" if abs(p) >= 0.01 else f"{p:+.2g}%"
 
 
+def abs_pct(rel) -> str:
+    """A relative size (fraction, >= 0: a mean absolute deviation) as a percentage, small ones
+    in e-notation; rel_pct without the sign."""
+    if missing(rel):
+        return "—"
+    p = 100.0 * abs(float(rel))
+    if p == 0:
+        return "0%"
+    return f"{p:.2f}%" if p >= 0.01 else f"{p:.2g}%"
+
+
 def signed(x, digits: int = 2) -> str:
     return "—" if missing(x) else f"{float(x):+.{digits}f}"
 
@@ -160,5 +171,5 @@ def plural(n, one: str = "", many: str = "s") -> str:
 
 
 FILTERS = {f.__name__: f for f in (
-    ms, ns_as_ms, ns_as_us, pct, cv, ratio, ratio3, g, num, integer, us, mib, speedup, rel_pct,
+    ms, ns_as_ms, ns_as_us, pct, cv, ratio, ratio3, g, num, integer, us, mib, speedup, rel_pct, abs_pct,
     signed, fixed, sig3, frac3, launches, code, cell, first_line, cuda_version, names, plural)}

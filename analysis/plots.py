@@ -10,7 +10,11 @@ give the same bytes on a machine with the same matplotlib and FreeType.
     epoch_time_plot(rows)         median epoch time with min-max whiskers, one row per run
     phase_plot(breakdowns, rows)  the persistent epoch's parts as stacked bars
     kernel_breakdown_plot(rows)   total time per kernel row of one profiled epoch
-    speedup_plot, step_time_plot  the sweep's two plots
+    speedup_plot, step_time_plot  the sweep's fp32 plots
+    precision_speedup_plot(lines) the sweep's speed-up over PyTorch's fastest of the same precision
+                                  against width, one line per precision
+    precision_accuracy_plot(rows) RESULTS.md's test-accuracy deviation from float64 per precision,
+                                  ours beside PyTorch's
 """
 from __future__ import annotations
 
@@ -312,3 +316,82 @@ def step_time_plot(batch_points: list[dict], cuda_names: list[str],
                 drawn += xs
         return _finish(fig, ax, drawn, "", "batch size",
                        "µs per training step: median epoch / steps (log)", "Step time against batch size")
+
+
+PRECISION_COLOURS = {"fp32": "tab:blue", "tf32": "tab:orange", "bf16": "tab:green"}
+
+
+@_memo
+def precision_speedup_plot(lines: list[dict]) -> bytes:
+    """lines: {"precision", "label", "points": [(hidden, speed-up)]}: per precision, PyTorch's
+    fastest variant of that precision over our best path of it (median over median) against the
+    hidden width; the acceptance's and the goal's speed-ups as dotted lines."""
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(8.0, 4.5)
+        ax = fig.add_subplot()
+        drawn = []
+        for i, line in enumerate(lines):
+            xs = [h for h, _ in line["points"]]
+            ys = [x for _, x in line["points"]]
+            ax.plot(xs, ys, "-", marker="os^"[i % 3], markersize=4, linewidth=1.5,
+                    label=f"{line['label']}: over PyTorch's fastest {line['label']} variant",
+                    color=PRECISION_COLOURS.get(line["precision"], "tab:purple"))
+            drawn += xs
+        if drawn:
+            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
+            ax.axhline(1.0 / ACCEPTANCE_RATIO, color="tab:red", linestyle=":", linewidth=1.0,
+                       label=f"acceptance (ratio ≤ {ACCEPTANCE_RATIO:g})")
+            ax.axhline(1.0 / GOAL_RATIO, color="black", linestyle=":", linewidth=1.0,
+                       label=f"goal (ratio ≤ {GOAL_RATIO:g})")
+        return _finish(fig, ax, drawn, "×", "hidden width",
+                       "speed-up: PyTorch median / our best median (log)",
+                       "Speed-up over PyTorch's fastest of the same precision against hidden width")
+
+
+@_memo
+def precision_accuracy_plot(rows: list[dict]) -> bytes:
+    """rows: {"label" (a precision), "bars": [{"side" ("ours" / "PyTorch"), "name", "last5",
+    "last"}]}: per precision a bar per side, its last-5-mean test accuracy less float64's (pp),
+    with a marker at its last epoch's; a side not measured gets no bar and says so. The names
+    of the path and the variant are in the precision's tick label."""
+    sides = ("ours", "PyTorch")
+    colours = {"ours": "tab:blue", "PyTorch": "tab:orange"}
+    width = 0.38
+    with matplotlib.rc_context(_STYLE):
+        fig = _figure(8.0, 4.5)
+        ax = fig.add_subplot()
+        seen, values, ticks = set(), [0.0], []
+        for i, row in enumerate(rows):
+            names = []
+            for j, side in enumerate(sides):
+                bar = next((b for b in row["bars"] if b["side"] == side), None)
+                x = i + (j - 0.5) * width
+                if bar is None or not finite(bar.get("last5")):
+                    ax.text(x, 0.5, "not measured", ha="center", va="center", fontsize=7,
+                            color="grey", rotation=90, transform=ax.get_xaxis_transform())
+                    names.append(f"{side}: —")
+                    continue
+                names.append(f"{side}: {bar['name']}")
+                ax.bar([x], [bar["last5"]], width=width * 0.95, color=colours[side],
+                       label=None if side in seen else f"{side}: mean of the last 5 epochs")
+                seen.add(side)
+                values.append(bar["last5"])
+                if finite(bar.get("last")):
+                    ax.plot([x], [bar["last"]], "kD", markersize=4,
+                            label=None if "last" in seen else "last epoch")
+                    seen.add("last")
+                    values.append(bar["last"])
+            ticks.append("\n".join([row["label"], *names]))
+        lo, hi = min(values), max(values)
+        pad = 0.15 * (hi - lo) or 0.5
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.axhline(0.0, color="grey", linewidth=1.0)
+        ax.set_xticks(list(range(len(rows))), ticks, fontsize=8)
+        ax.set_xlim(-0.7, len(rows) - 0.3)
+        ax.set_ylabel("test accuracy less float64's, percentage points")
+        ax.set_title("Test accuracy against float64 per precision, at the recipe point")
+        if seen:
+            ax.legend(loc="best", fontsize=8)
+        else:
+            _empty(ax)
+        return _png(fig)

@@ -11,7 +11,8 @@ import jinja2
 from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from spec.provenance import committed_in
-from analysis.sections import common, floor, gate, memory, phases, profiles, roofline, sanitize
+from analysis.sections import common, floor, gate, memory, phases, precision, profiles, roofline
+from analysis.sections import sanitize
 from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
@@ -21,10 +22,12 @@ RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES
 SUPERVISED_TEMPLATE = "RESULTS_supervised.md.j2"
 PLOT_FILES = {"loss": "loss_per_epoch.png", "loss_deviation": "loss_deviation.png",
               "epoch_time": "epoch_time.png", "phases": "persistent_phases.png",
-              "stationary_phases": "stationary_phases.png"}
+              "stationary_phases": "stationary_phases.png",
+              "precision_accuracy": "precision_accuracy_vs_fp64.png"}
 KERNEL_PLOT = "{path}_kernel_breakdown.png"   # one per profiled path
 SWEEP_PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
-                    "step_time": "sweep_step_time_vs_batch.png"}
+                    "step_time": "sweep_step_time_vs_batch.png",
+                    "precision_speedup": "sweep_speedup_by_precision_vs_width.png"}
 
 
 def load_template(path) -> jinja2.Template:
@@ -80,6 +83,7 @@ def results_context(inp: Inputs) -> dict:
         "cases": gate.cases(run), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
+        "precision": precision.table(run, torch),
         "loss_curve": gate.loss_curve(run, torch), "phases": phase,
         "sanitize": sanitize.section(inp.sanitize, inp.sanitize_log, inp.sanitize_reruns,
                                      (inp.sanitize or {}).get("commit") or committed_in(inp.paths["sanitize"])),
@@ -163,6 +167,9 @@ def results_plots(ctx: dict) -> dict[str, bytes]:
             if all(fmt.finite(r[k]) for k in ("median", "min", "max"))]
     if rows:
         out["epoch_time"] = plots.epoch_time_plot(rows)
+    acc_rows = precision.plot_rows(ctx["precision"])
+    if any(r["bars"] for r in acc_rows):
+        out["precision_accuracy"] = plots.precision_accuracy_plot(acc_rows)
     ph = ctx["phases"]
     if ph is not None and ph["breakdowns"]:
         full = [r for r in ph["rows"] if tuple(r["phases"]) == phases.ALL_PHASES]
@@ -223,13 +230,14 @@ def render_supervised(run: dict, run_path, out_path, templates_dir) -> dict:
 
 
 def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> dict:
-    """{path: text or bytes} of SWEEP.md and its two plots."""
+    """{path: text or bytes} of SWEEP.md and its three plots."""
     out_path, plots_dir = Path(out_path), Path(plots_dir)
     template = load_template(Path(templates_dir) / SWEEP_TEMPLATE)
     ctx = sweep_mod.sweep(doc)
     images = {"speedup": plots.speedup_plot(ctx["_width_points"], ctx["torch_names"]),
               "step_time": plots.step_time_plot(ctx["_batch_points"], ctx["cuda_names"],
-                                                ctx["torch_names"])}
+                                                ctx["every_torch_names"]),
+              "precision_speedup": plots.precision_speedup_plot(ctx["_precision_speedups"])}
     ctx["plots"] = {k: link(plots_dir / SWEEP_PLOT_FILES[k], out_path.parent) for k in images}
     ctx["source"] = shown_name(sweep_path, out_path.parent)
     return {out_path: template.render(**ctx)} | {plots_dir / SWEEP_PLOT_FILES[k]: v

@@ -1,11 +1,15 @@
-"""Render SWEEP.md and its two plots from results/sweep.json alone.
+"""Render SWEEP.md and its three plots from results/sweep.json alone.
 
     python -m analysis.sweep_report [--sweep results/sweep.json] [--out SWEEP.md]
                                     [--plots results/plots]
 
 SWEEP.md opens with the headline: at each point the best CUDA path (its accumulator) and its
 median epoch against PyTorch's fastest passed variant (named), their ratio, and whether it meets
-issue "FP32 at scale"'s acceptance and goal. Then the setup (TF32 off, the paths and where their
+issue "FP32 at scale"'s acceptance and goal (fp32 paths against fp32 variants). Then each other
+precision's (tf32, bf16; issue "Mixed precision with measured parity"): at each point our best
+path of that precision against PyTorch's fastest variant of the same precision, the same marks,
+the best path's parity with the fused fp32 path and both sides' first epoch against float64,
+with a plot of each precision's speed-up against the width. Then the setup (TF32 off, the paths and where their
 list came from), the one-epoch parity of each point's best path with float64 beside the two
 epoch-1 accuracies, the roofline floor of each point (analysis/roofline_sweep.py), the width and
 batch sweeps and the extra points (per point: the best CUDA path, its median epoch, CV, images

@@ -228,7 +228,9 @@ RUN = Obj({
     "paths": Map(Obj(_TIMING | {
         "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONONNEG,
         "parity_limit": ONONNEG, "parity_vs_fp64": ONONNEG, "deterministic": OBOOL,
-        "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR}), names=True),
+        "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR, "accumulator": STR,
+        # spec.torch_variants.precision_of_path: absent in run.json written before b45c1cf (fp32)
+        "precision": OneOf(*PRECISIONS)}), names=True),
     "device_limits": Obj({"smem_per_block_optin": INT, "sms": INT, "threads_per_sm": INT,
                           "capped": Map(NUM)}),
     "reference_fp64": Obj(_TIMING | {"passed": BOOL}),
@@ -294,7 +296,24 @@ _METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pc
                     "images_per_s": ONONNEG, "step_us": ONONNEG, "gpu_s_per_1000_images": ONONNEG,
                     "launches_per_step": ONUM, "max_memory_allocated_bytes": ONONNEG,
                     "skipped": OSTR, "accumulator": OSTR, "parity_vs_fp64": ONONNEG,
-                    "parity_limit": ONONNEG, "parity_ok": OBOOL, "epoch1_test_accuracy": OFRAC}))
+                    "parity_limit": ONONNEG, "parity_ok": OBOOL, "epoch1_test_accuracy": OFRAC,
+                    "parity_vs_fused": ONONNEG, "epoch1_loss": ONONNEG,
+                    "precision": Opt(OneOf(*PRECISIONS))}))
+# One precision at a point (harness/studies/sweep.py precision_entry): our best path of that
+# precision against PyTorch's fastest variant of the same precision, the best path's parity with
+# the fused fp32 path, and both sides' first epoch against the float64 epoch.
+_AT_PRECISION = Obj({
+    "paths": Arr(NAME), "variants": Arr(NAME), "no_path": BOOL,
+    "best_cuda_path": ONAME, "best_cuda_median_ms": ONONNEG,
+    "fastest_pytorch_variant": ONAME, "fastest_pytorch_median_ms": ONONNEG,
+    "ratio_best_cuda_vs_fastest_pytorch": ONUM, "ratio_best_cuda_vs": Map(ONUM, names=True),
+    "parity_vs_fused": ONONNEG, "parity_vs_fp64": ONONNEG, "parity_limit": ONONNEG,
+    "parity_ok": OBOOL, "paths_over_parity_limit": Arr(NAME),
+    "epoch1_test_accuracy": OFRAC, "epoch1_accuracy_gap_pp": ONUM, "epoch1_loss_rel_vs_fp64": ONUM,
+    "pytorch_epoch1_test_accuracy": OFRAC, "pytorch_epoch1_accuracy_gap_pp": ONUM,
+    "pytorch_epoch1_loss_rel_vs_fp64": ONUM,
+}, required=("paths", "variants", "no_path", "best_cuda_path", "fastest_pytorch_variant",
+             "ratio_best_cuda_vs_fastest_pytorch"))
 # A point's roofline (analysis/roofline_sweep.py): the floor and the two medians against it.
 _AGAINST = Opt(Obj({"ms": ONONNEG, "share_of_floor": ONONNEG, "achieved_tflops": ONONNEG,
                     "path": ONAME, "variant": ONAME}))
@@ -315,7 +334,8 @@ SWEEP = Obj({
                    "batch_sweep_hidden": INT, "input_dim": INT, "output_dim": INT,
                    "cost_images": INT, "paths": Arr(STR), "pytorch_variants": Arr(STR),
                    "data_dir": OSTR, "lr": NUM, "momentum": NUM,
-                   "extra_points": Arr(Arr(INT)), "paths_source": OSTR, "parity": OBOOL},
+                   "extra_points": Arr(Arr(INT)), "paths_source": OSTR, "parity": OBOOL,
+                   "precisions": Opt(Arr(OneOf(*PRECISIONS)))},
                   required=("widths", "batches", "width_sweep_batch", "batch_sweep_hidden",
                             "input_dim", "output_dim", "cost_images")),
     "points": Arr(Obj({
@@ -330,6 +350,7 @@ SWEEP = Obj({
         "fp64_reference": Opt(Obj({"test_accuracy": OFRAC, "loss": ONONNEG, "seconds": ONONNEG,
                                    "epochs": OINT})),
         "roofline": _ROOFLINE,
+        "precisions": Map(_AT_PRECISION),
         "steps_per_epoch": ONUM, "n_params": ONUM, "train_size": ONUM, "test_size": ONUM,
         "epochs": ONUM,
         "memory": Opt(Obj({"cuda_peak_used_bytes": ONUM,
@@ -466,6 +487,21 @@ def _sweep_checks(doc) -> str | None:
         top = p.get("fastest_pytorch_variant")
         if top is not None and top not in p["pytorch"]:
             return f"points[{i}].fastest_pytorch_variant: {top!r} is not among its PyTorch variants"
+        for prec, e in (p.get("precisions") or {}).items():
+            where = f"points[{i}].precisions.{prec}"
+            if prec not in PRECISIONS:
+                return (f"points[{i}].precisions: key {prec!r} is no precision "
+                        f"({', '.join(PRECISIONS)})")
+            for key, group, names in (("best_cuda_path", "cuda", e["paths"]),
+                                      ("fastest_pytorch_variant", "pytorch", e["variants"])):
+                name = e.get(key)
+                if name is not None and (name not in p[group] or name not in names):
+                    return f"{where}.{key}: {name!r} is not among its {group} entries of {prec!r}"
+            for key, group in (("paths", "cuda"), ("variants", "pytorch")):
+                for name in e[key]:
+                    got = (p[group].get(name) or {}).get("precision", prec)
+                    if name not in p[group] or got != prec:
+                        return f"{where}.{key}: {name!r} is no {group} entry of precision {prec!r}"
     return None
 
 

@@ -1,5 +1,6 @@
 """The two PyTorch variants that the report and the sweep read by name, each for its role, and the
-precisions a variant computes in.
+precisions a variant or a CUDA path computes in (the Python owner of their names; the C++ side's
+owner is cuda/common/precision.h's precision_name, and tests/test_spec.py holds the two equal).
 
 harness/baseline/registry.py registers every variant (these two among them, under these names):
 how to build it, when it runs and its precision. pytorch.json records which variants ran, which
@@ -38,3 +39,14 @@ def precision_of(rec: dict, doc: dict | None = None) -> str | None:
     if isinstance(tf32, dict) and tf32.get("matmul_allow_tf32") is True:
         return None
     return FP32
+
+
+def precision_of_path(rec: dict) -> str | None:
+    """The precision of a run.json path entry `rec`: its "precision" (cuda/cli/run_json.cpp writes
+    it beside "accumulator"); FP32 for an entry without it, as every run.json written before the
+    field (b45c1cf) is of float32 paths only (the binary had no other precision then); None for a
+    name that is none of PRECISIONS."""
+    p = rec.get("precision") if isinstance(rec, dict) else None
+    if p is None:
+        return FP32
+    return p if p in PRECISIONS else None

@@ -228,3 +228,23 @@ def test_write_all_finds_what_is_in_the_way_before_anything_is_written(tmp_path,
         write_all({first: "new", second: b"png"})
     assert "\n" not in str(exc.value) and str(exc.value).startswith("error: ")
     assert sorted((p, p.is_file() and p.read_bytes()) for p in tmp_path.rglob("*")) == before
+
+
+def test_the_precision_names_are_the_cpp_sides():
+    """spec/torch_variants.PRECISIONS (the Python owner) against cuda/common/precision.h's
+    precision_name (the C++ owner, which run.json's paths.*.precision comes from), in enum order.
+    build/mlp_host prints no precision, so the header is read: its switch's `case Precision::X:
+    return "name";` lines, between `precision_name(` and the function's closing brace."""
+    from spec.files import ROOT
+    from spec.torch_variants import PRECISIONS, precision_of_path
+    header = (ROOT / "cuda" / "common" / "precision.h").read_text()
+    enum = re.search(r"enum class Precision \{([^}]*)\}", header).group(1)
+    order = re.findall(r"\b([A-Z][A-Z0-9]*)\s*=\s*(\d+)", enum)
+    body = re.search(r"precision_name\(Precision p\)\s*\{(.*?)\n\}", header, re.S).group(1)
+    names = dict(re.findall(r'case Precision::(\w+):\s*return "(\w+)";', body))
+    assert [e for e, _ in sorted(order, key=lambda x: int(x[1]))] == list(names), (order, names)
+    assert list(names.values()) == list(PRECISIONS)
+    # a run.json path without "precision" (before b45c1cf) is fp32; a name of neither side, none
+    assert precision_of_path({}) == "fp32" == precision_of_path({"precision": "fp32"})
+    assert precision_of_path({"precision": "bf16"}) == "bf16"
+    assert precision_of_path({"precision": "fp16"}) is None

@@ -405,7 +405,9 @@ def test_sweep_driver_survives_failing_points(tmp_path, capsys):
     closing = [ln for ln in progress if re.match(r"\[sweep \d+/\d+\] \w+: ", ln)]
     assert len(closing) == 6 and closing[3].startswith("[sweep 4/6] h512_b128: FAILED")
     assert "[sweep 1/6] h64_b128 - mlp_train (width sweep)" in out
-    assert "[sweep 1/6] h64_b128 - PyTorch eager,cuda-graph,compiled-step ..." in out
+    assert ("[sweep 1/6] h64_b128 - PyTorch eager,cuda-graph,compiled-step,cuda-graph-tf32,"
+            "compiled-step-tf32,cuda-graph-bf16,compiled-step-bf16 ...") in out
+    assert doc["config"]["precisions"] == ["fp32", "tf32", "bf16"]
     assert len(progress) > len(closing)
     # the catalog of the fake binary's folder cannot be read: the fallback paths, said so
     assert doc["config"]["paths"] == list(sweep.FALLBACK_PATHS)
@@ -463,7 +465,10 @@ def test_sweep_in_parts_then_collect(tmp_path, capsys):
     assert doc["points"][-1]["sweeps"] == ["extra"] and doc["points"][-1]["status"] == "ok"
     assert doc["config"]["epochs"] == 3 and doc["config"]["paths"] == ["persistent", "fused"]
     assert doc["config"]["parity"] is True
-    assert doc["config"]["pytorch_variants"] == ["eager", "cuda-graph", "compiled-step"]
+    assert doc["config"]["pytorch_variants"] == ["eager", "cuda-graph", "compiled-step",
+                                                 "cuda-graph-tf32", "compiled-step-tf32",
+                                                 "cuda-graph-bf16", "compiled-step-bf16"]
+    assert doc["config"]["precisions"] == ["fp32", "tf32", "bf16"]
     assert all(p["command"] for p in doc["points"])
     assert doc["complete"] is True
     assert doc["points"][1]["sweeps"] == ["width", "batch"]
@@ -675,7 +680,7 @@ def _hashes(*roots) -> dict:
 
 
 def _committed(tmp_path):
-    """A results folder as committed: four points, sweep.json, SWEEP.md and the two plots."""
+    """A results folder as committed: four points, sweep.json, SWEEP.md and the three plots."""
     results = _fixture_results(tmp_path)
     sweep.collect(results, widths=[64, 256], batches=[128, 512])
     report = tmp_path / "SWEEP.md"

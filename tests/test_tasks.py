@@ -201,6 +201,8 @@ def _evidence_hashes() -> dict:
     (["sweep", "--widths", "0"], "error: --widths '0'"),
     (["sweep", "--batches", "99999999"], "error: --batches '99999999'"),
     (["sweep", "--widths", "none", "--batches", "none"], "no sweep point to run"),
+    (["sweep", "--precisions", "tf32"], "error: --precisions 'tf32': must include fp32"),
+    (["sweep", "--precisions", "fp32,fp16"], "error: --precisions 'fp32,fp16'"),
     (["build", "--arch", "sm_10"], "error: --arch 'sm_10'"),
     (["build", "--arch", "sm_٩٠"], "error: --arch 'sm_٩٠'"),
     (["build", "--arch", "sm_900"], "error: --arch 'sm_900'"),

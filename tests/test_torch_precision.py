@@ -52,8 +52,10 @@ def test_the_six_variants_are_registered_at_their_precision():
         assert v.precision == p and b.precision == FP32, name
         assert v.build.func is b.build and v.build.keywords == {"precision": p}, name  # reused
         assert v.compiled == b.compiled and v.cuda_only == (b.cuda_only or p == TF32), name
-        # in a plain run since the GPU run of ffabfba had them pass; never in the sweep or traced
-        assert v.full_only is None and not v.sweep and not v.traced, name
+        # in a plain run since the GPU run of ffabfba had them pass; never traced; in the sweep
+        # the cuda-graph and compiled-step ones (registry.SWEEP_AT_PRECISION: not eager)
+        assert v.full_only is None and not v.traced, name
+        assert v.sweep == (base in registry.SWEEP_AT_PRECISION) == (base != EAGER), name
         assert v.numerics == registry.NUMERICS[p] and name in registry.listing(), name
     others = [n for n in registry.names() if n not in SIX]
     assert all(registry.get(n).precision == FP32 for n in others)
@@ -61,7 +63,9 @@ def test_the_six_variants_are_registered_at_their_precision():
     assert registry.precision_names(BF16) == ["eager-bf16", "cuda-graph-bf16", "compiled-step-bf16"]
     assert set(SIX) <= set(registry.select()[0])             # a plain run runs them
     assert set(SIX) <= set(registry.select(full=True)[0])    # and --full
-    assert registry.sweep_names() == [EAGER, CUDA_GRAPH, COMPILED_STEP]   # the sweep does not
+    assert registry.sweep_names([FP32]) == [EAGER, CUDA_GRAPH, COMPILED_STEP]   # fp32 first
+    assert registry.sweep_names([TF32]) == ["cuda-graph-tf32", "compiled-step-tf32"]
+    assert registry.sweep_names([BF16]) == ["cuda-graph-bf16", "compiled-step-bf16"]
     assert registry.names()[-len(SIX):] == list(SIX)          # after the fp32 ones
 
 

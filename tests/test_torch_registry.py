@@ -21,7 +21,7 @@ from harness.baseline import variant_traces as vt  # noqa: E402
 from harness.studies import sweep  # noqa: E402
 from spec import layout  # noqa: E402
 from spec.files import ROOT  # noqa: E402
-from spec.torch_variants import CUDA_GRAPH, EAGER  # noqa: E402
+from spec.torch_variants import BF16, CUDA_GRAPH, EAGER, FP32  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sweep"
 sys.path.insert(0, str(FIXTURES))
@@ -75,9 +75,12 @@ def test_the_sweep_and_the_trace_study_run_a_registered_variant(registered, monk
                       data_dir=tmp_path, binary=fake.install_binary(tmp_path),
                       pytorch_cmd=[sys.executable, str(FIXTURES / "fake.py"), "pytorch"],
                       timeout_s=60, extra_points=())
-    assert doc["config"]["pytorch_variants"] == [EAGER, CUDA_GRAPH, COMPILED_STEP, "fake-step"]
+    at_precision = ["cuda-graph-tf32", "compiled-step-tf32", "cuda-graph-bf16", "compiled-step-bf16"]
+    assert doc["config"]["pytorch_variants"] == [EAGER, CUDA_GRAPH, COMPILED_STEP, *at_precision,
+                                                 "fake-step"]
     point = doc["points"][0]
-    assert f"--variants {EAGER},{CUDA_GRAPH},{COMPILED_STEP},fake-step" in point["pytorch_command"]
+    assert (f"--variants {EAGER},{CUDA_GRAPH},{COMPILED_STEP},{','.join(at_precision)},fake-step"
+            in point["pytorch_command"])
     assert point["pytorch"]["fake-step"]["passed"], point["errors"]
 
     traced, written = [], {}
@@ -140,9 +143,16 @@ def test_the_variants_read_by_role_are_registered_and_swept():
 
 
 def test_the_sweep_runs_eager_cuda_graph_and_the_compiled_step():
-    """Issue "FP32 at scale": every sweep point runs these three, and its ratio is against the
-    fastest of them that passed."""
-    assert registry.sweep_names() == [EAGER, CUDA_GRAPH, COMPILED_STEP]
+    """Issue "FP32 at scale": every sweep point runs these three at fp32, and its ratio is
+    against the fastest of them that passed; issue 30: cuda-graph and compiled-step also at tf32
+    and bf16 (registry.SWEEP_AT_PRECISION), after the fp32 ones."""
+    assert registry.sweep_names([FP32]) == [EAGER, CUDA_GRAPH, COMPILED_STEP]
+    assert registry.SWEEP_AT_PRECISION == (CUDA_GRAPH, COMPILED_STEP)
+    assert registry.sweep_names() == [EAGER, CUDA_GRAPH, COMPILED_STEP,
+                                      "cuda-graph-tf32", "compiled-step-tf32",
+                                      "cuda-graph-bf16", "compiled-step-bf16"]
+    assert registry.sweep_names([FP32, BF16]) == [EAGER, CUDA_GRAPH, COMPILED_STEP,
+                                                  "cuda-graph-bf16", "compiled-step-bf16"]
     assert registry.VARIANTS[COMPILED_STEP].compiled and not registry.VARIANTS[COMPILED_STEP].full_only
 
 

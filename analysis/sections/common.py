@@ -25,6 +25,11 @@ GOAL_FASTEST_VS_TORCH_GRAPH = 0.10
 GOAL_FUSED_VS_EAGER = 0.10
 GOAL_MAX_CV_PCT = 5.0
 
+# Each precision's name as the reports write it (spec.torch_variants.PRECISIONS owns the keys).
+PRECISION_LABELS = {torch_variants.FP32: "FP32", torch_variants.TF32: "TF32",
+                    torch_variants.BF16: "BF16"}
+assert set(PRECISION_LABELS) == set(torch_variants.PRECISIONS)
+
 LOSS_CURVE_EPOCHS = 5     # the loss table's first N epochs
 LOSS_CURVE_FLAG = 0.02    # |loss / float64 loss - 1| above this is flagged
 LAST_N_ACCURACY = 5       # test accuracy averaged over the last N epochs (as case 7 does)

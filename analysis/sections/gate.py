@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from analysis.fmt import is_number, missing
 from analysis.sections import common as c
+from spec import torch_variants
 from spec.stats import last_n_mean
 
 
@@ -43,26 +44,34 @@ def path_checks(run: dict) -> list[dict] | None:
 
 def timing(run: dict, torch: dict | None) -> dict:
     """A row per CUDA path and PyTorch variant, with the median against PyTorch eager's and
-    against PyTorch's fastest passing variant."""
+    against PyTorch's fastest passing variant of the row's own precision (fp32's for a record
+    that names none: `best_torch`; a tf32 or bf16 row's: `other_precisions` names them)."""
     variants = (torch or {}).get("variants", {})
     eager = c.passed_median(variants.get(c.EAGER_VARIANT))
     best_torch = c.fastest(variants)
     best_torch_ms = c.passed_median(variants.get(best_torch)) if best_torch else None
-    rows = []
+    by_precision = {p: c.passed_median(variants.get(top)) if (top := c.fastest(variants, p))
+                    else None for p in torch_variants.PRECISIONS}
+    rows, others = [], {}
     for kind, records in (("cuda", run["paths"]), ("pytorch", variants)):
         for name, rec in records.items():
             m = rec.get("median_ms")
+            prec = rec.get("precision", torch_variants.FP32)
+            against = by_precision.get(prec)
+            if prec != torch_variants.FP32 and prec in by_precision:
+                others[prec] = c.fastest(variants, prec)
             rows.append({"name": name, "kind": kind, "status": c.status(rec),
                          "epochs_timed": len(rec.get("epoch_ms") or []),
                          "mean": rec.get("mean_ms"), "median": m, "min": rec.get("min_ms"),
                          "max": rec.get("max_ms"), "cv": rec.get("cv_pct"),
                          "vs_eager": m / eager if eager and not missing(m) else None,
-                         "vs_best_torch": m / best_torch_ms
-                         if best_torch_ms and not missing(m) else None,
+                         "vs_best_torch": m / against if against and not missing(m) else None,
                          "compile_seconds": rec.get("compile_seconds"),
                          "config": rec.get("config") if kind == "cuda" else None})
     return {"rows": rows, "eager_median": eager, "best_torch": best_torch,
-            "best_torch_median": best_torch_ms, "torch_run": torch is not None}
+            "best_torch_median": best_torch_ms, "torch_run": torch is not None,
+            "other_precisions": [{"label": c.PRECISION_LABELS[p], "variant": v,
+                                  "median": by_precision[p]} for p, v in others.items()]}
 
 
 def tier_for(name: str, paths: dict, eager: dict | None) -> dict:
@@ -154,6 +163,20 @@ def goals(run: dict, torch: dict | None) -> dict:
     return {"rows": rows, "source": c.GOALS_SOURCE}
 
 
+def last_n_accuracy(rec: dict):
+    """The mean test accuracy over the last LAST_N_ACCURACY epochs of a path, variant or the
+    float64 reference: its recorded `test_accuracy_last5_mean`, else from its per-epoch list;
+    None where neither has it."""
+    return _last_n(rec)
+
+
+def relative_losses(losses, ref) -> list[tuple[int, float]]:
+    """[(epoch from 1, loss / float64 loss − 1)] over the epochs both curves have, a finite
+    float64 loss that is not zero beside a finite loss (signed: above float64 is positive)."""
+    return [(e + 1, x / r - 1.0) for e, (x, r) in enumerate(zip(losses or [], ref or []))
+            if is_number(x) and is_number(r) and r]
+
+
 def _last_n(rec: dict):
     v = rec.get("test_accuracy_last5_mean") if c.LAST_N_ACCURACY == 5 else None
     if not missing(v):
@@ -204,8 +227,7 @@ def loss_deviation(run: dict, torch: dict | None) -> list[dict]:
     for s in loss_series(run, torch):
         if s["kind"] == "reference":
             continue
-        pts = [(e + 1, abs(x / r - 1.0)) for e, (x, r) in enumerate(zip(s["loss"], ref))
-               if is_number(x) and is_number(r) and r]
+        pts = [(e, abs(d)) for e, d in relative_losses(s["loss"], ref)]
         if pts:
             out.append({"kind": s["kind"], "name": s["name"], "epochs": [e for e, _ in pts],
                         "dev": [d for _, d in pts]})

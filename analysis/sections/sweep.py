@@ -5,12 +5,21 @@ The headline of each point is the best CUDA path's median epoch over the fastest
 variant's at that point (named), judged against the issue's acceptance (a ratio of at most
 ACCEPTANCE_RATIO) and goal (at most GOAL_RATIO). A sweep.json collected before the fastest
 variant, the accumulators, the parity check and the roofline were recorded is read too: what it
-lacks is derived from its medians where it can be, and shown as not recorded where it cannot."""
+lacks is derived from its medians where it can be, and shown as not recorded where it cannot.
+
+Each precision (issue "Mixed precision with measured parity"): at each point, our best path of
+that precision over PyTorch's fastest variant of the same precision (sweep.json's
+points[].precisions, harness/studies/sweep.py precision_entry), judged by the same acceptance and
+goal, with the best path's one-epoch parity against the fused fp32 path and both sides' first
+epoch against the float64 epoch. The headline and every other table are fp32's: paths and
+variants of another precision appear only in the tables of every path, memory and cost. A
+sweep.json without per-precision entries (collected before them) is fp32 alone."""
 from __future__ import annotations
 
 from analysis import roofline_sweep
 from analysis.fmt import finite
 from analysis.sections import common as c
+from spec.torch_variants import FP32, PRECISIONS
 
 EAGER, GRAPH = c.EAGER_VARIANT, c.TORCH_GRAPH_VARIANT
 ISSUE = "FP32 at scale"
@@ -18,6 +27,20 @@ ACCEPTANCE_RATIO = 0.8   # best CUDA / PyTorch's fastest at a point: the accepta
 GOAL_RATIO = 0.5         # ... and the goal
 UNKNOWN = "unknown"      # an accumulator run.json does not state
 SWEEP_ORDER = ("width", "batch", "extra")
+PRECISION_ISSUE = "Mixed precision with measured parity"
+PRECISION_LABELS = c.PRECISION_LABELS
+OTHER_PRECISIONS = tuple(p for p in PRECISIONS if p != FP32)   # SWEEP.md's per-precision sections
+
+
+def precision_of(m: dict | None) -> str | None:
+    """A sweep.json METRICS entry's precision: its "precision"; fp32 where it has none (a
+    sweep.json collected before the field, of float32 paths and variants only)."""
+    return (m or {}).get("precision", FP32)
+
+
+def _fp32(group: dict) -> dict:
+    """The entries of a point's "cuda" or "pytorch" of precision fp32."""
+    return {n: m for n, m in group.items() if precision_of(m) == FP32}
 
 
 def point_label(hidden, batch) -> str:
@@ -71,9 +94,9 @@ def normal(p: dict, order=()) -> dict:
         q["ratio_best_cuda_vs"] = {
             n: _ratio(best, m.get("median_ms") if m and m.get("passed") is not False
                       and not m.get("error") else None)
-            for n, m in p["pytorch"].items()}
+            for n, m in _fp32(p["pytorch"]).items()}
     if "fastest_pytorch_variant" not in p:
-        top = fastest_of(p["pytorch"], order)
+        top = fastest_of(_fp32(p["pytorch"]), order)
         q["fastest_pytorch_variant"] = top
         q["fastest_pytorch_median_ms"] = p["pytorch"][top]["median_ms"] if top else None
         q["ratio_best_cuda_vs_fastest_pytorch"] = q["ratio_best_cuda_vs"].get(top) if top else None
@@ -82,6 +105,14 @@ def normal(p: dict, order=()) -> dict:
     for key in ("fp64_reference", "fp64_epoch1_test_accuracy", "roofline", "torch_tf32",
                 "parity_requested"):
         q.setdefault(key, None)
+    if not p.get("precisions"):   # collected before per-precision entries: fp32's from the headline
+        q["precisions"] = {FP32: {
+            "paths": list(p["cuda"]), "variants": list(p["pytorch"]), "no_path": not p["cuda"],
+            "best_cuda_path": p.get("best_cuda_path"), "best_cuda_median_ms": best,
+            "fastest_pytorch_variant": q["fastest_pytorch_variant"],
+            "fastest_pytorch_median_ms": q.get("fastest_pytorch_median_ms"),
+            "ratio_best_cuda_vs_fastest_pytorch": q.get("ratio_best_cuda_vs_fastest_pytorch"),
+            "ratio_best_cuda_vs": q["ratio_best_cuda_vs"]}}
     return q
 
 
@@ -121,6 +152,63 @@ def row(p: dict, torch_names=None) -> dict:
             "fp64": p.get("fp64_reference") or {},
             "parity_failed": [n for n, m in p["cuda"].items() if m and m.get("parity_ok") is False],
             "skipped": p.get("skipped_paths") or {}}
+
+
+def precision_row(p: dict, precision: str) -> dict:
+    """One point at one precision (a normal() point): our best path of that precision, PyTorch's
+    fastest of the same precision (named), the ratio and its marks, the best path's parity with
+    the fused fp32 path, and both sides' first epoch against the float64 epoch. `measured`: the
+    point has a path of ours or a variant of that precision; `no_path`: none of ours."""
+    e = (p.get("precisions") or {}).get(precision) or {}
+    best, top = e.get("best_cuda_path"), e.get("fastest_pytorch_variant")
+    ratio = e.get("ratio_best_cuda_vs_fastest_pytorch")
+    return {"label": p["label"], "hidden": p["hidden"], "batch": p["batch"],
+            "sweeps": p.get("sweeps") or [], "precision": precision,
+            "measured": bool(e.get("paths") or e.get("variants")),
+            "no_path": not e.get("paths"), "paths": e.get("paths") or [],
+            "variants": e.get("variants") or [],
+            "best_path": best, "best": metrics(p["cuda"].get(best)) if best else NO_METRICS,
+            "fastest": top, "fastest_m": metrics(p["pytorch"].get(top)) if top else NO_METRICS,
+            "ratio": ratio, "speedup": inv(ratio), **judge(ratio),
+            "parity_fused": e.get("parity_vs_fused"), "parity_fp64": e.get("parity_vs_fp64"),
+            "parity_limit": e.get("parity_limit"), "parity_ok": e.get("parity_ok"),
+            "over_limit": e.get("paths_over_parity_limit") or [],
+            "acc_gap": e.get("epoch1_accuracy_gap_pp"),
+            "loss_rel": e.get("epoch1_loss_rel_vs_fp64"),
+            "torch_acc_gap": e.get("pytorch_epoch1_accuracy_gap_pp"),
+            "torch_loss_rel": e.get("pytorch_epoch1_loss_rel_vs_fp64")}
+
+
+def precision_section(points: list[dict], precision: str) -> dict:
+    """SWEEP.md's section of one precision: its rows in headline order (the points that
+    measured it), how many meet the acceptance and the goal, the points without a path of ours
+    and those where PyTorch ran none of that precision."""
+    rows = [precision_row(p, precision) for p in headline_order(points)]
+    shown = [r for r in rows if r["measured"]]
+    judged = [r for r in shown if r["acceptance_met"] is not None]
+    return {"key": precision, "name": PRECISION_LABELS[precision], "rows": shown,
+            "measured": bool(shown), "n_points": len(rows),
+            "n_judged": len(judged),
+            "n_acceptance_met": sum(1 for r in judged if r["acceptance_met"]),
+            "n_goal_met": sum(1 for r in judged if r["goal_met"]),
+            "acceptance_missed": [r["label"] for r in judged if not r["acceptance_met"]],
+            "goal_missed": [r["label"] for r in judged if not r["goal_met"]],
+            "no_path": [r["label"] for r in shown if r["no_path"]],
+            "no_variant": [r["label"] for r in shown if not r["variants"]],
+            "over_limit": [r["label"] for r in shown if r["over_limit"]],
+            "unmeasured": [r["label"] for r in rows if not r["measured"]]}
+
+
+def precision_speedups(width_points: list[dict]) -> list[dict]:
+    """The plot's lines: per precision with a ratio at some width-sweep point, [{"precision",
+    "label", "points": [(hidden, speed-up over PyTorch's fastest of the same precision)]}]."""
+    out = []
+    for prec in PRECISIONS:
+        pts = [(p["hidden"], inv(precision_row(p, prec)["ratio"])) for p in width_points]
+        pts = [(h, x) for h, x in pts if x is not None]
+        if pts:
+            out.append({"precision": prec, "label": PRECISION_LABELS[prec], "points": pts})
+    return out
 
 
 def memory_row(p: dict, torch_names=()) -> dict:
@@ -229,7 +317,11 @@ def sweep(doc: dict) -> dict:
                    key=lambda p: (p["hidden"], p["batch"]))
     every = sorted(points, key=lambda p: (p["hidden"], p["batch"]))
     cuda = _names(points, "cuda", cfg.get("paths") or ())
-    torch = _names(points, "pytorch", torch_first)
+    every_torch = _names(points, "pytorch", torch_first)
+    # the headline's tables and plot set fp32 against fp32: the other precisions' variants are in
+    # the per-precision sections (and in the tables of every path, memory and cost)
+    torch = [n for n in every_torch if all(precision_of(p["pytorch"].get(n)) == FP32
+                                           for p in points if n in p["pytorch"])]
     gpu = doc.get("gpu") or {}
     headline = [row(p, torch) for p in headline_order(points)]
     judged = [r for r in headline if r["acceptance_met"] is not None]
@@ -243,7 +335,11 @@ def sweep(doc: dict) -> dict:
         "complete": bool(doc.get("complete")), "config": cfg, "notes": doc.get("notes") or {},
         "epochs": sorted({p["epochs"] for p in points if finite(p.get("epochs"))}),
         "train_sizes": sorted({p["train_size"] for p in points if finite(p.get("train_size"))}),
-        "cuda_names": cuda, "torch_names": torch,
+        "cuda_names": cuda, "torch_names": torch, "every_torch_names": every_torch,
+        "precision_issue": PRECISION_ISSUE,
+        "precision_sections": [precision_section(points, p) for p in OTHER_PRECISIONS],
+        "precision_labels": PRECISION_LABELS,
+        "path_precisions": path_precisions(points, cuda, every_torch),
         "issue": ISSUE, "acceptance": ACCEPTANCE_RATIO, "goal": GOAL_RATIO,
         "headline_rows": headline,
         "n_judged": len(judged),
@@ -268,13 +364,14 @@ def sweep(doc: dict) -> dict:
         "paths_source": cfg.get("paths_source"),
         "all_rows": [{"label": p["label"],
                       "cells": [metrics(p["cuda"].get(n)) for n in cuda]
-                      + [metrics(p["pytorch"].get(n)) for n in torch]} for p in every],
-        "memory_rows": [memory_row(p, torch) for p in every],
+                      + [metrics(p["pytorch"].get(n)) for n in every_torch]} for p in every],
+        "memory_rows": [memory_row(p, every_torch) for p in every],
         "cost_rows": [{"label": p["label"], "best_path": p.get("best_cuda_path"),
                        "best": metrics(p.get("best_cuda")) or NO_METRICS,
                        "cells": [metrics(p["cuda"].get(n)) or NO_METRICS for n in cuda]
-                       + [metrics(p["pytorch"].get(n)) or NO_METRICS for n in torch],
-                       "torch": [metrics(p["pytorch"].get(n)) or NO_METRICS for n in torch]}
+                       + [metrics(p["pytorch"].get(n)) or NO_METRICS for n in every_torch],
+                       "torch": [metrics(p["pytorch"].get(n)) or NO_METRICS
+                                 for n in every_torch]}
                       for p in every],
         "problems": [{"label": p["label"], "status": p["status"], "errors": p["errors"]}
                      for p in every if p["errors"]],
@@ -285,14 +382,30 @@ def sweep(doc: dict) -> dict:
         "fastest_torch": fastest_torch(points),
         "folders_not_collected": doc.get("folders_not_collected") or [],
         "_width_points": width, "_batch_points": batch,
+        "_precision_speedups": precision_speedups(width),
     }
+
+
+def path_precisions(points: list[dict], cuda: list[str], torch: list[str]) -> list[dict]:
+    """The paths and variants of a precision other than fp32, by precision ([{"precision",
+    "name", "paths", "variants"}]; empty when every one is fp32, as in a sweep before them)."""
+    out = []
+    for prec in OTHER_PRECISIONS:
+        paths = [n for n in cuda if any(precision_of(p["cuda"].get(n)) == prec for p in points
+                                        if n in p["cuda"])]
+        variants = [n for n in torch if any(precision_of(p["pytorch"].get(n)) == prec
+                                            for p in points if n in p["pytorch"])]
+        if paths or variants:
+            out.append({"precision": prec, "name": PRECISION_LABELS[prec], "paths": paths,
+                        "variants": variants})
+    return out
 
 
 def fastest_torch(points: list[dict]) -> list[str]:
     """The PyTorch variants that are the fastest passing one at some point, in point order."""
     out = []
     for p in points:
-        best = fastest_of({n: m for n, m in p["pytorch"].items() if m})
+        best = fastest_of({n: m for n, m in _fp32(p["pytorch"]).items() if m})
         if best and best not in out:
             out.append(best)
     return out

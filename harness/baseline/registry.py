@@ -12,8 +12,10 @@ precision.py sets it): "fp32" (float32, TF32 off) for every variant but six, eag
 compiled-step again at "tf32" and at "bf16" (PRECISION_VARIANTS: each the fp32 entry's builder
 given the precision, its flags, and cuda_only at tf32, TF32 being a CUDA matmul mode). They run
 in a default run (the two compiled ones compile again: compiled-step's compile_seconds was 7.1 s
-on the H200 in the run of d5d2767, so about 20 s more for the six in all; theirs are not measured
-yet), not in the sweep and not in the trace study unless named.
+on the H200 in the run of d5d2767, so about 20 s more for the six in all), and not in the trace
+study unless named. The sweep runs four of them, cuda-graph and compiled-step at tf32 and at bf16
+(SWEEP_AT_PRECISION says why not eager), so that each sweep point sets our paths of a precision
+against PyTorch's fastest of the same precision.
 pytorch.json records each variant's precision, and its fastest_variant stays the fastest fp32 one.
 
 `numerics` says what is known to make a variant's arithmetic differ from the recipe's (a batch
@@ -141,6 +143,14 @@ NUMERICS = {
 }
 
 
+# The fp32 variants whose tf32 and bf16 entries every sweep point runs too. Not eager: it is never
+# PyTorch's fastest (at fp32 its median epoch was 1.7x to 29x compiled-step's at every one of the
+# sixteen points of the sweep of cd41cc6, results/sweep/*/pytorch.json), so its tf32 and bf16
+# entries could not be the variant a precision's ratio is taken against, and leaving them out
+# keeps a device call of the sweep short. compiled-step was the fastest at every point; cuda-graph
+# is the fastest without a compiler (RESULTS.md's graph tier).
+SWEEP_AT_PRECISION = (CUDA_GRAPH, "compiled-step")
+
 # The tf32 and bf16 variants run in a default run (the main job's): the run of ffabfba on the H200
 # had all six pass, about 20 s together (results/experiments/precision/). None: not full-only.
 PRECISION_OPT_IN = None
@@ -148,12 +158,14 @@ PRECISION_OPT_IN = None
 
 def _at_precision(base: str, precision: str) -> Variant:
     """The entry of fp32 variant `base` at `precision`: its builder given the precision, its
-    flags (not sweep, not traced), cuda_only also at tf32, and full_only PRECISION_OPT_IN."""
+    flags (not traced; in the sweep when `base` is in SWEEP_AT_PRECISION), cuda_only also at
+    tf32, and full_only PRECISION_OPT_IN."""
     v = VARIANTS[base]
     return Variant(f"{base} at {precision}: {PRECISIONS[precision]}",
                    functools.partial(v.build, precision=precision), compiled=v.compiled,
                    cuda_only=v.cuda_only or precision == TF32, unsupported=v.unsupported,
-                   numerics=NUMERICS[precision], precision=precision, full_only=PRECISION_OPT_IN)
+                   numerics=NUMERICS[precision], precision=precision, full_only=PRECISION_OPT_IN,
+                   sweep=base in SWEEP_AT_PRECISION)
 
 
 VARIANTS.update({name: _at_precision(base, p) for name, (base, p) in PRECISION_VARIANTS.items()})
@@ -177,9 +189,11 @@ def full_only() -> dict[str, str]:
     return {n: v.full_only for n, v in VARIANTS.items() if v.full_only}
 
 
-def sweep_names() -> list[str]:
-    """The variants every sweep point runs."""
-    return [n for n, v in VARIANTS.items() if v.sweep]
+def sweep_names(precisions: Sequence[str] | None = None) -> list[str]:
+    """The variants every sweep point runs, in report order (the fp32 ones first); `precisions`:
+    only those of these precisions (default: every precision)."""
+    return [n for n, v in VARIANTS.items() if v.sweep
+            and (precisions is None or v.precision in precisions)]
 
 
 def traced_names() -> list[str]:

@@ -1,10 +1,11 @@
 """The width and batch sweep (issue 8; "FP32 at scale"): the best CUDA path against PyTorch's
-fastest variant, point by point.
+fastest variant, point by point, at each precision (issue 30: our best path of a precision
+against PyTorch's fastest of the same precision).
 
     python -m harness.studies.sweep [--widths 64,128,...|none] [--batches 32,128,...|none]
                             [--points 4096x2048,...|none] [--epochs 20] [--paths a,b]
-                            [--variants a,b] [--no-parity] [--no-pytorch] [--full]
-                            [--report] [--collect-only]
+                            [--variants a,b | --precisions fp32[,tf32][,bf16]] [--no-parity]
+                            [--no-pytorch] [--full] [--report] [--collect-only]
 
 Three groups of points on one GPU, in one run or in parts (each part a call of its own, then
 --collect-only over every folder):
@@ -23,14 +24,20 @@ A point in two groups (width 256, batch 128) is run once. Each point, labelled "
      CPU and records each path's one-epoch distance to it (parity_vs_fp64, parity_limit) and the
      float64 epoch's accuracy (fp64_reference);
   2. the PyTorch baseline, the variants harness/baseline/registry.py marks for the sweep (eager,
-     cuda-graph, compiled-step; float32 with TF32 off), on that point's init_params.npy and
-     order.npy, with --batch B and the same data folder (pytorch.json; pytorch.log);
+     cuda-graph, compiled-step in float32 with TF32 off; cuda-graph and compiled-step also at tf32
+     and bf16, registry.SWEEP_AT_PRECISION; --precisions fp32 leaves those four out), on that
+     point's init_params.npy and order.npy, with --batch B and the same data folder
+     (pytorch.json; pytorch.log);
   3. collection: per CUDA path and PyTorch variant the median epoch, its CV, the test accuracy,
      images per second and µs per step; per CUDA path its accumulator (float32 / float64, as
      run.json says; "unknown" where it does not), its parity against float64 and its epoch-1
      accuracy; the best CUDA path (the passed path with the lowest median; a path whose parity
      exceeds its limit has not passed) over the fastest passed PyTorch variant (named) and over
-     each variant; the roofline floor of the point (analysis/roofline_sweep.py, on
+     each variant (the headline: fp32 paths against fp32 variants, a path without a "precision"
+     in run.json being fp32); per precision (fp32, tf32, bf16: precision_entry) the best of our
+     paths of that precision over PyTorch's fastest of the same precision (named), "no path"
+     where none of ours has it, the best path's parity with the fused fp32 path and both sides'
+     first epoch against the float64 epoch; the roofline floor of the point (analysis/roofline_sweep.py, on
      results/ceilings.json); the measured memory peaks beside a ledger computed from the shapes
      (spec.layout.memory_ledger); GPU-seconds per 1,000 images.
 
@@ -39,7 +46,7 @@ with its error and the sweep goes on. The committed evidence is never lost to a 
 runs in a staging folder, results/sweep/<label>.new/; a point that timed a CUDA path then replaces
 results/sweep/<label>/ (the old folder removed only after the rename), while one that did not keeps
 the old folder and leaves its own files in results/sweep/<label>.failed/. At the end sweep.json
-(and, with `report`, SWEEP.md and its two plots) are written together, all or none, and only when
+(and, with `report`, SWEEP.md and its three plots) are written together, all or none, and only when
 some point timed a CUDA path: a sweep that timed nothing (no GPU) writes none of them. An
 interrupted sweep leaves the points it finished in their folders (point.json each), from which
 --collect-only rebuilds sweep.json. The format is in docs/formats.md.
@@ -64,7 +71,8 @@ from spec import catalog, files, provenance, schema, validate
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, TEMPLATES_DIR, InputError
 from spec.layout import DATA_NOTE, FLOAT_BYTES, GRADIENT_NOTE, LABEL_BYTES, memory_ledger
 from spec.recipe import load_recipe
-from spec.torch_variants import CUDA_GRAPH, EAGER
+from spec.torch_variants import (CUDA_GRAPH, EAGER, FP32, PRECISIONS, precision_of,
+                                 precision_of_path)
 
 WIDTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 BATCHES = (32, 64, 128, 256, 512, 1024, 2048)
@@ -75,7 +83,8 @@ FALLBACK_PATHS = ("persistent", "fused")   # when the binary's catalog cannot be
 SWEEP_DIR = "sweep"            # per-point folders: results/sweep/<label>/
 SWEEP_JSON = "sweep.json"
 POINT_JSON = "point.json"      # per point: its record's inputs (how it was run, what stopped it)
-POINT_CONFIG_KEYS = ("epochs", "paths", "pytorch_variants", "data_dir", "train_size", "parity")
+POINT_CONFIG_KEYS = ("epochs", "paths", "pytorch_variants", "data_dir", "train_size", "parity",
+                     "precisions")
 CEILINGS_JSON = "ceilings.json"   # the roofline's ceilings, beside sweep.json (invoke ceilings)
 UNKNOWN = "unknown"            # a path's accumulator where run.json does not say it
 FULL_TRAIN_SIZE = 60_000       # data/full (invoke data --full)
@@ -179,9 +188,9 @@ def cuda_metrics(name: str, entry: dict | None, train_size: int, steps: int,
     m["skipped"] = str(skipped) if skipped else None
     acc = entry.get("accumulator")
     m["accumulator"] = acc if isinstance(acc, str) and acc else UNKNOWN
-    tape = entry.get("test_accuracy_per_epoch")
-    m["epoch1_test_accuracy"] = (tape[0] if isinstance(tape, list) and tape and _number(tape[0])
-                                 else None)
+    m["precision"] = precision_of_path(entry)
+    m["epoch1_test_accuracy"] = _epoch1(entry, "test_accuracy_per_epoch")
+    m["epoch1_loss"] = _epoch1(entry, "loss_per_epoch")
     pv, limit = entry.get("parity_vs_fp64"), entry.get("parity_limit")
     m["parity_vs_fp64"] = float(pv) if _number(pv) else None
     pf = entry.get("parity_vs_fused")
@@ -206,12 +215,81 @@ def cuda_metrics(name: str, entry: dict | None, train_size: int, steps: int,
                if judged is not None else f"parity vs {what} not finite")
         m["error"] = f"{why}; {m['error']}" if m["error"] else why
     problems = []
+    if m["precision"] is None:
+        problems.append(f"path {name}: precision {entry.get('precision')!r} is none of "
+                        f"{', '.join(PRECISIONS)}: left out of every precision's best path")
     if not m["passed"]:
         problems.append(f"path {name}: {(m['error'] or 'failed').splitlines()[0]}")
     elif parity and m["parity_ok"] is None:
         problems.append(f"path {name}: no parity against float64 in run.json "
                         "(parity_vs_fp64 and parity_limit; --parity given)")
     return m, problems
+
+
+def _epoch1(entry: dict, key: str):
+    """The first epoch's value of a per-epoch list (`test_accuracy_per_epoch`, `loss_per_epoch`)
+    of a run.json path or pytorch.json variant; None where there is none."""
+    tape = entry.get(key) if isinstance(entry, dict) else None
+    return tape[0] if isinstance(tape, list) and tape and _number(tape[0]) else None
+
+
+def _gap_pp(acc, ref):
+    """acc − ref in percentage points (both fractions); None unless both are numbers."""
+    return 100.0 * (acc - ref) if _number(acc) and _number(ref) else None
+
+
+def _rel_diff(x, ref):
+    """x / ref − 1 (a loss against float64's); None unless both are numbers and ref is not 0."""
+    return x / ref - 1.0 if _number(x) and _number(ref) and ref != 0 else None
+
+
+def precision_entry(rec: dict, precision: str, order: Sequence[str] = ()) -> dict:
+    """sweep.json's points[].precisions.<precision>: our paths and PyTorch's variants of that
+    precision at the point (rec["cuda"] and rec["pytorch"], each METRICS with its "precision"),
+    the best of ours (fastest()) over PyTorch's fastest of the same precision (named; `order`,
+    the configured variants, breaks a tie), and the ratio over each variant of that precision;
+    the best path's one-epoch parity (parity_vs_fused: against the fp32 fused path, the gate's
+    rule; parity_vs_fp64: against one float64 epoch) and the paths of that precision over their
+    limit; and the first epoch of the best path and of PyTorch's fastest against the float64
+    epoch (rec["fp64_reference"]): test accuracy in percentage points, training loss as a
+    relative difference. no_path: no path of ours has that precision at the point (not a
+    failure: the entry's best is null and SWEEP.md says "no path")."""
+    paths = [n for n, m in rec["cuda"].items() if m.get("precision") == precision]
+    variants = [n for n, m in rec["pytorch"].items() if m.get("precision") == precision]
+    best = fastest({n: rec["cuda"][n] for n in paths})
+    top = fastest({n: rec["pytorch"][n] for n in variants}, order)
+    bm = rec["cuda"][best] if best else {}
+    tm = rec["pytorch"][top] if top else {}
+    best_ms = bm.get("median_ms")
+    ratios = {n: _ratio(best_ms, rec["pytorch"][n]["median_ms"]
+                        if rec["pytorch"][n]["passed"] else None) for n in variants}
+    ref = rec.get("fp64_reference") or {}
+    ref_acc, ref_loss = ref.get("test_accuracy"), ref.get("loss")
+    return {
+        "paths": paths, "variants": variants, "no_path": not paths,
+        "best_cuda_path": best, "best_cuda_median_ms": best_ms,
+        "fastest_pytorch_variant": top, "fastest_pytorch_median_ms": tm.get("median_ms"),
+        "ratio_best_cuda_vs_fastest_pytorch": ratios.get(top) if top else None,
+        "ratio_best_cuda_vs": ratios,
+        "parity_vs_fused": bm.get("parity_vs_fused"), "parity_vs_fp64": bm.get("parity_vs_fp64"),
+        "parity_limit": bm.get("parity_limit"), "parity_ok": bm.get("parity_ok"),
+        "paths_over_parity_limit": [n for n in paths if rec["cuda"][n].get("parity_ok") is False],
+        "epoch1_test_accuracy": bm.get("epoch1_test_accuracy"),
+        "epoch1_accuracy_gap_pp": _gap_pp(bm.get("epoch1_test_accuracy"), ref_acc),
+        "epoch1_loss_rel_vs_fp64": _rel_diff(bm.get("epoch1_loss"), ref_loss),
+        "pytorch_epoch1_test_accuracy": tm.get("epoch1_test_accuracy"),
+        "pytorch_epoch1_accuracy_gap_pp": _gap_pp(tm.get("epoch1_test_accuracy"), ref_acc),
+        "pytorch_epoch1_loss_rel_vs_fp64": _rel_diff(tm.get("epoch1_loss"), ref_loss),
+    }
+
+
+def unrecorded_variants(got: dict) -> list[str]:
+    """The variants a point folder without point.json (hand-made, or from a sweep before
+    point.json) is held to: the registry's fp32 sweep variants, each expected, and its other
+    precisions' sweep variants where its pytorch.json variants `got` have them (a sweep before
+    they joined it, cd41cc6 and older, ran fp32 alone)."""
+    return [n for n in registry.sweep_names()
+            if n in registry.sweep_names([FP32]) or n in got]
 
 
 def fastest(group: dict, order: Sequence[str] = ()) -> str | None:
@@ -272,12 +350,12 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
 
     binary_error / pytorch_error: why the binary or the baseline stopped (a non-zero exit
     status other than 1, a time limit), as the driver saw it; "" when they finished.
-    variants: the PyTorch variants the point ran (default: the registry's sweep variants);
+    variants: the PyTorch variants the point ran (point.json's; None, for a folder without one:
+    unrecorded_variants() of its pytorch.json);
     parity: the binary was given --parity (its float64 check is then expected);
     ceilings: load_ceilings()'s "ceilings" (None: no roofline).
     """
     point_dir = Path(point_dir)
-    variants = list(registry.sweep_names() if variants is None else variants)
     rec = {"label": point["label"], "hidden": int(point["hidden"]), "batch": int(point["batch"]),
            "sweeps": list(point.get("sweeps", [])), "dir": point.get("dir", point_dir.name),
            "status": "ok", "errors": [], "steps_per_epoch": None, "n_params": None,
@@ -288,7 +366,8 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
            "ratio_best_cuda_vs_fastest_pytorch": None, "ratio_best_cuda_vs": {},
            "ratio_best_cuda_vs_eager": None, "ratio_best_cuda_vs_cuda_graph": None,
            "parity_requested": bool(parity), "fp64_reference": None,
-           "fp64_epoch1_test_accuracy": None, "roofline": None, "memory": None}
+           "fp64_epoch1_test_accuracy": None, "precisions": {}, "roofline": None,
+           "memory": None}
     errors = rec["errors"]
     run, why = _read_json(point_dir / "run.json")
     if binary_error:
@@ -317,12 +396,7 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
         if m["skipped"]:
             rec["skipped_paths"][name] = m["skipped"]
         errors.extend(problems)
-    best = fastest(rec["cuda"])
-    if best is not None:
-        rec["best_cuda_path"] = best
-        rec["best_cuda"] = rec["cuda"][best]
-    else:
-        errors.append("no CUDA path passed")
+    no_best_at = len(errors)    # where "no CUDA path passed" goes, once the best is known
     ref = run.get("fp64_reference")
     if isinstance(ref, dict):
         rec["fp64_reference"] = {k: ref.get(k) for k in ("epochs", "test_accuracy", "loss",
@@ -343,24 +417,42 @@ def collect_point(point_dir: Path, point: dict, pytorch: bool = True,
         rec["torch_cuda_version"] = torch_json.get("cuda_version")
         rec["torch_tf32"] = torch_json.get("tf32")
         got = torch_json.get("variants") or {}
+        if variants is None:
+            variants = unrecorded_variants(got)
         for name in variants:
             if name not in got and torch_json:
                 errors.append(f"pytorch {name}: not in pytorch.json")
             if name not in got:
                 continue
             m = metrics(got[name], train_size, steps)
+            m["precision"] = precision_of(got[name], torch_json)
+            m["epoch1_test_accuracy"] = _epoch1(got[name], "test_accuracy_per_epoch")
+            m["epoch1_loss"] = _epoch1(got[name], "loss_per_epoch")
             rec["pytorch"][name] = m
+            if m["precision"] is None:
+                errors.append(f"pytorch {name}: precision {got[name].get('precision')!r} is "
+                              f"none of {', '.join(PRECISIONS)}")
             if not m["passed"]:
                 errors.append(f"pytorch {name}: {(m['error'] or 'no timing').splitlines()[0]}")
-    best_med = rec["best_cuda"]["median_ms"] if rec["best_cuda"] else None
-    # Ratios only against a variant that passed (ran, timed, finite loss).
-    rec["ratio_best_cuda_vs"] = {name: _ratio(best_med, m["median_ms"] if m["passed"] else None)
-                                 for name, m in rec["pytorch"].items()}
-    top = fastest(rec["pytorch"], variants)
+    # Each precision's best path of ours over PyTorch's fastest of the same precision; ratios only
+    # against a variant that passed (ran, timed, finite loss). The point's headline is fp32's:
+    # the best fp32 path over the fastest fp32 variant, as before there were other precisions.
+    rec["precisions"] = {p: precision_entry(rec, p, variants or ()) for p in PRECISIONS}
+    head = rec["precisions"][FP32]
+    if head["best_cuda_path"] is not None:
+        rec["best_cuda_path"] = head["best_cuda_path"]
+        rec["best_cuda"] = rec["cuda"][head["best_cuda_path"]]
+    else:
+        others = [e["best_cuda_path"] for e in rec["precisions"].values() if e["best_cuda_path"]]
+        errors.insert(no_best_at, f"no {FP32} CUDA path passed (passed at other precisions: "
+                                  f"{', '.join(others)})" if others else "no CUDA path passed")
+    best_med = head["best_cuda_median_ms"]
+    rec["ratio_best_cuda_vs"] = head["ratio_best_cuda_vs"]
+    top = head["fastest_pytorch_variant"]
     if top is not None:
         rec["fastest_pytorch_variant"] = top
-        rec["fastest_pytorch_median_ms"] = rec["pytorch"][top]["median_ms"]
-        rec["ratio_best_cuda_vs_fastest_pytorch"] = rec["ratio_best_cuda_vs"][top]
+        rec["fastest_pytorch_median_ms"] = head["fastest_pytorch_median_ms"]
+        rec["ratio_best_cuda_vs_fastest_pytorch"] = head["ratio_best_cuda_vs_fastest_pytorch"]
     rec["ratio_best_cuda_vs_eager"] = rec["ratio_best_cuda_vs"].get(EAGER)
     rec["ratio_best_cuda_vs_cuda_graph"] = rec["ratio_best_cuda_vs"].get(CUDA_GRAPH)
 
@@ -458,6 +550,18 @@ def progress_line(i: int, n: int, rec: dict, seconds: float) -> str:
         parts.append(f"vs float64 {best['parity_vs_fp64']:.2g}"
                      + (f" (limit {best['parity_limit']:g})"
                         if best.get("parity_limit") and best.get("parity_vs_fused") is None else ""))
+    for prec, e in (rec.get("precisions") or {}).items():
+        if prec == FP32 or not (e["paths"] or e["variants"]):
+            continue
+        if e["best_cuda_path"] is None:
+            parts.append(f"{prec}: " + ("no path" if e["no_path"] else "no path passed"))
+            continue
+        ours = f"{prec}: best {e['best_cuda_path']} {_fmt_ms(e['best_cuda_median_ms'])}"
+        if e["fastest_pytorch_variant"]:
+            r = e["ratio_best_cuda_vs_fastest_pytorch"]
+            ours += (f" vs {e['fastest_pytorch_variant']} {_fmt_ms(e['fastest_pytorch_median_ms'])}"
+                     + (f" (ratio {r:.3g})" if r is not None else ""))
+        parts.append(ours)
     roof = rec.get("roofline") or {}
     if roof.get("floor_ms") is not None:
         share = (roof.get("best") or {}).get("share_of_floor")
@@ -480,7 +584,7 @@ def _summary(records: list[dict]) -> dict:
 
 def _new_doc(widths, batches, width_batch, batch_hidden, extra_points, epochs, paths, pytorch,
              data_dir, train_size, timeout_s, note: str, *, variants=None, parity=None,
-             paths_source=None, roofline=None) -> dict:
+             paths_source=None, roofline=None, precisions=None) -> dict:
     recipe = load_recipe()
     return {
         "schema": 1,
@@ -496,6 +600,7 @@ def _new_doc(widths, batches, width_batch, batch_hidden, extra_points, epochs, p
             "pytorch_variants": (list(variants) if variants is not None
                                  else registry.sweep_names()) if pytorch else [],
             "parity": parity,
+            "precisions": list(precisions) if precisions is not None else None,
             "data_dir": data_dir, "train_size": train_size,
             "input_dim": recipe["input_dim"], "output_dim": recipe["output_dim"],
             "lr": recipe["lr"], "momentum": recipe["momentum"],
@@ -539,10 +644,40 @@ def resolve_paths(paths, build_dir: Path = BUILD_DIR) -> tuple[list[str], str]:
                                       f"({why.removeprefix('error: ')}); --paths names others")
 
 
-def resolve_variants(variants) -> list[str]:
-    """The PyTorch variants of every point: the registry's sweep variants, or those named."""
+def parse_precisions(text: str | Sequence[str] | None) -> list[str]:
+    """--precisions: "fp32,tf32" -> ["fp32", "tf32"], in PRECISIONS' order; None -> every
+    precision. Each must be one of spec.torch_variants.PRECISIONS, none twice, and fp32 among
+    them (the sweep's headline, and the path every parity is taken against): anything else is an
+    InputError naming --precisions."""
+    if text is None:
+        return list(PRECISIONS)
+    items = text.split(",") if isinstance(text, str) else [str(x) for x in text]
+    items = [x.strip() for x in items]
+    shown = ",".join(items) if not isinstance(text, str) else text
+    bad = [x for x in items if x not in PRECISIONS]
+    if bad or not items:
+        raise InputError(f"error: --precisions {shown!r}: expected comma-separated names of "
+                         f"{', '.join(PRECISIONS)}" + (f" (not: {', '.join(map(repr, bad))})"
+                                                        if bad else ""))
+    twice = sorted({x for x in items if items.count(x) > 1})
+    if twice:
+        raise InputError(f"error: --precisions {shown!r}: {', '.join(twice)} given twice")
+    if FP32 not in items:
+        raise InputError(f"error: --precisions {shown!r}: must include {FP32} (the sweep's "
+                         f"headline and every point's parity are fp32's)")
+    return [p for p in PRECISIONS if p in items]
+
+
+def resolve_variants(variants, precisions: Sequence[str] | None = None) -> list[str]:
+    """The PyTorch variants of every point: the registry's sweep variants of `precisions`
+    (default: every precision: cuda-graph and compiled-step also at tf32 and bf16,
+    registry.SWEEP_AT_PRECISION), or those named (then `precisions` must be None: --variants
+    and --precisions are two ways to say the same, and one is given)."""
     if variants is None:
-        return registry.sweep_names()
+        return registry.sweep_names(parse_precisions(precisions))
+    if precisions is not None:
+        raise InputError("error: --variants and --precisions: give one (--variants names every "
+                         "variant to run; --precisions picks the sweep variants' precisions)")
     items = variants.split(",") if isinstance(variants, str) else list(variants)
     chosen = [str(v).strip() for v in items if str(v).strip()]
     try:
@@ -560,9 +695,9 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
           width_batch: int = WIDTH_SWEEP_BATCH, batch_hidden: int = BATCH_SWEEP_HIDDEN,
           extra_points: Sequence[Sequence[int]] = EXTRA_POINTS,
           variants: str | Sequence[str] | None = None, parity: bool = True,
-          report: Path | None = None) -> dict:
+          report: Path | None = None, precisions: str | Sequence[str] | None = None) -> dict:
     """Run every point and, when some point timed a CUDA path, write results_dir/sweep.json
-    (with `report`: also that SWEEP.md and results_dir/plots' two sweep plots, all together);
+    (with `report`: also that SWEEP.md and results_dir/plots' three sweep plots, all together);
     returns the sweep's object either way.
 
     binary: the mlp_train to run (default build/mlp_train; the default paths come from the
@@ -570,8 +705,9 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
     -m harness.baseline.pytorch_baseline), given --results, --variants, --batch, --data and
     --device; device: the baseline's torch device; timeout_s: the time limit of each subprocess
     of a point; extra_points: (hidden, batch) pairs run after the two sweeps; variants: the
-    PyTorch variants (default: the registry's sweep variants); parity: pass --parity to the
-    binary (its one-epoch float64 check). Each point's folder also gets point.json (its record
+    PyTorch variants (default: the registry's sweep variants); precisions: the precisions of
+    the registry's sweep variants to run (default every one; parse_precisions; not with
+    `variants`); parity: pass --parity to the binary (its one-epoch float64 check). Each point's folder also gets point.json (its record
     and how it was run), from which collect() rebuilds sweep.json when a sweep was run in parts.
     """
     results_dir = Path(results_dir)
@@ -584,7 +720,11 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
                          + (" (run `invoke data --full`)" if data_dir.name == "full" else ""))
     epochs = parse_epochs(epochs)
     timeout_s = validate.positive_seconds(timeout_s, "--timeout")
-    variant_list = resolve_variants(variants) if pytorch else []
+    chosen = resolve_variants(variants, precisions)   # checked even with pytorch off
+    variant_list = chosen if pytorch else []
+    precision_list = (parse_precisions(precisions) if variants is None
+                      else sorted({registry.get(v).precision for v in chosen},
+                                  key=list(PRECISIONS).index))
     points = sweep_points(widths, batches, width_batch, batch_hidden, extra_points)
     if not points:
         raise InputError("error: no sweep points (empty widths, batches and extra points)")
@@ -602,10 +742,11 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
                    pytorch, _rel(data_dir), train_size, timeout_s,
                    "written by harness/studies/sweep.py; see docs/formats.md",
                    variants=variant_list, parity=bool(parity), paths_source=paths_source,
-                   roofline=roof)
+                   roofline=roof, precisions=precision_list if pytorch else None)
     n = len(points)
     print(f"sweep: {n} point(s), {epochs} epochs each; CUDA paths {','.join(path_list)} "
           f"({paths_source}); PyTorch {','.join(variant_list) or 'not run'}; "
+          f"precisions {','.join(precision_list) if pytorch else '—'}; "
           f"float64 parity {'on' if parity else 'off'}; roofline "
           + ("on " + roof["source"] if roof["ceilings"] else f"off ({roof['absent']})"), flush=True)
     for i, point in enumerate(points, 1):
@@ -683,7 +824,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
 
 
 def _outputs(doc: dict, out_path: Path, report: Path | None, plots_dir: Path) -> dict:
-    """{path: content} of sweep.json and, with `report`, SWEEP.md and its two plots."""
+    """{path: content} of sweep.json and, with `report`, SWEEP.md and its three plots."""
     outputs = {out_path: json.dumps(doc, indent=2) + "\n"}
     if report is not None:
         from analysis import render as renderer
@@ -867,6 +1008,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", default=None,
                     help=f"PyTorch variants (default: the registry's sweep variants, "
                          f"{','.join(registry.sweep_names())})")
+    ap.add_argument("--precisions", default=None,
+                    help=f"precisions of the sweep variants, comma-separated, fp32 among them "
+                         f"(default {','.join(PRECISIONS)}; fp32: PyTorch's fp32 variants only, "
+                         f"for a shorter call; not with --variants)")
     ap.add_argument("--no-parity", action="store_true",
                     help="do not pass --parity (the one-epoch float64 check) to the binary")
     ap.add_argument("--no-pytorch", action="store_true", help="CUDA paths only")
@@ -876,11 +1021,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout", type=lambda t: validate.positive_seconds(t, "--timeout"), default=DEFAULT_TIMEOUT_S,
                     help="time limit of each subprocess of a point, seconds")
     ap.add_argument("--report", action="store_true",
-                    help=f"also write {_rel(SWEEP_MD)} and its two plots (with sweep.json, together)")
+                    help=f"also write {_rel(SWEEP_MD)} and its three plots (with sweep.json, together)")
     ap.add_argument("--collect-only", action="store_true",
                     help="rebuild sweep.json from results/sweep/*/ without running anything")
     args = ap.parse_args(argv)
     extra = parse_extra_points(args.points)
+    if args.precisions is not None:
+        parse_precisions(args.precisions)     # a bad value stops here, before anything runs
+        if args.variants is not None:
+            resolve_variants(args.variants, args.precisions)   # the one-line refusal of both
     # --widths none --batches none is no sweep unless --points names the points to run
     widths, batches = parse_points(args.widths, args.batches,
                                    extra if args.points is not None else ())
@@ -899,7 +1048,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         doc = sweep(widths, batches, args.epochs, args.paths, args.results,
                     pytorch=not args.no_pytorch, data_dir=data_dir, train_size=train_size,
                     timeout_s=args.timeout, extra_points=extra, variants=args.variants,
-                    parity=not args.no_parity, report=report)
+                    parity=not args.no_parity, report=report, precisions=args.precisions)
     return 0 if any(r["best_cuda"] is not None for r in doc["points"]) else 1
 
 
