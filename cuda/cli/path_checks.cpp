@@ -117,9 +117,14 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
   return runs;
 }
 
-GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke) {
+GateInputs gate_inputs(const RunContext& ctx) {
   const RunInputs& in = ctx.in;
-  GateInputs g{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed};
+  return GateInputs{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed,
+                    ctx.precision};
+}
+
+GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke) {
+  const GateInputs g = gate_inputs(ctx);
   GateRun gr;
   gr.gated_name = ctx.gated;
   gr.cases = run_entry_cases(g);

@@ -19,6 +19,10 @@
 // gradient 1.5e-2 (numpy experiments, PERFLOG.md).
 constexpr double kParityLimit = 1e-2;
 
+// What the gate's cases get of a run (the one place a GateInputs is made: the unstaged and the
+// staged gate alike), the declared precision included.
+GateInputs gate_inputs(const RunContext& ctx);
+
 // Every path of ctx.in.names, in order. `smoke`: no rerun and no case 6 (reported as not run).
 std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInputs& g, int epochs, bool smoke);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/declared_precision.h"
 #include "gate/case_result.h"
 #include "gate/cpu_reference.h"
 #include "io/dataset.h"
@@ -30,6 +31,10 @@ struct GateInputs {
   const float* d_train_x;                  // device copies of the training set
   const int* d_train_y;
   uint64_t seed;
+  // The linked submission's precision (mlp_precision(), common/declared_precision.h): the one
+  // owner of the gate's precision; cases 1, 2, 4 and 9 derive their limits from it
+  // (gate/tolerances.h), cases 3 and 5 name it and keep float32's.
+  mlp::DeclaredPrecision precision;
 };
 
 CaseResult case_onebatch_forward(const GateInputs& g);

@@ -14,6 +14,9 @@
 //   mlp_host plan-gemm M N K SMS                            the tiled path's GEMM plan (kernels/tiled_plan.h) as JSON
 //   mlp_host catalog                                      the gate's cases and stages (cuda/gate/catalog.h) and the
 //                                                         kernel paths (cuda/paths/registry.h) as JSON
+//   mlp_host precision                                    the precision this program's link declares
+//                                                         (cuda/common/declared_precision.h; no submission
+//                                                         is linked: the weak default, fp32) as JSON
 //   mlp_host hints < SETS        the gate's hints (cuda/gate/hints.h) of sets on stdin, sets separated by an empty
 //                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
 //                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
@@ -29,6 +32,7 @@
 
 #include "gate/case_result.h"
 #include "common/common.h"
+#include "common/declared_precision.h"
 #include "gate/cpu_reference.h"
 #include "gate/catalog.h"
 #include "gate/hints.h"
@@ -83,7 +87,7 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
 }
 int run(int argc, char** argv) {
   if (argc < 2)
-    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|hints|plan-gemm [--flag value ...]");
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|precision|hints|plan-gemm [--flag value ...]");
   std::string cmd = argv[1];
   if (cmd == "limits") {
     std::printf("%s\n", limits_json().c_str());
@@ -91,6 +95,14 @@ int run(int argc, char** argv) {
   }
   if (cmd == "parse-args") {  // the same parser as mlp_train's; checks of names and --out need its paths
     std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
+    return 0;
+  }
+  if (cmd == "precision") {
+    const mlp::DeclaredPrecision d = mlp::declared_precision();
+    std::printf("%s\n", Json::object().set("precision", Json::str(mlp::precision_name(d.precision)))
+                             .set("declared", Json::boolean(d.declared))
+                             .set("unit_roundoff", Json::num(mlp::unit_roundoff(d.precision)))
+                             .set("source", Json::str(d.source())).done().c_str());
     return 0;
   }
   if (cmd == "catalog") {
