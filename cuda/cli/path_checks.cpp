@@ -71,12 +71,13 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     const bool deterministic = !p1.empty() && p1 == p2;
     const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
+    const double limit = parity_limit(path->precision());
     std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s",
-                 name.c_str(), parity, kParityLimit, vs64,
+                 name.c_str(), parity, limit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");
     if (!smoke && !deterministic) std::fprintf(stderr, " (by %.3g of the update)", rerun);
     std::fprintf(stderr, "\n");
-    if (!(parity <= kParityLimit) && !p1.empty()) {
+    if (!(parity <= limit) && !p1.empty()) {
       // Which tensor differs: the first thing to know when a path drifts from the fused one.
       const MlpOffsets o = mlp_offsets(s);
       const size_t b[5] = {o.w1, o.b1, o.w2, o.b2, o.total};
@@ -115,6 +116,13 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     runs.push_back(run);
   }
   return runs;
+}
+
+double parity_limit(mlp::Precision p) { return p == mlp::Precision::FP32 ? kParityLimit : kParityLimitLowPrecision; }
+
+double parity_limit_of(const PathRun& r) {
+  mlp::Precision p = mlp::Precision::FP32;
+  return mlp::parse_precision(r.precision, &p) ? parity_limit(p) : kParityLimit;
 }
 
 GateInputs gate_inputs(const RunContext& ctx) {

@@ -47,7 +47,8 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
 
 // Case 9: 2 full batches and a tail batch (300 rows at batch 128) of mlp_train_epoch from the
 // initial parameters and a seeded velocity U(±1e-3); every parameter, velocity element and step
-// loss against float64 within twice the propagated float32 bound of cuda/gate/epoch_check.h.
+// loss against float64 within twice the propagated bound of cuda/gate/epoch_check.h (float32's, plus
+// the declared precision's rounding of the products' inputs: GateInputs::precision).
 CaseResult case_epoch_check(const GateInputs& g);
 // Case 10: the guard-band hits of this process so far (0 passes).
 CaseResult case_guard_bands();

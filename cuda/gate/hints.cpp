@@ -33,8 +33,9 @@ std::string contract_hint(const std::string& detail) {
 
 std::string path_hint(const std::string& failure) {
   if (has(failure, "parity"))
-    return "parity: this path's parameters after one epoch are far from the fused path's (more than 1e-2 of the "
-           "epoch's update): a step or a batch row lost, or a race in a fused kernel";
+    return "parity: this path's parameters after one epoch are far from the fused path's (more than its parity limit: "
+           "1e-2 of the epoch's update, 0.2 at a declared tf32 or bf16): a step or a batch row lost, or a race in a "
+           "fused kernel";
   if (has(failure, "not bitwise identical"))
     return "rerun: two runs of one epoch from the same state differed in some bit: our paths (and, with "
            "--strict-determinism, submissions) must not sum in a run-dependent order (atomicAdd) or read "

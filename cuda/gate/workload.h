@@ -14,8 +14,6 @@
 
 namespace gate {
 
-constexpr double kU32 = 5.9604644775390625e-08;  // float32 unit roundoff, 2^-24
-
 // The widths of the odd shape: none a multiple of 32, 16 or 4, so a kernel that assumes the
 // recipe's widths, or a tile size dividing them, meets a remainder everywhere.
 constexpr MlpShape kOddShape = {37, 19, 3};

@@ -46,7 +46,8 @@ for k, r in enumerate(rows):
         sys.exit(3)
 part = {"schema": 1, "date_utc": "2026-12-01T00:00:00Z", "run_id": run_id, "gpu": {"name": "fake", "sm_count": 1},
         "device_limits": {}, "submission": "fake.cu", "gated_path": "submission", "run_command": "x",
-        "recipe": {"steps_per_epoch": 47, "batch": 128}, "reference_source": "shipped", "stage": stage,
+        "recipe": {"steps_per_epoch": 47, "batch": 128}, "reference_source": "shipped",
+        "gate_precision": "tf32", "gate_unit_roundoff": 2.0 ** -11, "gate_precision_declared": True, "stage": stage,
         "memory": {"from_train": 1.0 if stage == "train" else 0.0}, "cases": rows}
 if stage == "train":
     part |= {"paths": {"submission": {"passed": mode != "fail", "median_ms": 6.3, "epoch_ms": [6.3]}},
