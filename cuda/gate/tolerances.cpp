@@ -139,12 +139,12 @@ std::string grad_what(const mlp::DeclaredPrecision& d) {
   if (fp32(d))
     return "200 coords (50 per tensor) and every dX element: max |g-g64|/(1e-4|g64|+1e-6 max|g64_t|), limit 1";
   const GradTolerance t = grad_tolerance(d.precision);
-  char b[320];
-  std::snprintf(b, sizeof b,
-                "200 coords (50 per tensor) and every dX element: max |g-g64|/(rtol|g64|+atol max|g64_t|), rtol = "
-                "1e-4 + 16*u_p = %.3g, atol = 1e-6 + 16*u_p = %.3g, %s, limit 1",
-                t.rtol, t.atol, up_text(d).c_str());
-  return b;
+  char rtol[32], atol[32];
+  std::snprintf(rtol, sizeof rtol, "%.3g", t.rtol);
+  std::snprintf(atol, sizeof atol, "%.3g", t.atol);
+  return std::string("200 coords (50 per tensor) and every dX element: max |g-g64|/(rtol|g64|+atol max|g64_t|), rtol = "
+                     "1e-4 + 16*u_p = ") + rtol + ", atol = 1e-6 + 16*u_p = " + atol + ", " + up_text(d) +
+         "; ReLU kinks within rounding of zero allowed (twice their units' contribution), limit 1";
 }
 
 std::string step_what(const mlp::DeclaredPrecision& d) {

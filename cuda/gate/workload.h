@@ -11,14 +11,9 @@
 #include "common/rng.h"
 #include "gate/cases.h"
 #include "gate/guard.h"
+#include "gate/odd_shape.h"  // kOddShape, kOddBatches
 
 namespace gate {
-
-// The widths of the odd shape: none a multiple of 32, 16 or 4, so a kernel that assumes the
-// recipe's widths, or a tile size dividing them, meets a remainder everywhere.
-constexpr MlpShape kOddShape = {37, 19, 3};
-// The odd shape's batches: one row, fewer rows than a warp, and one row past the recipe's batch.
-constexpr int kOddBatches[] = {1, 7, 129};
 
 struct Workload {
   MlpShape s;
