@@ -73,3 +73,46 @@ def test_a_value_out_of_range_is_one_line_naming_it(linked, value):
     rc, out = linked(f'extern "C" int mlp_precision(void) {{ return {value}; }}', f"bad{value & 0xff}")
     assert rc == 2 and out.count("\n") == 0, out
     assert f"mlp_precision() returned {value}, which is no precision" in out and "MLP_PRECISION_TF32 (1)" in out, out
+
+
+@pytest.fixture(scope="module")
+def course_built(tmp_path_factory):
+    """build(path) -> the submission's mlp_train, built as harness/gate/course.py builds a course's."""
+    if not (shutil.which("nvcc") and shutil.which("nm") and (BUILD_DIR / "mlp_train").exists()):
+        pytest.skip("nvcc, nm or build/mlp_train missing")
+    from pathlib import Path
+
+    from harness.gate import course
+
+    def build(src: Path):
+        binary, error = course.build_one(course.Submission(src, course.name_of(src)), "sm_90", BUILD_DIR)
+        assert binary is not None, error
+        return binary
+    return build
+
+
+def run_without_gpu(binary):
+    """Without a GPU to see (CUDA_VISIBLE_DEVICES empty), so that the run stops at the device on any machine."""
+    import os
+    return subprocess.run([str(binary), "--data", "data", "--quick", "--paths", "submission"], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=120)
+
+
+def test_mlp_train_reads_a_declaration_linked_as_a_course_links_it(course_built):
+    res = run_without_gpu(course_built(ROOT / "tests" / "submissions" / "tf32_products.cu"))
+    assert res.returncode == 3, res.stderr   # no device: after the declaration was read
+    assert "submission: tf32, declared by mlp_precision(): cases 1, 2, 4 and 9 at its tolerances (u_p = 2^-11)" \
+        in res.stderr, res.stderr
+    res = run_without_gpu(course_built(ROOT / "tests" / "submissions" / "naive.cu"))
+    assert res.returncode == 3, res.stderr
+    assert not [ln for ln in res.stderr.splitlines() if ln.startswith("submission:")], res.stderr   # fp32: nothing said
+
+
+def test_mlp_train_refuses_a_declaration_out_of_range_in_one_line(course_built, tmp_path):
+    src = tmp_path / "bad_precision.cu"
+    shutil.copy(ROOT / "tests" / "submissions" / "naive_base.cuh", tmp_path)
+    src.write_text('#define NAIVE_PRECISION 7\n#include "naive_base.cuh"\n')
+    res = run_without_gpu(course_built(src))
+    assert res.returncode == 2 and res.stdout == "", (res.stdout, res.stderr)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlp_train: error: the submission's mlp_precision() returned 7"), lines

@@ -183,3 +183,42 @@ def test_the_mutants_defects_still_fail_at_low_precision(sim, p, bug, case, marg
     The narrowest: frozen_b2 and tail_mean at bf16, caught by case 9's odd-shape part at batch 7
     (1.8 and 4.1 on this CPU): a bfloat16 bound of b2 covers most of b2's few-step update."""
     assert sim[(p, p, bug, case)] > margin, (p, bug, case, sim[(p, p, bug, case)])
+
+
+def _bits(x: float) -> int:
+    import struct
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _float(b: int) -> float:
+    import struct
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def test_the_submissions_rounding_is_round_to_nearest_as_the_emulation_rounds():
+    """naive_base.cuh's product_input (tf32_products.cu, bf16_products.cu) and precision_sim.cpp's
+    round_to are the same integer operations, and they round to nearest: ties away from zero for
+    TF32 (cvt.rna.tf32.f32), to even for bfloat16, on random float32 values against exact rounding."""
+    import random
+    base = (ROOT / "tests" / "submissions" / "naive_base.cuh").read_text().lower()
+    emu = (ROOT / "tests" / "gate_sim" / "precision_sim.cpp").read_text().lower()
+    for op in ("(b + 0x1000u) & ~0x1fffu", "(b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u"):
+        assert op in base and op in emu, op
+    rng = random.Random(30)
+    draws = [rng.getrandbits(32) for _ in range(20000)]
+    ties = [(w & ~0x1FFF) | 0x1000 for w in draws[:200]] + [(w & ~0xFFFF) | 0x8000 for w in draws[:200]]
+    for w in draws + ties:   # the ties: exactly half-way for TF32, then for bfloat16
+        x = _float(w)
+        if x != x or abs(x) == float("inf") or abs(x) > 3e38 or abs(x) < 1e-37:
+            continue
+        b = _bits(x)
+        for drop, ties_even, got in ((13, False, _float((b + 0x1000) & ~0x1FFF)),
+                                     (16, True, _float((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000))):
+            lo = _float(b >> drop << drop)
+            hi = _float((b >> drop << drop) + (1 << drop))          # the next representable value, away from 0
+            d_lo, d_hi = abs(x - lo), abs(hi - x)
+            if d_lo != d_hi:
+                want = lo if d_lo < d_hi else hi
+            else:
+                want = (lo if (b >> drop) % 2 == 0 else hi) if ties_even else hi
+            assert got == want, (x, drop, got, want)

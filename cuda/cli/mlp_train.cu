@@ -37,9 +37,9 @@ int run_main(int argc, char** argv) {
   }
   // The opt-in paths run only when named in --paths or --profile (paths/registry.h).
   const PathCatalog catalog{default_path_names(MLP_EXTERNAL_SUBMISSION), opt_in_path_names()};
-  const RunInputs in = load_inputs(opt, catalog);
-  // The submission's declared precision: an answer out of range is bad input, before the GPU.
+  // The submission's declared precision: an answer out of range is bad input, before anything is read.
   const mlp::DeclaredPrecision precision = mlp::declared_precision();
+  const RunInputs in = load_inputs(opt, catalog);
   if (precision.precision != mlp::Precision::FP32)
     std::fprintf(stderr, "submission: %s: cases 1, 2, 4 and 9 at its tolerances (u_p = %s)\n",
                  precision.source().c_str(), mlp::unit_roundoff_text(precision.precision));

@@ -57,7 +57,31 @@ Part forward_part(const Workload& w, int case_id, int batch, bool normwise, mlp:
     part.passed = false;
     part.detail = b;
   }
+  // Over float32's limits but within a lower precision's: what rounding the products' inputs looks like.
+  if (!part.passed && precision == mlp::Precision::FP32)
+    for (mlp::Precision lower : {mlp::Precision::TF32, mlp::Precision::BF16}) {
+      const ForwardLimits l = forward_limits(lower, s, normwise);
+      if (part.value <= l.z && eh <= l.h) {
+        part.within = mlp::precision_name(lower);
+        break;
+      }
+    }
   return part;
+}
+
+// Cases 1 and 2 at FP32 whose every failed part is within a lower precision's limits: the row says
+// so (hints.cpp keys its precision hint on kWithinLowerPrecision).
+void note_lower_precision(CaseResult& r, const std::vector<Part>& parts) {
+  if (r.passed) return;
+  std::string worst;
+  for (const Part& p : parts) {
+    if (p.passed || p.declined) continue;
+    if (p.within.empty()) return;  // a failure no rounding explains
+    if (worst.empty() || p.within == "bf16") worst = p.within;
+  }
+  if (!worst.empty())
+    r.detail += "; every error over float32's limit is within " + worst + "'s (" + kWithinLowerPrecision +
+                "? declare it: mlp_precision(), submission.h)";
 }
 
 }  // namespace
@@ -66,8 +90,9 @@ CaseResult case_onebatch_forward(const GateInputs& g) {
   CaseResult r = make_case(1);
   const Workload rw = recipe_workload(g);
   const mlp::Precision p = g.precision.precision;
-  combine(r, {forward_part(rw, 1, 1, false, p), forward_part(odd_workload(g), 1, 1, false, p)},
-          forward_what(g.precision, false));
+  const std::vector<Part> parts = {forward_part(rw, 1, 1, false, p), forward_part(odd_workload(g), 1, 1, false, p)};
+  combine(r, parts, forward_what(g.precision, false));
+  note_lower_precision(r, parts);
   return r;
 }
 
@@ -79,6 +104,7 @@ CaseResult case_batch_forward(const GateInputs& g) {
   std::vector<Part> parts = {forward_part(rw, 2, g.recipe->batch, true, p)};
   for (int b : {kOddBatches[1], kOddBatches[2]}) parts.push_back(forward_part(ow, 2, b, true, p));
   combine(r, parts, forward_what(g.precision, true));
+  note_lower_precision(r, parts);
   return r;
 }
 

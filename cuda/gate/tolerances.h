@@ -60,6 +60,10 @@ double grad_error(double got, double ref, double tmax, const GradTolerance& t, d
 // matrix product).
 constexpr double kStepAtol = 1e-6, kStepRtol = 1e-5;
 
+// What cases 1 and 2 add to a float32 row that fails within a lower precision's limits (the
+// precision hint of gate/hints.cpp looks for it).
+constexpr const char* kWithinLowerPrecision = "products' inputs rounded to a lower precision";
+
 // The words of each row: how its value and limit are defined, the precision and its unit
 // roundoff named. For FP32 exactly the float32 gate's words ("...; limit (in+hidden+2)*u, u = 2^-24; ...").
 std::string forward_what(const mlp::DeclaredPrecision& d, bool normwise);

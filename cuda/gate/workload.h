@@ -43,6 +43,7 @@ struct Part {
   bool passed = false;
   bool declined = false;        // the odd shape, declined with MLP_ERR_UNSUPPORTED
   std::string detail;           // set when it failed without a value (a status, a guard band, an input changed)
+  std::string within;           // failed at FP32 but within the limits of "tf32" (or "bf16"): case 1 and 2's parts
 };
 // The row of a case from its parts: it passes when every part passes or was declined; its value
 // and limit are those of the part furthest over (or nearest to) its limit; `what` says how

@@ -3,7 +3,8 @@
 what it does: "pass" or "fail" (print its rows, write OUT/stage-NAME.json, exit 0 or 1), "hang"
 (print its first row, then sleep), "segv" (first row, then SIGSEGV), "cuda" (first row, then exit 3
 with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevice" (exit 3 before
-any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_PATH_FAILURES (JSON list)
+any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_REFUSE (a name): a run whose
+--out holds it exits 2 at once with mlp_train's line for an mlp_precision() out of range. FAKE_PATH_FAILURES (JSON list)
 goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
 gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times."""
 import json
@@ -25,6 +26,9 @@ mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
 t_start = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 print("#  case value limit verdict", flush=True)
+if os.environ.get("FAKE_REFUSE") and os.environ["FAKE_REFUSE"] in (out or ""):
+    print("mlp_train: error: the submission's mlp_precision() returned 7, which is no precision: ...", file=sys.stderr)
+    sys.exit(2)
 if mode == "badinput":
     print("mlp_train: error: --epochs: 0 is out of range", file=sys.stderr)
     sys.exit(2)
