@@ -24,6 +24,8 @@ DEFAULT_ARCH = "sm_90"  # the H200 this benchmark is measured on
 DEFAULT_SUBMISSION = "cuda/contract/submission_ref.cu"
 # The five entry points of cuda/contract/submission.h, in the order a learner writes them.
 ENTRY_POINTS = ("mlp_forward", "mlp_loss", "mlp_backward", "mlp_step", "mlp_train_epoch")
+# submission.h's optional entry point: a submission without it is FP32 (cuda/common/declared_precision.h).
+OPTIONAL_ENTRY_POINTS = ("mlp_precision",)
 CHECK_DIR = ".submission-check"   # inside the build folder: the submission compiled alone
 EXIT_BUILD_FAILED, EXIT_BAD_INPUT = 1, 2
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from spec.torch_variants import FP32, PRECISIONS, precision_of
+from spec.torch_variants import FP32, PRECISIONS, UNIT_ROUNDOFF, precision_of
 from spec.validate import is_safe_name
 
 
@@ -218,6 +218,9 @@ _RECIPE = Obj({"steps_per_epoch": INT, "input_dim": INT, "hidden_dim": INT, "out
 RUN = Obj({
     "schema": INT, "date_utc": STR, "commit": STR, "run_id": STR,
     "submission": STR, "gated_path": OSTR, "run_command": STR, "reference_source": STR,
+    # The precision the gate held cases 1-5 and 9 to (the submission's mlp_precision(), fp32 by
+    # default) and its unit roundoff; absent in runs before it (then fp32).
+    "gate_precision": OneOf(*PRECISIONS), "gate_unit_roundoff": POS, "gate_precision_declared": BOOL,
     "gpu": Obj({"name": STR, "compute_capability": STR, "sm_count": INT, "l2_bytes": ONUM,
                 "driver": STR, "driver_api_version": OINT, "runtime_version": OINT,
                 "toolkit_version": OINT}),
@@ -456,6 +459,9 @@ def _run_checks(doc) -> str | None:
     for name, rec in doc["paths"].items():
         if "passed" not in rec and "skipped" not in rec:
             return f"paths.{name}: missing key 'passed' (or 'skipped')"
+    p, u = doc.get("gate_precision"), doc.get("gate_unit_roundoff")
+    if p is not None and u is not None and u != UNIT_ROUNDOFF[p]:
+        return f"gate_unit_roundoff: {u!r} is not {p}'s unit roundoff ({UNIT_ROUNDOFF[p]!r})"
     return _ordered_times(doc["paths"], "paths")
 
 

@@ -24,6 +24,11 @@ PRECISIONS: dict[str, str] = {
           "float32 weights, momentum and update",
 }
 
+# Each precision's unit roundoff (round to nearest: half an ulp of 1 in its significand), as the
+# binary's cuda/common/precision.h gives it (run.json "gate_unit_roundoff"; spec/schema.py checks
+# the two agree).
+UNIT_ROUNDOFF: dict[str, float] = {FP32: 2.0 ** -24, TF32: 2.0 ** -11, BF16: 2.0 ** -8}
+
 
 def precision_of(rec: dict, doc: dict | None = None) -> str | None:
     """The precision of a pytorch.json variant entry `rec` of the file `doc`: its "precision"; for

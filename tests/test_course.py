@@ -212,3 +212,19 @@ def test_a_hostile_file_name_builds_from_its_safe_copy_and_never_reaches_a_shell
     assert binary is not None and binary.exists(), error
     for d in (ROOT, tmp_path, src, BUILD_DIR / "gate" / sub.name):
         assert not (d / "PWNED").exists() and not (d / "PWNED2").exists()
+
+
+def test_a_submission_the_binary_refuses_is_a_fail_row_naming_why_and_the_others_are_gated(fake_gate, monkeypatch):
+    """mlp_train exits 2 before any case for an mlp_precision() out of range (our own arguments are
+    valid): its row is a FAIL whose first hint is the binary's line; the leaderboard has every
+    submission's precision (the stand-in's stages say tf32)."""
+    monkeypatch.setenv("FAKE_REFUSE", "badprec")
+    rc, out, _ = fake_gate(["naive.cu", "badprec.cu"])
+    assert rc == 0
+    assert json.loads((out / "badprec" / "build.json").read_text())["refused"].startswith(
+        "mlp_train: error: the submission's mlp_precision() returned 7")
+    rows = {r["submission"]: r for r in course.leaderboard([out / "naive", out / "badprec"], out, reports=False)}
+    assert rows["badprec"]["verdict"] == "FAIL" and rows["badprec"]["first_hint"].startswith("refused: mlp_train: error:")
+    assert rows["badprec"]["precision"] == "" and rows["naive"]["precision"] == "tf32"
+    md = (out / "leaderboard.md").read_text()
+    assert "| submission | passed | precision |" in md and "| naive | " in md and "| tf32 |" in md

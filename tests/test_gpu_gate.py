@@ -28,6 +28,8 @@ EXPECTED = {  # mutant -> the case that must fail
     "mutant_legacy_stream": "stream-contract",
     "mutant_sync_in_epoch": "stream-contract",
     "mutant_leak_epoch": "stream-contract",
+    "mutant_undeclared_tf32": "onebatch-forward",   # and batch-forward, grad-check, epoch-check (below)
+    "mutant_bf16_no_relu_mask": "grad-check",        # at bfloat16's tolerances (it declares bf16)
 }
 HINT = {  # mutant -> words its failure output must carry
     "mutant_no_relu_mask": "missing ReLU mask",
@@ -42,6 +44,8 @@ HINT = {  # mutant -> words its failure output must carry
     "mutant_legacy_stream": "enqueue every launch",
     "mutant_sync_in_epoch": "no cudaDeviceSynchronize, cudaStreamSynchronize",
     "mutant_leak_epoch": "no cudaMalloc inside an entry point",
+    "mutant_undeclared_tf32": "declare it with mlp_precision()",
+    "mutant_bf16_no_relu_mask": "missing ReLU mask",
 }
 ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL)\s*(.*)$")
 
@@ -320,3 +324,65 @@ def test_perf_only_run_json_carries_the_run_id(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     assert doc["mode"] == "perf-only" and doc["run_id"] == "gpu-test.1" and doc["recipe"]["epochs"] == 2
     assert np.load(out / "order.npy").shape == (2, 6000) and np.load(out / "init_params.npy").shape == (203530,)
+
+
+# Issue 30: the gate per precision (README, "Declaring your precision"). What the CPU emulation of
+# these submissions measured (tests/gate_sim/precision_sim.cpp): correct TF32 and BF16 arithmetic
+# at most 0.1, 0.03, 0.45 and 0.45 of cases 1, 2, 4 and 9's limits; one epoch 0.044 (TF32) and
+# 0.065 (BF16) of the update from float64's (the parity limit at those precisions: 0.2).
+DECLARED = {"tf32_products": ("tf32", "2^-11"), "bf16_products": ("bf16", "2^-8")}
+
+
+@pytest.mark.parametrize("submission", sorted(DECLARED))
+def test_a_declared_precision_passes_the_quick_gate_at_its_tolerances(submission):
+    precision, up = DECLARED[submission]
+    res, rows = build_and_gate(f"tests/submissions/{submission}.cu", "--paths", "submission")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert len(rows) == 9 and all(v[0] == "PASS" for v in rows.values()), rows
+    named = f"u_p = {up} ({precision}, declared by mlp_precision())"
+    for case in ("onebatch-forward", "batch-forward", "loss-extreme", "grad-check", "step", "epoch-check"):
+        assert named in rows[case][1], (case, rows[case][1])
+    assert f"submission: {precision}, declared by mlp_precision()" in res.stderr
+    line = next(ln for ln in res.stderr.splitlines() if ln.startswith("path submission: one epoch vs fused"))
+    assert "(limit 2e-01)" in line, line
+
+
+def test_tf32_products_passes_every_case_of_the_supervised_gate_and_its_row_says_tf32(tmp_path):
+    """The whole gate as a course runs it (stages, sanitizers, case 7 against the shipped float64
+    result): every case passes at TF32; run.json and the leaderboard record the precision."""
+    import json
+    import sys
+    from harness.gate import course
+    res = subprocess.run([sys.executable, "-m", "harness.gate.course", "--one", "tests/submissions/tf32_products.cu",
+                          "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    doc = json.loads((tmp_path / "tf32_products" / "run.json").read_text())
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert (doc["gate_precision"], doc["gate_unit_roundoff"], doc["gate_precision_declared"]) == ("tf32", 2.0 ** -11, True)
+    assert all(c["passed"] for c in doc["cases"] if c["id"] != 8), [c for c in doc["cases"] if not c["passed"]]
+    sub = doc["paths"]["submission"]
+    assert sub["precision"] == "tf32" and sub["parity_limit"] == 0.2 and sub["passed"], sub
+    row = course.row_of(tmp_path / "tf32_products", None)
+    assert row["verdict"] == "PASS" and row["precision"] == "tf32", row
+
+
+def test_tf32_arithmetic_undeclared_fails_the_float32_gate():
+    """mutant_undeclared_tf32: float32's limits are ~1e-6 of the magnitudes, TF32's rounding ~1e-4
+    (the CPU emulation: 58x case 1's limit, 22x case 2's, 300x case 9's), and the hint names
+    mlp_precision()."""
+    res, rows = build_and_gate("tests/submissions/mutant_undeclared_tf32.cu", "--paths", "submission")
+    assert res.returncode == 1
+    for case in ("onebatch-forward", "batch-forward", "grad-check", "epoch-check"):
+        assert rows[case][0] == "FAIL" and "declared by mlp_precision()" not in rows[case][1], (case, rows[case])
+    assert "within tf32's" in rows["onebatch-forward"][1], rows["onebatch-forward"]
+    assert "hint: precision: the forward's errors are over float32's limits" in res.stdout
+    assert not [ln for ln in res.stderr.splitlines() if ln.startswith("submission:")]   # nothing declared: FP32
+
+
+def test_a_defect_declared_bf16_still_fails_at_bfloat16s_tolerances():
+    """mutant_bf16_no_relu_mask: case 4 at bf16's rtol/atol (6.3e-2) still fails (the CPU emulation:
+    21x its limit), while the forward, which it does not break, passes at bf16's."""
+    res, rows = build_and_gate("tests/submissions/mutant_bf16_no_relu_mask.cu", "--paths", "submission")
+    assert res.returncode == 1
+    assert rows["grad-check"][0] == "FAIL" and "(bf16, declared by mlp_precision())" in rows["grad-check"][1], rows
+    assert rows["onebatch-forward"][0] == rows["batch-forward"][0] == "PASS", rows
+    assert "missing ReLU mask" in res.stdout and "declared precision:" in res.stdout

@@ -32,7 +32,7 @@ def test_precision_paths_at_the_recipe(tmp_path):
         p = run["paths"][name]
         assert p["passed"] and p["precision"] == precision, (name, p.get("error"))
         assert precision.upper() in p["accumulator"], p["accumulator"]
-        assert p["parity_limit"] == 0.1   # cli/path_checks.h kPrecisionParityLimit
+        assert p["parity_limit"] == 0.2   # cli/path_checks.h kParityLimitLowPrecision
         # rounded products: farther from the fused path than float32 summation order (~3e-7), within the limit
         assert 1e-6 < p["parity_vs_fused"] <= p["parity_limit"], (name, p["parity_vs_fused"])
         assert abs(p["test_accuracy_per_epoch"][0] - fp64["test_accuracy"]) <= 0.03, name
@@ -53,5 +53,5 @@ def test_precision_paths_pass_the_gates_train_stage(tmp_path):
     for name, precision in PATHS.items():
         p = stage["paths"][name]
         assert p["passed"] and p["precision"] == precision and p["deterministic"], name
-        assert p["parity_limit"] == 0.1 and p["parity_vs_fused"] <= p["parity_limit"]
+        assert p["parity_limit"] == 0.2 and p["parity_vs_fused"] <= p["parity_limit"]
         assert abs(p["accuracy_gap_pp"]) <= 1.0, (name, p["accuracy_gap_pp"])  # the goal: 1 pp of float64

@@ -68,8 +68,8 @@ def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_s
 
 
 # The tensor-core paths: their first epoch within their precision's parity limit of the fused
-# path's (cli/path_checks.h parity_limit: 0.1 at TF32 and BF16) and a test accuracy near float64's.
-@pytest.mark.parametrize("path,precision,limit", [("tiled-tf32", "tf32", 0.1), ("tiled-bf16", "bf16", 0.1)])
+# path's (cli/path_checks.h parity_limit: 0.2 at TF32 and BF16) and a test accuracy near float64's.
+@pytest.mark.parametrize("path,precision,limit", [("tiled-tf32", "tf32", 0.2), ("tiled-bf16", "bf16", 0.2)])
 @pytest.mark.parametrize("hidden,batch,train_size", [(1000, 7, 700), (4096, 2048, 6000), (256, 128, 6000)])
 def test_tensor_core_paths_first_epoch(tmp_path, path, precision, limit, hidden, batch, train_size):
     out = tmp_path / "run"

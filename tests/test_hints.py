@@ -71,3 +71,21 @@ def test_a_case_without_a_rule_of_its_own_gets_its_row():
     assert any(x.startswith("guard-bands") for x in h)
     # case 8 decides nothing: its failure alone is not explained as a failure
     assert hints.hints_for(rows((8,))) == []
+
+
+def test_a_float32_forward_within_a_lower_precisions_rounding_gets_the_precision_hint():
+    """Cases 1 and 2 at FP32 whose every error is within TF32's or bfloat16's limits say so in their row
+    (cuda/gate/entry_cases.cu): the hint names mlp_precision() instead of the forward's defects."""
+    within = ("...; every error over float32's limit is within tf32's (products' inputs rounded to a lower "
+              "precision? declare it: mlp_precision(), submission.h)")
+    h = hints.hints_for(rows((1, 2), d1=within, d2=within))
+    assert len(h) == 1 and "declare it with mlp_precision()" in h[0], h
+    h = hints.hints_for(rows((1, 2), d1="max_k ...; 784-256-10, batch 1: 0.5 (limit 6.21e-05) FAIL"))
+    assert len(h) == 1 and h[0].startswith("forward: W1"), h
+
+
+def test_a_case_held_to_a_declared_precision_gets_its_hint_after_the_cases_own():
+    d4 = "200 coords ...u_p = 2^-8 (bf16, declared by mlp_precision()); ...; worst at W1[3]: 21"
+    h = hints.hints_for(rows((4,), d4=d4))
+    assert h[0].startswith("grad-check: a missing ReLU mask") and h[1].startswith("declared precision:"), h
+    assert not any(x.startswith("declared precision:") for x in hints.hints_for(rows((4,), d4="200 coords ...")))

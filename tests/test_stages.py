@@ -19,7 +19,8 @@ from spec.schema import validate
 
 FAKE = ROOT / "tests" / "fakes" / "staged_mlp_train.py"
 UNSTAGED_KEYS = ["schema", "date_utc", "run_id", "gpu", "device_limits", "submission", "gated_path", "run_command",
-                 "recipe", "reference_source", "memory", "cases", "hints", "notes", "paths", "reference_fp64"]
+                 "recipe", "reference_source", "gate_precision", "gate_unit_roundoff", "gate_precision_declared",
+                 "memory", "cases", "hints", "notes", "paths", "reference_fp64"]
 STAGE_NAMES = [s["name"] for s in catalog.stages("mlp_train")]
 TIMEOUT = "timeout: a kernel spinning"
 FAULT = "an illegal address or a fault"
@@ -56,6 +57,7 @@ def test_every_stage_passing_merges_into_the_unstaged_shape(gate, capsys):
     assert [c["id"] for c in doc["cases"]] == [i for s in catalog.stages("mlp_train") for i in s["cases"]]
     assert all(c["passed"] for c in doc["cases"]) and doc["hints"] == []
     assert doc["paths"]["submission"]["median_ms"] == 6.3 and doc["memory"] == {"from_train": 1.0}
+    assert (doc["gate_precision"], doc["gate_unit_roundoff"], doc["gate_precision_declared"]) == ("tf32", 2.0 ** -11, True)
     sup = doc["supervisor"]
     assert sup["staged"] and sup["ended"] == "exited 0" and sup["path_failures"] == sup["stage_failures"] == []
     assert [s["name"] for s in sup["stages"]] == STAGE_NAMES

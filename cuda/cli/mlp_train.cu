@@ -9,6 +9,7 @@
 
 #include "common/common.h"
 #include "common/cuda_check.h"
+#include "common/declared_precision.h"
 #include "paths/device.h"
 #include "common/exit_status.h"
 #include "io/inputs.h"
@@ -36,7 +37,12 @@ int run_main(int argc, char** argv) {
   }
   // The opt-in paths run only when named in --paths or --profile (paths/registry.h).
   const PathCatalog catalog{default_path_names(MLP_EXTERNAL_SUBMISSION), opt_in_path_names()};
+  // The submission's declared precision: an answer out of range is bad input, before anything is read.
+  const mlp::DeclaredPrecision precision = mlp::declared_precision();
   const RunInputs in = load_inputs(opt, catalog);
+  if (precision.precision != mlp::Precision::FP32)
+    std::fprintf(stderr, "submission: %s: cases 1, 2, 4 and 9 at its tolerances (u_p = %s)\n",
+                 precision.source().c_str(), mlp::unit_roundoff_text(precision.precision));
 
   const cudaDeviceProp prop = select_device();
   std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
@@ -45,7 +51,7 @@ int run_main(int argc, char** argv) {
   const DeviceData dd(in.data);
   // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
   const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? kSubmissionPath : "fused",
-                       command_line(argc, argv)};
+                       command_line(argc, argv), precision};
 
   if (!opt.profile.empty()) return run_profile(ctx);
   if (!opt.stages.empty()) return run_stages(ctx);

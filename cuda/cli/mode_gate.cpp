@@ -27,7 +27,12 @@ Json gate_header(const RunContext& ctx) {
       .set("submission", Json::str(ctx.submission))
       .set("gated_path", Json::str(ctx.gated)).set("run_command", Json::str(ctx.command))
       .set("recipe", recipe_json(in.R, in.data.n_test, mlp_offsets(in.s).total))
-      .set("reference_source", Json::str(in.opt.reference));
+      .set("reference_source", Json::str(in.opt.reference))
+      // The precision the gate held cases 1-5 and 9 to (the submission's mlp_precision(), FP32 by
+      // default) and its unit roundoff u_p (2^-24 for fp32).
+      .set("gate_precision", Json::str(mlp::precision_name(ctx.precision.precision)))
+      .set("gate_unit_roundoff", Json::num(mlp::unit_roundoff(ctx.precision.precision)))
+      .set("gate_precision_declared", Json::boolean(ctx.precision.declared));
   return root;
 }
 
@@ -40,19 +45,20 @@ std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& r
       continue;
     }
     CaseResult acc = case_train(&r, ctx.gated, ref);
+    const double limit = parity_limit_of(r);
     Json o = Json::object();
     add_path_run(o, r)
-        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= parity_limit(r)))
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= limit))
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
-        .set("parity_limit", Json::num(parity_limit(r)))
+        .set("parity_limit", Json::num(limit))
         .set("deterministic", Json::boolean(r.deterministic))
         .set("rerun_distance", Json::num(r.rerun_distance))
         .set("bitwise_rerun_required", Json::boolean(bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism)))
         .set("overfit_loss", Json::num(r.overfit.value))
         .set("accuracy_gap_pp", Json::num(acc.value))
         .set("test_accuracy_last5_mean", Json::num(last5_mean(r.test_accuracy_per_epoch)));
-    const std::string note = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), parity_limit(r));
+    const std::string note = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), limit);
     if (!note.empty()) o.set("note", Json::str(note));
     pj.set(r.name, o.done());
   }
@@ -71,7 +77,8 @@ std::string reference_fp64_json(const RefTrainResult& ref) {
 std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs) {
   std::vector<std::string> fails;
   for (const auto& r : runs) {
-    const std::string f = path_failure(r, true, parity_limit(r), bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
+    const std::string f =
+        path_failure(r, true, parity_limit_of(r), bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
     if (!f.empty()) fails.push_back(f);
   }
   return fails;
@@ -80,7 +87,7 @@ std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<
 std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs) {
   std::vector<std::string> notes;
   for (const auto& r : runs) {
-    const std::string n = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), parity_limit(r));
+    const std::string n = path_note(r, bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism), parity_limit_of(r));
     if (!n.empty()) notes.push_back("path " + r.name + ": " + n);
   }
   return notes;

@@ -43,7 +43,8 @@ double parity_distance(const std::vector<float>& p, const std::vector<double>& q
 // run.json says "mode": "perf-only" and holds no gate cases; every path trains from the seed's
 // weights and is timed (case 8 alone). With --parity each path's first epoch (order 0) is also
 // measured against one float64 epoch and against the fused path's (the gate's own parity rule,
-// cli/path_checks.h): a path past its precision's parity_limit from the fused path fails. Both distances are
+// cli/path_checks.h): a path past its parity limit (kParityLimit, or at TF32 or BF16
+// kParityLimitLowPrecision) from the fused path fails. Both distances are
 // relative to the update's size; the float64 one is printed and recorded, not judged, because at
 // some shapes every float32 trainer leaves the float64 trajectory at a ReLU kink within the first
 // epoch (width 1,024 on the H200: tiled, persistent and fused all 2.35e-2 from float64, within
@@ -69,13 +70,13 @@ int run_perf_only(const RunContext& ctx) {
       const std::vector<float> p1 = one_epoch_params(*path, R, in.s, in.init, in.orders[0], ctx.dd);
       parity = parity_distance(p1, fp64.params, in.init);
       vs_fused = parity_distance(p1, fused_one, in.init);
-      std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.2g), vs float64 %.3g\n",
+      std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g\n",
                    name.c_str(), vs_fused, limit, parity);
     }
     PathRun run = train_path(*path, R, in.s, in.init, in.orders, ctx.dd, in.data, R.epochs, true);
     if (in.opt.parity && run.skipped.empty() && !(vs_fused <= limit) && run.ok) {
       char lim[32];
-      std::snprintf(lim, sizeof lim, "%.2g", limit);
+      std::snprintf(lim, sizeof lim, "%.0e", limit);
       run.ok = false;
       run.error = "one epoch lands " + std::to_string(vs_fused) + " of the update from the fused path's (limit " + lim + ")";
     }

@@ -14,7 +14,7 @@ int run_quick(const RunContext& ctx) {
   std::vector<std::string> path_fails;
   for (const auto& r : gr.runs) {
     ok &= r.ok && r.overfit.passed;
-    const std::string f = path_failure(r, !ctx.in.opt.smoke, parity_limit(r),
+    const std::string f = path_failure(r, !ctx.in.opt.smoke, parity_limit_of(r),
                                        bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
     if (!f.empty()) path_fails.push_back(f);
   }

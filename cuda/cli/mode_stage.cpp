@@ -19,11 +19,6 @@
 
 namespace {
 
-GateInputs gate_inputs(const RunContext& ctx) {
-  const RunInputs& in = ctx.in;
-  return GateInputs{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed};
-}
-
 bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }

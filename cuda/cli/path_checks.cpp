@@ -72,7 +72,7 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
     const double limit = parity_limit(path->precision());
-    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.2g), vs float64 %.3g; rerun bitwise %s",
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s",
                  name.c_str(), parity, limit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");
     if (!smoke && !deterministic) std::fprintf(stderr, " (by %.3g of the update)", rerun);
@@ -118,9 +118,21 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
   return runs;
 }
 
-GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke) {
+double parity_limit(mlp::Precision p) { return p == mlp::Precision::FP32 ? kParityLimit : kParityLimitLowPrecision; }
+
+double parity_limit_of(const PathRun& r) {
+  mlp::Precision p = mlp::Precision::FP32;
+  return mlp::parse_precision(r.precision, &p) ? parity_limit(p) : kParityLimit;
+}
+
+GateInputs gate_inputs(const RunContext& ctx) {
   const RunInputs& in = ctx.in;
-  GateInputs g{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed};
+  return GateInputs{in.s, &in.R, &in.data, &in.init, &in.orders[0], ctx.dd.train_x, ctx.dd.train_y, in.R.seed,
+                    ctx.precision};
+}
+
+GateRun run_cases_1_to_6(const RunContext& ctx, int epochs, bool smoke) {
+  const GateInputs g = gate_inputs(ctx);
   GateRun gr;
   gr.gated_name = ctx.gated;
   gr.cases = run_entry_cases(g);

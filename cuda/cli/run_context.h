@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/declared_precision.h"
 #include "paths/device.h"
 #include "io/inputs.h"
 
@@ -15,4 +16,7 @@ struct RunContext {
   std::string submission;  // the linked submission's source file (run.json "submission")
   std::string gated;       // the gated path: "submission" for a learner's file, else "fused"
   std::string command;     // the command line (run.json "run_command")
+  // The linked submission's precision (common/declared_precision.h), asked once before the GPU:
+  // the gate's cases 1-5 and 9 take their tolerances from it (GateInputs::precision).
+  mlp::DeclaredPrecision precision;
 };

@@ -38,10 +38,27 @@ inline const char* unit_roundoff_text(Precision p) {
   return "?";
 }
 
+// The rounding a matrix product's inputs undergo before the product, relative, round to nearest:
+// 0 for FP32 (the inputs are the float32 values themselves: nothing more is rounded than float32
+// arithmetic rounds), unit_roundoff(p) for TF32 and BF16. The gate's tolerances add this term to
+// their float32 ones (gate/tolerances.h), so an FP32 submission's limits are exactly float32's.
+inline double input_roundoff(Precision p) { return p == Precision::FP32 ? 0.0 : unit_roundoff(p); }
+
 // The precision of a name, or false for any other name.
 inline bool parse_precision(const std::string& s, Precision* out) {
   for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16})
     if (s == precision_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
+
+// The precision of its enum value (submission.h's MLP_PRECISION_*, which equal these), or false
+// for any other value.
+inline bool precision_of_value(int v, Precision* out) {
+  for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16})
+    if (v == (int)p) {
       *out = p;
       return true;
     }

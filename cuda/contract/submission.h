@@ -1,8 +1,10 @@
 // cuda/contract/submission.h — the contract a submission implements.
 //
 // Five C-ABI entry points train a two-layer ReLU MLP with softmax cross-entropy and SGD with
-// momentum. `mlp_train` gates any implementation of them and times it (`mlp_host catalog` lists
-// the cases; README's "submission.h, clause by clause" says which case holds each promise below);
+// momentum; a sixth, optional, declares the precision of their matrix products' inputs
+// (mlp_precision, at the end). `mlp_train` gates any implementation of them and times it
+// (`mlp_host catalog` lists the cases; README's "submission.h, clause by clause" says which case
+// holds each promise below);
 // `harness/binding.py` calls them from Python on arbitrary arrays. Our own implementation is
 // cuda/contract/submission_ref.cu; a learner's file replaces it with `invoke build --submission FILE`.
 // cuda/contract/submission_starter.cu holds documented stubs to start from.
@@ -95,6 +97,28 @@ int mlp_step(float* params, float* velocity, const float* grads, size_t n, float
 int mlp_train_epoch(MlpShape s, float* params, float* velocity, const float* X_all,
                     const int* labels_all, const int* order, int n_samples, int batch, float lr,
                     float momentum, float* workspace, float* step_loss, cudaStream_t stream);
+
+// The precisions a submission may declare (the values of common/precision.h's mlp::Precision,
+// static_assert'ed in common/declared_precision.cpp).
+enum MlpPrecision {
+  MLP_PRECISION_FP32 = 0,  // the products' inputs are the float32 values themselves (the default)
+  MLP_PRECISION_TF32 = 1,  // rounded to TF32 first: 10 explicit mantissa bits, unit roundoff 2^-11
+  MLP_PRECISION_BF16 = 2,  // rounded to bfloat16 first: 7 explicit mantissa bits, unit roundoff 2^-8
+};
+
+// 6. OPTIONAL: the precision of the INPUTS of your matrix products — X·W1 and H·W2 in forward,
+//    Hᵀ·dZ, dZ·W2ᵀ, Xᵀ·dH and dH·W1ᵀ in backward, and the same inside mlp_train_epoch — when you
+//    round them to TF32 or bfloat16 (round to nearest) before multiplying, as tensor cores do.
+//    What does not change: every product accumulates in float32 (or wider); the parameters, the
+//    velocity, H, Z, dZ and the gradients are float32 buffers; mlp_loss has no product and
+//    mlp_step's update stays float32. The gate then holds cases 1, 2, 4 and 9 to the declared
+//    format's unit roundoff (README, "Declaring your precision"); case 5 (step) and case 3 (loss)
+//    keep their float32 tolerances whatever you declare.
+//    Leave it undefined and your submission is MLP_PRECISION_FP32, gated as every float32 one.
+//    A host function: return a constant, call no CUDA API (the gate asks once, before the GPU is
+//    touched). A value other than the three above stops the gate with one line (exit status 2, bad
+//    input).
+int mlp_precision(void);
 
 #ifdef __cplusplus
 }

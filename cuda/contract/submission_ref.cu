@@ -1,6 +1,10 @@
 // cuda/contract/submission_ref.cu — our implementation of the contract in submission.h: the fused kernels
 // (bias/ReLU/mask in GEMM epilogues, one flat momentum update). A learner's file replaces this
 // one with `invoke build --submission FILE`.
+//
+// It does not define mlp_precision() (submission.h's optional entry point): its products take the
+// float32 values themselves, which is the default, FP32, so every build of ours runs the gate
+// through the default a learner's float32 file gets too (common/declared_precision.h).
 #include "common/cuda_check.h"
 #include "paths/kernel_path.h"
 #include "contract/submission.h"

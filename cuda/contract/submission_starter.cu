@@ -40,3 +40,10 @@ extern "C" int mlp_train_epoch(MlpShape, float*, float*, const float*, const int
   // Gather each batch by `order`, then forward, loss (into step_loss[t]), backward, step.
   return MLP_ERR_NOT_IMPLEMENTED;
 }
+
+// Optional (submission.h, entry point 6): only once your matrix products round their inputs to
+// TF32 or bfloat16 (tensor cores, say), declare it, and cases 1, 2, 4 and 9 hold you to that
+// format's tolerances instead of float32's (README, "Declaring your precision"). Left out, as here,
+// your submission is FP32.
+//
+// extern "C" int mlp_precision(void) { return MLP_PRECISION_TF32; }

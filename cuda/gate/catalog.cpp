@@ -18,8 +18,8 @@ const std::vector<CaseInfo>& gate_cases() {
       {5, "step", "entry", true, "mlp_step (stage 4)",
        "every parameter and velocity element, at the recipe's lr and momentum and at drawn ones"},
       {9, "epoch-check", "epoch-check", true, "mlp_train_epoch (stage 5)",
-       "a short epoch with a tail batch against float64 within its propagated float32 bound, at the recipe, at "
-       "drawn hyperparameters from a drawn state, and at the odd shape"},
+       "a short epoch with a tail batch against float64 within its propagated rounding bound (float32's, and the "
+       "declared precision's), at the recipe, at drawn hyperparameters from a drawn state, and at the odd shape"},
       {13, "stream-contract", "contract", true, "",
        "every entry point captured into a CUDA graph on the caller's stream: no other stream, host synchronisation "
        "or allocation inside, nothing printed, and no device-memory growth over repeated calls"},

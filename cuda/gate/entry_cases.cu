@@ -10,6 +10,7 @@
 #include "common/cuda_check.h"
 #include "common/rng.h"
 #include "gate/cpu_reference.h"
+#include "gate/tolerances.h"
 #include "gate/workload.h"
 
 using namespace gate;
@@ -18,35 +19,13 @@ namespace {
 
 std::vector<double> to_double(const float* v, size_t n) { return std::vector<double>(v, v + n); }
 
-// |W|-forward: the magnitudes of every term that feeds each hidden unit and logit, the scale of the
-// classic rounding bound |fl(z) − z| ≤ γ · (|W2|·(|W1|·|x| + |b1|) + |b2|).
-void abs_forward(MlpShape s, const std::vector<double>& p, const std::vector<double>& X, int batch,
-                 std::vector<double>& H, std::vector<double>& Z) {
-  std::vector<double> ap(p.size());
-  for (size_t i = 0; i < p.size(); ++i) ap[i] = std::fabs(p[i]);
-  H.assign((size_t)batch * s.hidden, 0);
-  Z.assign((size_t)batch * s.out, 0);
-  ref_forward(s, ap.data(), X.data(), batch, H.data(), Z.data());  // all terms ≥ 0: ReLU is a no-op
-}
-
-// Worst element-wise error |got − ref| / scale (NaN: infinity), or the norm-wise ||got − ref|| / ||scale||.
-double error_of(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& scale,
-                bool normwise) {
-  double worst = 0, num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = (double)got[i] - ref[i];
-    if (std::isnan(e)) return INFINITY;
-    worst = std::max(worst, std::fabs(e) / scale[i]);
-    num += e * e;
-    den += scale[i] * scale[i];
-  }
-  return normwise ? std::sqrt(num / den) : worst;
-}
-
-// One forward part: Z (the value) and H against float64; case 1 element-wise against γ_depth =
-// depth·u, case 2 norm-wise against 4·√depth·u (Higham & Mary 2019: rounding errors of a length-n
-// sum behave like a random walk), depth in + hidden + 2 for Z and in + 2 for H.
-Part forward_part(const Workload& w, int case_id, int batch, bool normwise) {
+// One forward part: Z (the value) and H against float64, relative to the magnitude scale of the
+// classic rounding bound |fl(z) − z| ≤ γ · (|W2|·(|W1|·|x| + |b1|) + |b2|) (gate/tolerances.h
+// abs_forward); case 1 element-wise against γ_depth = depth·u, case 2 norm-wise against 4·√depth·u
+// (Higham & Mary 2019: rounding errors of a length-n sum behave like a random walk), depth in +
+// hidden + 2 for Z and in + 2 for H; at a declared TF32 or BF16 each plus its inputs' rounding
+// (forward_limits: 5·u_p for Z, 3·u_p for H).
+Part forward_part(const Workload& w, int case_id, int batch, bool normwise, mlp::Precision precision) {
   const MlpShape s = w.s;
   Part part;
   part.label = w.label + ", batch " + std::to_string(batch);
@@ -59,9 +38,8 @@ Part forward_part(const Workload& w, int case_id, int batch, bool normwise) {
   dX.upload(Xf.data());
   dH.poison();
   dZ.poison();
-  const double depth_z = (double)s.in + s.hidden + 2, depth_h = (double)s.in + 2;
-  auto bound = [&](double depth) { return normwise ? 4.0 * std::sqrt(depth) * kU32 : depth * kU32; };
-  part.limit = bound(depth_z);
+  const ForwardLimits lim = forward_limits(precision, s, normwise);
+  part.limit = lim.z;
   if (!call_ok(mlp_forward(s, dp.p, dX.p, batch, dH.p, dZ.p, nullptr), "mlp_forward", w, part)) return part;
   if (!guards_ok(part, case_id, "mlp_forward", {dp.check(), dX.check(), dH.check(), dZ.check()})) return part;
   part.detail = inputs_changed("mlp_forward", {{&dp, w.init.data()}, {&dX, Xf.data()}});
@@ -73,13 +51,37 @@ Part forward_part(const Workload& w, int case_id, int batch, bool normwise) {
   part.value = error_of(dZ.download(), Zref, Zs, normwise);
   const double eh = error_of(dH.download(), Href, Hs, normwise);
   part.passed = part.value <= part.limit;
-  if (!(eh <= bound(depth_h))) {
+  if (!(eh <= lim.h)) {
     char b[160];
-    std::snprintf(b, sizeof b, "H (post-ReLU) error %.3g > limit %.3g (Z: %.3g)", eh, bound(depth_h), part.value);
+    std::snprintf(b, sizeof b, "H (post-ReLU) error %.3g > limit %.3g (Z: %.3g)", eh, lim.h, part.value);
     part.passed = false;
     part.detail = b;
   }
+  // Over float32's limits but within a lower precision's: what rounding the products' inputs looks like.
+  if (!part.passed && precision == mlp::Precision::FP32)
+    for (mlp::Precision lower : {mlp::Precision::TF32, mlp::Precision::BF16}) {
+      const ForwardLimits l = forward_limits(lower, s, normwise);
+      if (part.value <= l.z && eh <= l.h) {
+        part.within = mlp::precision_name(lower);
+        break;
+      }
+    }
   return part;
+}
+
+// Cases 1 and 2 at FP32 whose every failed part is within a lower precision's limits: the row says
+// so (hints.cpp keys its precision hint on kWithinLowerPrecision).
+void note_lower_precision(CaseResult& r, const std::vector<Part>& parts) {
+  if (r.passed) return;
+  std::string worst;
+  for (const Part& p : parts) {
+    if (p.passed || p.declined) continue;
+    if (p.within.empty()) return;  // a failure no rounding explains
+    if (worst.empty() || p.within == "bf16") worst = p.within;
+  }
+  if (!worst.empty())
+    r.detail += "; every error over float32's limit is within " + worst + "'s (" + kWithinLowerPrecision +
+                "? declare it: mlp_precision(), submission.h)";
 }
 
 }  // namespace
@@ -87,9 +89,10 @@ Part forward_part(const Workload& w, int case_id, int batch, bool normwise) {
 CaseResult case_onebatch_forward(const GateInputs& g) {
   CaseResult r = make_case(1);
   const Workload rw = recipe_workload(g);
-  combine(r, {forward_part(rw, 1, 1, false), forward_part(odd_workload(g), 1, 1, false)},
-          "max_k |z_k - z64_k| / (|W2|(|W1||x|+|b1|)+|b2|)_k; limit (in+hidden+2)*u, u = 2^-24; H likewise "
-          "with (in+2)*u");
+  const mlp::Precision p = g.precision.precision;
+  const std::vector<Part> parts = {forward_part(rw, 1, 1, false, p), forward_part(odd_workload(g), 1, 1, false, p)};
+  combine(r, parts, forward_what(g.precision, false));
+  note_lower_precision(r, parts);
   return r;
 }
 
@@ -97,9 +100,11 @@ CaseResult case_batch_forward(const GateInputs& g) {
   CaseResult r = make_case(2);
   const Workload rw = recipe_workload(g);
   const Workload& ow = odd_workload(g);
-  std::vector<Part> parts = {forward_part(rw, 2, g.recipe->batch, true)};
-  for (int b : {kOddBatches[1], kOddBatches[2]}) parts.push_back(forward_part(ow, 2, b, true));
-  combine(r, parts, "||Z - Z64||_F / ||(|W2|(|W1||X|+|b1|)+|b2|)||_F; limit 4*sqrt(in+hidden+2)*u; H likewise");
+  const mlp::Precision p = g.precision.precision;
+  std::vector<Part> parts = {forward_part(rw, 2, g.recipe->batch, true, p)};
+  for (int b : {kOddBatches[1], kOddBatches[2]}) parts.push_back(forward_part(ow, 2, b, true, p));
+  combine(r, parts, forward_what(g.precision, true));
+  note_lower_precision(r, parts);
   return r;
 }
 
@@ -133,12 +138,13 @@ void extreme_rows(int O, uint64_t seed, std::vector<float>& Z, std::vector<int>&
 }
 
 // Relative loss error, and dZ error relative to 1/B (each |dZ| ≤ 1/B); the worse of the two,
-// against 64·u (a few roundings of exp/log/division in float32, with margin).
+// against 64·u (a few roundings of exp/log/division in float32, with margin), at every declared
+// precision (mlp_loss has no matrix product: gate/tolerances.h loss_limit).
 Part loss_part(const Workload& w, uint64_t seed) {
   const MlpShape s = w.s;
   Part part;
   part.label = w.label;
-  part.limit = 64 * kU32;
+  part.limit = loss_limit();
   std::vector<float> Z;
   std::vector<int> y;
   extreme_rows(s.out, seed, Z, y);
@@ -171,8 +177,7 @@ Part loss_part(const Workload& w, uint64_t seed) {
 CaseResult case_loss_extreme(const GateInputs& g) {
   CaseResult r = make_case(3);
   const uint64_t seed = stream_seed(g.seed, kStreamTest, 3);
-  combine(r, {loss_part(recipe_workload(g), seed), loss_part(odd_workload(g), seed + 1)},
-          "logits +-60 and +-100, mixed and whole rows, and N(0,9); max(|dL|/L, B*max|dZ - dZ64|); limit 64*u");
+  combine(r, {loss_part(recipe_workload(g), seed), loss_part(odd_workload(g), seed + 1)}, loss_what(g.precision));
   return r;
 }
 
@@ -180,11 +185,14 @@ namespace {
 
 // Gradients through the submission's forward, loss and backward at `batch` rows, against float64
 // on 200 coordinates (50 per tensor, drawn with the seed): rtol 1e-4 with a floor of 1e-6 of the
-// tensor's largest gradient (float32 sums of up to `batch` terms lose a few ulps). With `with_dx`
-// also dX = dH·W1ᵀ, every element, against the same bound. `fd_check`: the float64 analytic
-// gradient against central differences in float64 too (step 1e-5: truncation O(h²) ≈ 1e-10 and
-// rounding ε·L/h ≈ 1e-11 sit far below the 1e-8 floor), which checks the reference itself.
-Part grad_part(const Workload& w, int B, bool with_dx, bool fd_check, uint64_t seed, std::string& fd_note) {
+// tensor's largest gradient (float32 sums of up to `batch` terms lose a few ulps); at a declared
+// TF32 or BF16 each plus 16·u_p, and the ReLU kinks within rounding of zero allowed
+// (gate/tolerances.h: grad_tolerance, kink_allowance). With `with_dx` also dX = dH·W1ᵀ, every
+// element, against the same bound. `fd_check`: the float64 analytic gradient against central
+// differences in float64 too (step 1e-5: truncation O(h²) ≈ 1e-10 and rounding ε·L/h ≈ 1e-11 sit
+// far below the 1e-8 floor), which checks the reference itself.
+Part grad_part(const Workload& w, int B, bool with_dx, bool fd_check, uint64_t seed, mlp::Precision precision,
+               std::string& fd_note) {
   const MlpShape s = w.s;
   const MlpOffsets o = mlp_offsets(s);
   Part part;
@@ -222,6 +230,9 @@ Part grad_part(const Workload& w, int B, bool with_dx, bool fd_check, uint64_t s
   ref_forward(s, P.data(), X.data(), B, H.data(), Z.data());
   ref_loss(s, Z.data(), y.data(), B, G.data());
   ref_backward(s, P.data(), X.data(), H.data(), G.data(), B, ref.data(), dXref.data());
+  const GradTolerance tol = grad_tolerance(precision);
+  const KinkAllowance kink = kink_allowance(precision, s, P, X, G, B, with_dx);  // empty for FP32
+  if (precision != mlp::Precision::FP32) part.label += " (" + std::to_string(kink.ambiguous) + " ambiguous ReLU kinks)";
 
   const size_t begin[4] = {o.w1, o.b1, o.w2, o.b2}, end[4] = {o.b1, o.w2, o.b2, o.total};
   const char* tname[4] = {"W1", "b1", "W2", "b2"};
@@ -238,8 +249,7 @@ Part grad_part(const Workload& w, int B, bool with_dx, bool fd_check, uint64_t s
     for (size_t i = begin[t]; i < end[t]; ++i) tmax = std::max(tmax, std::fabs(ref[i]));
     for (int k = 0; k < 50; ++k) {
       const size_t i = begin[t] + (size_t)(rng.next() % (uint64_t)(end[t] - begin[t]));
-      double eg = std::fabs((double)grad[i] - ref[i]) / (1e-4 * std::fabs(ref[i]) + 1e-6 * tmax);
-      if (std::isnan(eg)) eg = INFINITY;
+      const double eg = grad_error(grad[i], ref[i], tmax, tol, kink.grads.empty() ? 0 : kink.grads[i]);
       if (eg > worst_gpu) { worst_gpu = eg; worst_at = std::string(tname[t]) + "[" + std::to_string(i - begin[t]) + "]"; }
       if (!fd_check) continue;
       const double h = 1e-5, keep = P[i];
@@ -256,8 +266,7 @@ Part grad_part(const Workload& w, int B, bool with_dx, bool fd_check, uint64_t s
     double xmax = 0;
     for (double v : dXref) xmax = std::max(xmax, std::fabs(v));
     for (size_t i = 0; i < dx.size(); ++i) {
-      double e = std::fabs((double)dx[i] - dXref[i]) / (1e-4 * std::fabs(dXref[i]) + 1e-6 * xmax);
-      if (std::isnan(e)) e = INFINITY;
+      const double e = grad_error(dx[i], dXref[i], xmax, tol, kink.dX.empty() ? 0 : kink.dX[i]);
       if (e > worst_gpu) { worst_gpu = e; worst_at = "dX[" + std::to_string(i) + "]"; }
     }
   }
@@ -279,19 +288,21 @@ CaseResult case_grad_check(const GateInputs& g) {
   const Workload rw = recipe_workload(g);
   const Workload& ow = odd_workload(g);
   const uint64_t seed = stream_seed(g.seed, kStreamTest, 4);
+  const mlp::Precision p = g.precision.precision;
   std::string fd_note, unused;
-  std::vector<Part> parts = {grad_part(rw, g.recipe->batch, false, true, seed, fd_note),
-                             grad_part(rw, g.recipe->batch, true, false, seed, unused)};
-  for (int b : {kOddBatches[1], kOddBatches[2]}) parts.push_back(grad_part(ow, b, true, false, seed + (uint64_t)b, unused));
-  combine(r, parts, "200 coords (50 per tensor) and every dX element: max |g-g64|/(1e-4|g64|+1e-6 max|g64_t|), limit 1; " +
-                        fd_note);
+  std::vector<Part> parts = {grad_part(rw, g.recipe->batch, false, true, seed, p, fd_note),
+                             grad_part(rw, g.recipe->batch, true, false, seed, p, unused)};
+  for (int b : {kOddBatches[1], kOddBatches[2]})
+    parts.push_back(grad_part(ow, b, true, false, seed + (uint64_t)b, p, unused));
+  combine(r, parts, grad_what(g.precision) + "; " + fd_note);
   return r;
 }
 
 namespace {
 
 // v = μ·v − lr·g, p = p + v over n elements, in float64 from the same float32 inputs and the same
-// float32 lr and μ: every element within 1e-6 + 1e-5|ref|.
+// float32 lr and μ: every element within 1e-6 + 1e-5|ref| (kStepAtol, kStepRtol), at every declared
+// precision (the update has no matrix product).
 Part step_part(const std::string& label, size_t n, float lr, float mu, uint64_t seed) {
   Part part;
   char b[96];
@@ -318,8 +329,8 @@ Part step_part(const std::string& label, size_t n, float lr, float mu, uint64_t 
   double worst = 0;
   for (size_t i = 0; i < n; ++i) {
     const double vr = (double)mu * v[i] - (double)lr * gr[i], pr = (double)p[i] + vr;
-    const double e = std::max(std::fabs(V[i] - vr) / (1e-6 + 1e-5 * std::fabs(vr)),
-                              std::fabs(P[i] - pr) / (1e-6 + 1e-5 * std::fabs(pr)));
+    const double e = std::max(std::fabs(V[i] - vr) / (kStepAtol + kStepRtol * std::fabs(vr)),
+                              std::fabs(P[i] - pr) / (kStepAtol + kStepRtol * std::fabs(pr)));
     worst = std::isnan(e) ? INFINITY : std::max(worst, e);
   }
   part.value = worst;
@@ -338,6 +349,6 @@ CaseResult case_step(const GateInputs& g) {
   combine(r, {step_part("the recipe's parameters", n, (float)g.recipe->lr, (float)g.recipe->momentum, seed),
               step_part("the recipe's parameters", n, lr1, mu1, seed + 3),
               step_part("the odd shape's parameters", n_odd, lr2, mu2, seed + 4)},
-          "every element of params and velocity: max |got-ref| / (1e-6 + 1e-5|ref|), limit 1");
+          step_what(g.precision));
   return r;
 }

@@ -1,7 +1,8 @@
 // cuda/gate/epoch_cases.cu — case 9 (epoch-check): the submission's mlp_train_epoch for a short epoch
-// with a tail batch against float64 within the float32 error bound propagated through every step
-// (gate/epoch_check.h), on four parts: the recipe as it is; the recipe's shape at a drawn learning
-// rate and momentum from a drawn state; the odd shape at batches 7 and 129 (gate/workload.h).
+// with a tail batch against float64 within the error bound propagated through every step (float32's,
+// and at a declared TF32 or BF16 its products' rounded inputs too: gate/epoch_check.h), on four
+// parts: the recipe as it is; the recipe's shape at a drawn learning rate and momentum from a drawn
+// state; the odd shape at batches 7 and 129 (gate/workload.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include "common/cuda_check.h"
 #include "common/rng.h"
 #include "gate/epoch_check.h"
+#include "gate/tolerances.h"
 #include "gate/workload.h"
 
 using namespace gate;
@@ -27,7 +29,7 @@ int short_epoch_rows(int batch, int available) {
   return std::min(available, batch > 1 ? 2 * batch + std::max(1, batch * 11 / 32) : 3);
 }
 
-Part epoch_part(const Workload& w, const EpochSpec& e) {
+Part epoch_part(const Workload& w, const EpochSpec& e, mlp::Precision precision) {
   const MlpShape s = w.s;
   const int B = e.batch, n = short_epoch_rows(B, w.rows), steps = (n + B - 1) / B;
   Part part;
@@ -47,6 +49,7 @@ Part epoch_part(const Workload& w, const EpochSpec& e) {
   in.order.assign(w.order.begin(), w.order.begin() + n);
   in.p0 = e.p0;
   in.v0 = e.v0;
+  in.precision = precision;  // the bound's rounding of the products' inputs (FP32: none)
   DevBuf<float> dp(in.p0.size(), "params"), dv(in.v0.size(), "velocity"), dws(mlp_workspace_floats(s, B), "workspace"),
       dloss((size_t)steps, "step_loss");
   DevBuf<int> dord((size_t)n, "order");
@@ -87,23 +90,22 @@ CaseResult case_epoch_check(const GateInputs& g) {
   // The recipe: the initial parameters and a velocity as after some steps (the step must use it).
   EpochSpec recipe{g.recipe->batch, (float)g.recipe->lr, (float)g.recipe->momentum, rw.init,
                    uniform(rw.init.size(), 1e-3, rng), ""};
-  parts.push_back(epoch_part(rw, recipe));
+  const mlp::Precision p = g.precision.precision;
+  parts.push_back(epoch_part(rw, recipe, p));
   // The recipe's shape at drawn hyperparameters from a drawn state: parameters moved by U(±0.05),
   // velocity U(±1e-2).
   const auto [lr, mu] = drawn_hyperparameters(seed + 1);
   EpochSpec moved{g.recipe->batch, lr, mu, rw.init, uniform(rw.init.size(), 1e-2, rng), ", from a drawn state"};
   const std::vector<float> shift = uniform(rw.init.size(), 0.05, rng);
   for (size_t i = 0; i < moved.p0.size(); ++i) moved.p0[i] += shift[i];
-  parts.push_back(epoch_part(rw, moved));
+  parts.push_back(epoch_part(rw, moved, p));
   // The odd shape at batches 7 and 129, drawn hyperparameters, from its initial parameters.
   for (int b : {kOddBatches[1], kOddBatches[2]}) {
     const auto [lro, muo] = drawn_hyperparameters(seed + 2 + (uint64_t)b);
     EpochSpec odd{b, lro, muo, ow.init, uniform(ow.init.size(), 1e-3, rng), ""};
-    parts.push_back(epoch_part(ow, odd));
+    parts.push_back(epoch_part(ow, odd, p));
   }
-  combine(r, parts,
-          "max |got-ref|/(2E) over params, velocity and step losses, E the float32 error bound propagated through "
-          "every step (sums 2*sqrt(n+2)*u; ambiguous ReLU kinks allowed), limit 1");
+  combine(r, parts, epoch_what(g.precision));
   return r;
 }
 

@@ -24,6 +24,9 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
   r.ep.assign(o.total, 0.0);
   r.ev.assign(o.total, 0.0);
   const double lr = in.lr, mu = in.momentum;
+  // The rounding of a matrix product's inputs, relative to its terms' magnitudes (both inputs: 2u_p),
+  // and of a column sum's summands (u_p): 0 for FP32, where the terms `+ rin * mag` add exactly 0.
+  const double rin = 2 * mlp::input_roundoff(in.precision), rsum = mlp::input_roundoff(in.precision);
   std::vector<double> X((size_t)Bmax * I), a((size_t)Bmax * Hd), Ea((size_t)Bmax * Hd), H(a.size()), Z((size_t)Bmax * O),
       EZ(Z.size()), dZ(Z.size()), EdZ(Z.size()), dH(a.size()), EdH(a.size()), g(o.total), Eg(o.total);
   std::vector<int> y((size_t)Bmax);
@@ -49,7 +52,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
           prop += std::fabs(x[i]) * EW1[(size_t)i * Hd + j];
         }
         a[(size_t)row * Hd + j] = acc;
-        Ea[(size_t)row * Hd + j] = gam(I + 1) * mag + prop;
+        Ea[(size_t)row * Hd + j] = gam(I + 1) * mag + prop + rin * mag;
         H[(size_t)row * Hd + j] = acc > 0 ? acc : 0;
       }
       for (int k = 0; k < O; ++k) {
@@ -61,7 +64,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
           prop += Ea[(size_t)row * Hd + j] * std::fabs(w) + h * EW2[(size_t)j * O + k];
         }
         Z[(size_t)row * O + k] = acc;
-        EZ[(size_t)row * O + k] = gam(Hd + 1) * mag + prop;
+        EZ[(size_t)row * O + k] = gam(Hd + 1) * mag + prop + rin * mag;
       }
     }
     // Loss and dZ = (softmax − onehot) / nb.
@@ -104,7 +107,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
           prop += EdZ[(size_t)row * O + k] * std::fabs(w) + std::fabs(d) * EW2[(size_t)j * O + k];
         }
         const size_t q = (size_t)row * Hd + j;
-        const double e = gam(O) * mag + prop;
+        const double e = gam(O) * mag + prop + rin * mag;
         const bool on = a[q] > 0, ambiguous = std::fabs(a[q]) <= Ea[q];
         dH[q] = on ? acc : 0;
         EdH[q] = ambiguous ? std::fabs(acc) + e : on ? e : 0;
@@ -123,7 +126,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
           prop += x * EdH[(size_t)row * Hd + j];
         }
         g[o.w1 + (size_t)i * Hd + j] = acc;
-        Eg[o.w1 + (size_t)i * Hd + j] = gam(nb) * mag + prop;
+        Eg[o.w1 + (size_t)i * Hd + j] = gam(nb) * mag + prop + rin * mag;
       }
     }
     for (int j = 0; j < Hd; ++j) {
@@ -134,7 +137,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
         prop += EdH[(size_t)row * Hd + j];
       }
       g[o.b1 + j] = acc;
-      Eg[o.b1 + j] = gam(nb) * mag + prop;
+      Eg[o.b1 + j] = gam(nb) * mag + prop + rsum * mag;
       for (int k = 0; k < O; ++k) {
         double acc2 = 0, mag2 = 0, prop2 = 0;
         for (int row = 0; row < nb; ++row) {
@@ -144,7 +147,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
           prop2 += Ea[(size_t)row * Hd + j] * std::fabs(d) + h * EdZ[(size_t)row * O + k];
         }
         g[o.w2 + (size_t)j * O + k] = acc2;
-        Eg[o.w2 + (size_t)j * O + k] = gam(nb) * mag2 + prop2;
+        Eg[o.w2 + (size_t)j * O + k] = gam(nb) * mag2 + prop2 + rin * mag2;
       }
     }
     for (int k = 0; k < O; ++k) {
@@ -155,7 +158,7 @@ EpochCheckRef epoch_check_reference(const EpochCheckInput& in) {
         prop += EdZ[(size_t)row * O + k];
       }
       g[o.b2 + k] = acc;
-      Eg[o.b2 + k] = gam(nb) * mag + prop;
+      Eg[o.b2 + k] = gam(nb) * mag + prop + rsum * mag;
     }
     // Step: v = μ·v − lr·g (three roundings), p = p + v (one).
     for (size_t i = 0; i < o.total; ++i) {

@@ -11,16 +11,9 @@
 #include "common/rng.h"
 #include "gate/cases.h"
 #include "gate/guard.h"
+#include "gate/odd_shape.h"  // kOddShape, kOddBatches
 
 namespace gate {
-
-constexpr double kU32 = 5.9604644775390625e-08;  // float32 unit roundoff, 2^-24
-
-// The widths of the odd shape: none a multiple of 32, 16 or 4, so a kernel that assumes the
-// recipe's widths, or a tile size dividing them, meets a remainder everywhere.
-constexpr MlpShape kOddShape = {37, 19, 3};
-// The odd shape's batches: one row, fewer rows than a warp, and one row past the recipe's batch.
-constexpr int kOddBatches[] = {1, 7, 129};
 
 struct Workload {
   MlpShape s;
@@ -50,6 +43,7 @@ struct Part {
   bool passed = false;
   bool declined = false;        // the odd shape, declined with MLP_ERR_UNSUPPORTED
   std::string detail;           // set when it failed without a value (a status, a guard band, an input changed)
+  std::string within;           // failed at FP32 but within the limits of "tf32" (or "bf16"): case 1 and 2's parts
 };
 // The row of a case from its parts: it passes when every part passes or was declined; its value
 // and limit are those of the part furthest over (or nearest to) its limit; `what` says how

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/cuda_check.h"
+#include "common/declared_precision.h"
 #include "kernels/stepwise.cuh"
 #include "paths/epoch_graph.h"
 
@@ -279,6 +280,8 @@ class SubmissionPath : public KernelPath {
  public:
   std::string name() const override { return kSubmissionPath; }
   std::string accumulator() const override { return "unknown"; }
+  // What the submission declares (mlp_precision(), optional; FP32 when not defined).
+  Precision precision() const override { return declared_precision().precision; }
   PathFit fit(const DeviceLimits&, MlpShape, int) override { return PathFit{0, "the submission's own launches", ""}; }
   double launches_per_step(int) const override { return -1; }
   void epoch(const EpochArgs& a) override {

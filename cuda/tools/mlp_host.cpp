@@ -14,6 +14,12 @@
 //   mlp_host plan-gemm M N K SMS                            the tiled path's GEMM plan (kernels/tiled_plan.h) as JSON
 //   mlp_host catalog                                      the gate's cases and stages (cuda/gate/catalog.h) and the
 //                                                         kernel paths (cuda/paths/registry.h) as JSON
+//   mlp_host tolerances [--recipe F] [--precision P]      the limits of cases 1-5 at the recipe's shape and the odd
+//                                                         one, and every row's words, for a submission that
+//                                                         declares P (fp32, tf32, bf16; default fp32) as JSON
+//   mlp_host precision                                    the precision this program's link declares
+//                                                         (cuda/common/declared_precision.h; no submission
+//                                                         is linked: the weak default, fp32) as JSON
 //   mlp_host hints < SETS        the gate's hints (cuda/gate/hints.h) of sets on stdin, sets separated by an empty
 //                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
 //                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
@@ -29,6 +35,7 @@
 
 #include "gate/case_result.h"
 #include "common/common.h"
+#include "common/declared_precision.h"
 #include "gate/cpu_reference.h"
 #include "gate/catalog.h"
 #include "gate/hints.h"
@@ -42,7 +49,9 @@
 #include "io/options.h"
 #include "io/recipe.h"
 #include "common/run_stats.h"
+#include "gate/odd_shape.h"
 #include "gate/shipped_reference.h"
+#include "gate/tolerances.h"
 
 namespace {
 // The flags each subcommand that takes `--flag value` pairs accepts; any other flag is an error.
@@ -54,6 +63,7 @@ const std::map<std::string, std::set<std::string>> kFlags = {
     {"train", {"recipe", "data", "out", "epochs", "train-size"}},
     {"reference", {"recipe", "data", "out"}},
     {"recipe", {"recipe", "epochs", "train-size"}},
+    {"tolerances", {"recipe", "precision"}},
 };
 
 // `--flag value` pairs of argv[2..] for `cmd`: a flag the command does not take, a flag given
@@ -83,7 +93,7 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
 }
 int run(int argc, char** argv) {
   if (argc < 2)
-    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|stats|catalog|hints|plan-gemm [--flag value ...]");
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|tolerances|stats|catalog|precision|hints|plan-gemm [--flag value ...]");
   std::string cmd = argv[1];
   if (cmd == "limits") {
     std::printf("%s\n", limits_json().c_str());
@@ -91,6 +101,14 @@ int run(int argc, char** argv) {
   }
   if (cmd == "parse-args") {  // the same parser as mlp_train's; checks of names and --out need its paths
     std::printf("%s\n", options_json(parse_args(std::vector<std::string>(argv + 2, argv + argc))).c_str());
+    return 0;
+  }
+  if (cmd == "precision") {
+    const mlp::DeclaredPrecision d = mlp::declared_precision();
+    std::printf("%s\n", Json::object().set("precision", Json::str(mlp::precision_name(d.precision)))
+                             .set("declared", Json::boolean(d.declared))
+                             .set("unit_roundoff", Json::num(mlp::unit_roundoff(d.precision)))
+                             .set("source", Json::str(d.source())).done().c_str());
     return 0;
   }
   if (cmd == "catalog") {
@@ -172,6 +190,37 @@ int run(int argc, char** argv) {
   }
   MlpShape s{R.input_dim, R.hidden_dim, R.output_dim};
   size_t total = mlp_offsets(s).total;
+  if (cmd == "tolerances") {
+    mlp::DeclaredPrecision d;  // as a submission declaring it would be gated (fp32: the default's words too)
+    if (f.count("precision") && !mlp::parse_precision(f["precision"], &d.precision))
+      throw UserError("--precision '" + f["precision"] + "': expected fp32, tf32 or bf16");
+    d.declared = f.count("precision") > 0;
+    Json shapes = Json::object();
+    for (MlpShape sh : {s, gate::kOddShape}) {
+      Json o = Json::object();
+      for (bool normwise : {false, true}) {
+        const gate::ForwardLimits l = gate::forward_limits(d.precision, sh, normwise);
+        o.set(normwise ? "case2" : "case1", Json::object().set("z", Json::num(l.z)).set("h", Json::num(l.h)).done());
+      }
+      shapes.set(std::to_string(sh.in) + "-" + std::to_string(sh.hidden) + "-" + std::to_string(sh.out), o.done());
+    }
+    const gate::GradTolerance g = gate::grad_tolerance(d.precision);
+    std::printf("%s\n", Json::object().set("precision", Json::str(mlp::precision_name(d.precision)))
+                             .set("u", Json::num(gate::kU32)).set("u_p", Json::num(mlp::unit_roundoff(d.precision)))
+                             .set("input_roundoff", Json::num(mlp::input_roundoff(d.precision)))
+                             .set("shapes", shapes.done()).set("case3", Json::num(gate::loss_limit()))
+                             .set("case4", Json::object().set("rtol", Json::num(g.rtol)).set("atol", Json::num(g.atol)).done())
+                             .set("case5", Json::object().set("atol", Json::num(gate::kStepAtol))
+                                               .set("rtol", Json::num(gate::kStepRtol)).done())
+                             .set("what", Json::object().set("1", Json::str(gate::forward_what(d, false)))
+                                              .set("2", Json::str(gate::forward_what(d, true)))
+                                              .set("3", Json::str(gate::loss_what(d)))
+                                              .set("4", Json::str(gate::grad_what(d)))
+                                              .set("5", Json::str(gate::step_what(d)))
+                                              .set("9", Json::str(gate::epoch_what(d))).done())
+                             .done().c_str());
+    return 0;
+  }
   if (cmd == "init") {
     write_npy_f32(need(f, "out"), init_params(s, R.seed), {total});
   } else if (cmd == "order") {

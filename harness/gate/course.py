@@ -26,7 +26,9 @@ The leaderboard (leaderboard.csv, leaderboard.md, written together or not at all
 submission: cases passed, each case's verdict, the submission path's median epoch (none when the
 stream contract failed: its work may have escaped the timed stream), its ratio to our fastest
 path (results/run.json, read when the board is written), the first hint (never empty for a FAIL),
-the notes and the GPU. Exit status: 0 a leaderboard was written; 1 nothing could be gated (no
+the notes and the GPU, and the precision cases 1-5 and 9 held it to (its mlp_precision(), fp32 by
+default). A submission mlp_train refuses before any case (an mlp_precision() out of range: exit 2)
+is a FAIL row naming the binary's line ("refused: ..."). Exit status: 0 a leaderboard was written; 1 nothing could be gated (no
 submission built); 2 bad input; 3 no submission reached a GPU. In the last two cases OUT is left
 as it was.
 """
@@ -174,7 +176,7 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     ours, the first hint (never empty for a FAIL), the run's notes and the GPU it ran on."""
     folder = Path(folder)
     case_ids = case_ids or catalog.verdict_case_ids()
-    row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL",
+    row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL", "precision": "",
            **{f"case{i}": "" for i in case_ids}, "median_ms": "", "ratio": "", "first_hint": "", "notes": "",
            "gpu": ""}
     slurm = _slurm_ending(folder)
@@ -185,7 +187,8 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     if build.exists():
         doc = json.loads(build.read_text())
         row["file"] = str(doc.get("submission", ""))
-        row["first_hint"] = "does not build: " + str(doc.get("build_error", ""))
+        row["first_hint"] = ("refused: " + str(doc["refused"]) if doc.get("refused")
+                             else "does not build: " + str(doc.get("build_error", "")))
         return row
     try:
         doc = json.loads((folder / "run.json").read_text())
@@ -193,6 +196,8 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
         row["first_hint"] = "no run.json"
         return row
     row["file"] = str((doc.get("gate_submission") or {}).get("file", ""))
+    # The precision cases 1-5 and 9 were held to (mlp_precision(); a run before it: fp32; none without a recipe).
+    row["precision"] = str(doc.get("gate_precision") or ("fp32" if doc.get("recipe") else ""))
     gpu = doc.get("gate_gpu") or {}
     row["gpu"] = (f"{gpu['index']}: " if gpu.get("index") is not None else "") + str(gpu.get("name") or "")
     cases = {c["id"]: c for c in doc.get("cases", [])}
@@ -312,12 +317,13 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    head = ["submission", "passed", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes", "GPU"]
+    head = ["submission", "passed", "precision", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes",
+            "GPU"]
     md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch (results/run.json).\n" if ours else
           "# Gate leaderboard\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         shown = r["submission"] + (f" ({_md(r['file'])})" if r["file"] and r["file"] != r["submission"] + ".cu" else "")
-        cells = [shown, r["passed"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
+        cells = [shown, r["passed"], r["precision"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
                  _md(r["first_hint"]), _md(r["notes"]), _md(r["gpu"])]
         md.append("| " + " | ".join(cells) + " |")
     if skipped:
@@ -345,6 +351,28 @@ def _build_failure_folder(sub: Submission, error: str, out: Path) -> None:
     replace_folder(tmp, out / sub.name)
 
 
+def _refusal(logs: Path) -> str:
+    """The binary's one line of a run it refused before any case (exit 2: with the course's own valid
+    arguments, the submission's mlp_precision() out of range), from its first stage's stderr."""
+    for name in ("stage-entry.stderr.log", "stderr.log"):
+        try:
+            lines = (Path(logs) / name).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        errors = [ln for ln in lines if ln.startswith("mlp_train: error:")]
+        if errors:
+            return errors[-1][:300]
+    return "mlp_train refused the run (exit 2) without a message"
+
+
+def _refused_folder(sub: Submission, line: str, out: Path) -> None:
+    """OUT/<name>/build.json for a submission that builds but that mlp_train refuses to gate."""
+    tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    write_json(tmp / "build.json", {"submission": sub.src.name, "name": sub.name, "refused": line})
+    replace_folder(tmp, out / sub.name)
+
+
 def _gpu_record(folder: Path, gpu: schedule.Gpu | None) -> dict:
     """The GPU the run ran on: the scheduler's, else what the binary saw (CUDA_VISIBLE_DEVICES
     as the caller set it, e.g. by Slurm)."""
@@ -360,14 +388,21 @@ def _gpu_record(folder: Path, gpu: schedule.Gpu | None) -> dict:
 def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | None, strict: bool,
                     gpu: schedule.Gpu | None = None, lock: schedule.GpuLock | None = None,
                     env_extra: dict[str, str] | None = None, keep_unstarted: bool = False) -> tuple[str, int]:
-    """Gate one built submission into OUT/<name>: ("gated", status) once a case ran, else
-    ("unstarted", status) with OUT/<name> as it was (`keep_unstarted`: the supervisor's short
-    doc of why is kept there when OUT/<name> did not exist)."""
+    """Gate one built submission into OUT/<name>: ("gated", status) once a case ran; ("refused", 2)
+    when mlp_train refused it before any case (bad input: an mlp_precision() out of range), with
+    OUT/<name>/build.json naming why; else ("unstarted", status) with OUT/<name> as it was
+    (`keep_unstarted`: the supervisor's short doc of why is kept there when OUT/<name> did not exist)."""
     tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
     env = {**(gpu.env() if gpu else {}), **(env_extra or {})}
     guard = lock.stage if lock else None
     outcome = supervise_run(binary, tmp, gate_args(strict), limit, sanitize=GATED, env=env or None, guard=guard)
     final = out / sub.name
+    if not outcome.started and outcome.rc == EXIT_BAD_INPUT:   # our arguments are valid: the submission's doing
+        line = _refusal(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+        _refused_folder(sub, line, out)
+        print(f"gate: {sub.src.name}: refused: {line}", flush=True)
+        return "refused", outcome.rc
     if not outcome.started:
         if keep_unstarted and not final.exists() and (tmp / "run.json").exists():
             replace_folder(tmp, final)
@@ -433,7 +468,7 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
         return state, rc
 
     results = schedule.run_on_gpus(runnable, chosen, jobs, work)
-    gated = [s for (s, _), (state, _) in zip(runnable, results) if state == "gated"]
+    gated = [s for (s, _), (state, _) in zip(runnable, results) if state in ("gated", "refused")]
     if not gated:
         no_gpu = any(rc == EXIT_NO_GPU for _, rc in results)
         why = ("no GPU reached (every first stage exited 3)" if no_gpu else
@@ -444,7 +479,7 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
         if binary is None:
             _build_failure_folder(sub, error, out)
     unstarted = [{"name": s.name, "why": f"not gated in this run (exit {rc}); its folder keeps its last run"}
-                 for (s, _), (state, rc) in zip(runnable, results) if state != "gated"]
+                 for (s, _), (state, rc) in zip(runnable, results) if state not in ("gated", "refused")]
     folders = [out / s.name for s in subs if (out / s.name).exists() and s.name not in {u["name"] for u in unstarted}]
     leaderboard(folders, out, skipped=unstarted)
     return 0

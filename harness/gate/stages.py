@@ -50,6 +50,8 @@ def binary_stages() -> tuple[Stage, ...]:
 
 
 HEADER_KEYS = ("schema", "date_utc", "run_id", "gpu", "device_limits", "submission", "gated_path")
+# The precision the stages held cases 1-5 and 9 to (every stage's header says the same).
+GATE_PRECISION_KEYS = ("gate_precision", "gate_unit_roundoff", "gate_precision_declared")
 
 
 SHIPPED_TRAIN_FLOOR_S = 60.0   # the train stage's floor when case 7 reads the shipped float64 result
@@ -136,7 +138,7 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
         doc |= {k: head[k] for k in HEADER_KEYS if k in head}
     doc["run_command"] = command
     if head is not None:
-        doc |= {k: head[k] for k in ("recipe", "reference_source") if k in head}
+        doc |= {k: head[k] for k in ("recipe", "reference_source", *GATE_PRECISION_KEYS) if k in head}
         doc["memory"] = (train or head).get("memory", {})
     order = [i for i, _ in binary_case_order()]
     cases = sorted((c for r in results for c in r["cases"]),

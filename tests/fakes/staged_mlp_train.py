@@ -3,7 +3,8 @@
 what it does: "pass" or "fail" (print its rows, write OUT/stage-NAME.json, exit 0 or 1), "hang"
 (print its first row, then sleep), "segv" (first row, then SIGSEGV), "cuda" (first row, then exit 3
 with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevice" (exit 3 before
-any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_PATH_FAILURES (JSON list)
+any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_REFUSE (a name): a run whose
+--out holds it exits 2 at once with mlp_train's line for an mlp_precision() out of range. FAKE_PATH_FAILURES (JSON list)
 goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
 gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times."""
 import json
@@ -25,6 +26,9 @@ mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
 t_start = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 print("#  case value limit verdict", flush=True)
+if os.environ.get("FAKE_REFUSE") and os.environ["FAKE_REFUSE"] in (out or ""):
+    print("mlp_train: error: the submission's mlp_precision() returned 7, which is no precision: ...", file=sys.stderr)
+    sys.exit(2)
 if mode == "badinput":
     print("mlp_train: error: --epochs: 0 is out of range", file=sys.stderr)
     sys.exit(2)
@@ -46,7 +50,8 @@ for k, r in enumerate(rows):
         sys.exit(3)
 part = {"schema": 1, "date_utc": "2026-12-01T00:00:00Z", "run_id": run_id, "gpu": {"name": "fake", "sm_count": 1},
         "device_limits": {}, "submission": "fake.cu", "gated_path": "submission", "run_command": "x",
-        "recipe": {"steps_per_epoch": 47, "batch": 128}, "reference_source": "shipped", "stage": stage,
+        "recipe": {"steps_per_epoch": 47, "batch": 128}, "reference_source": "shipped",
+        "gate_precision": "tf32", "gate_unit_roundoff": 2.0 ** -11, "gate_precision_declared": True, "stage": stage,
         "memory": {"from_train": 1.0 if stage == "train" else 0.0}, "cases": rows}
 if stage == "train":
     part |= {"paths": {"submission": {"passed": mode != "fail", "median_ms": 6.3, "epoch_ms": [6.3]}},

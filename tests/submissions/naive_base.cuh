@@ -24,6 +24,13 @@
 //                           __syncwarp() (racecheck reports its hazards as warnings)    -> case 12
 //   VARIANT_ATOMIC_BIAS     correct, not a mutant: the bias gradients summed with atomicAdd, so reruns
 //                           differ in the last bits -> passes, with the gate's nondeterminism note
+//   VARIANT_TF32_PRODUCTS   every matrix product's two inputs rounded to TF32 first (round to nearest, ties
+//                           away: what cvt.rna.tf32.f32 does, here in integer operations), float32 sums
+//   VARIANT_BF16_PRODUCTS   the same rounded to bfloat16 (round to nearest even)
+//   NAIVE_PRECISION         when defined, mlp_precision() returns it (submission.h's optional entry point):
+//                           tf32_products.cu and bf16_products.cu declare what they round to and pass at
+//                           it; mutant_undeclared_tf32.cu rounds to TF32 and declares nothing -> cases 1,
+//                           2, 4, 9 (the float32 gate); mutant_bf16_no_relu_mask.cu declares bf16 -> case 4
 // Every entry point only enqueues work on `stream`: no allocation (mlp_loss reduces its row losses in
 // one block instead of keeping a scratch buffer), no host synchronisation.
 #include <cuda_runtime.h>
@@ -39,6 +46,23 @@
 
 namespace {
 
+// A matrix product's input as the variant rounds it (the value itself without a VARIANT_*_PRODUCTS).
+// Every product of this file is naive_gemm's (the column sums are sums, not products).
+__device__ __forceinline__ float product_input(float x) {
+#if defined(VARIANT_TF32_PRODUCTS) || defined(VARIANT_BF16_PRODUCTS)
+  unsigned b = __float_as_uint(x);
+  if ((b & 0x7f800000u) == 0x7f800000u) return x;  // infinity and NaN as they are
+#if defined(VARIANT_TF32_PRODUCTS)
+  b = (b + 0x1000u) & ~0x1fffu;                    // 10 explicit mantissa bits, half-way away from zero
+#else
+  b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;  // 7 explicit mantissa bits, half-way to even
+#endif
+  return __uint_as_float(b);
+#else
+  return x;
+#endif
+}
+
 // C[M×N] = A[M×K]·B[K×N] with optional transposed storage, bias and masks; one thread each.
 // `lda`: A's row stride when it is not transposed (K, unless a mutant says otherwise).
 __global__ void naive_gemm(int M, int N, int K, const float* A, bool ta, const float* B, bool tb, float* C,
@@ -47,8 +71,8 @@ __global__ void naive_gemm(int M, int N, int K, const float* A, bool ta, const f
   if ((off_by_one ? m > M : m >= M) || n >= N) return;
   float acc = 0.f;
   for (int k = 0; k < K; ++k) {
-    float a = ta ? A[(size_t)k * M + m] : A[(size_t)m * lda + k];
-    float b = tb ? B[(size_t)n * K + k] : B[(size_t)k * N + n];
+    float a = product_input(ta ? A[(size_t)k * M + m] : A[(size_t)m * lda + k]);
+    float b = product_input(tb ? B[(size_t)n * K + k] : B[(size_t)k * N + n]);
     acc += a * b;
   }
   if (bias) acc += bias[n];
@@ -315,3 +339,8 @@ extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const
   }
   return cudaPeekAtLastError() == cudaSuccess ? MLP_OK : MLP_ERR_CUDA;
 }
+
+#ifdef NAIVE_PRECISION
+// The precision naive_gemm rounds its inputs to (submission.h, mlp_precision: optional).
+extern "C" int mlp_precision(void) { return NAIVE_PRECISION; }
+#endif

@@ -1,0 +1,224 @@
+"""CPU: the gate per precision (issue 30). A float32 submission's limits and words are the float32
+gate's, bit for bit (build/mlp_host tolerances against today's formulas and the committed run of
+record; case 9's bound against the one of the commit before the precisions); a declared tf32 or
+bf16 adds its inputs' rounding to them (cuda/gate/tolerances.h); and on the CPU
+(tests/gate_sim/precision_sim.cpp) correct TF32 and BF16 arithmetic passes cases 1, 2, 4 and 9 at
+its declared precision, the same arithmetic undeclared fails the float32 gate, and the mutants'
+numeric defects still fail at TF32 and BF16."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+
+import pytest
+
+from spec.files import BUILD_DIR, ROOT
+
+U = 2.0 ** -24
+UP = {"fp32": 0.0, "tf32": 2.0 ** -11, "bf16": 2.0 ** -8}
+SHAPES = {"784-256-10": (784, 256), "37-19-3": (37, 19)}
+CXX = ["g++", "-O2", "-std=c++17", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-isystem", "/usr/local/cuda/include"]
+HOST = ["cuda/gate/tolerances.cpp", "cuda/gate/epoch_check.cpp", "cuda/gate/cpu_reference.cpp", "cuda/io/dataset.cpp",
+        "cuda/common/common.cpp", "cuda/io/sha256.cpp", "cuda/io/npy.cpp", "cuda/io/input_file.cpp",
+        "cuda/common/declared_precision.cpp"]
+BEFORE = "b45c1cf"   # the commit before the gate per precision: its epoch_check is float32's
+
+
+def tolerances(precision: str | None = None) -> dict:
+    args = [str(BUILD_DIR / "mlp_host"), "tolerances"] + (["--precision", precision] if precision else [])
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT).stdout)
+
+
+def test_fp32_limits_are_the_float32_gates_bit_for_bit():
+    for doc in (tolerances(), tolerances("fp32")):
+        assert doc["precision"] == "fp32" and doc["input_roundoff"] == 0 and doc["u"] == U
+        for shape, (i, h) in SHAPES.items():
+            lim = doc["shapes"][shape]
+            assert lim["case1"] == {"z": (i + h + 2) * U, "h": (i + 2) * U}, shape
+            assert lim["case2"] == {"z": 4.0 * math.sqrt(i + h + 2) * U, "h": 4.0 * math.sqrt(i + 2) * U}, shape
+        assert doc["case3"] == 64 * U
+        assert doc["case4"] == {"rtol": 1e-4, "atol": 1e-6} and doc["case5"] == {"atol": 1e-6, "rtol": 1e-5}
+
+
+def test_fp32_limits_and_words_are_the_run_of_records():
+    """results/run.json (the H200 run before the precisions): each case's limit is one of ours and its
+    detail starts with our words."""
+    run = json.loads((ROOT / "results" / "run.json").read_text())
+    assert "gate_precision" not in run   # written before it: the float32 gate
+    doc = tolerances()
+    cases = {c["id"]: c for c in run["cases"]}
+    limits = {1: {doc["shapes"][s]["case1"]["z"] for s in SHAPES}, 2: {doc["shapes"][s]["case2"]["z"] for s in SHAPES},
+              3: {doc["case3"]}}
+    for i, allowed in limits.items():
+        assert cases[i]["limit"] in allowed, (i, cases[i]["limit"], allowed)
+    for i in (1, 2, 3, 4, 5, 9):
+        assert cases[i]["detail"].startswith(doc["what"][str(i)]), (i, doc["what"][str(i)])
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_a_declared_precision_adds_its_inputs_rounding(precision):
+    doc, fp32 = tolerances(precision), tolerances()
+    up = UP[precision]
+    assert doc["u"] == U and doc["u_p"] == doc["input_roundoff"] == up
+    for shape in SHAPES:
+        for case in ("case1", "case2"):
+            lo, hi = fp32["shapes"][shape][case], doc["shapes"][shape][case]
+            assert hi == {"z": lo["z"] + 5 * up, "h": lo["h"] + 3 * up}, (shape, case)
+    assert doc["case4"] == {"rtol": 1e-4 + 16 * up, "atol": 1e-6 + 16 * up}
+    assert doc["case3"] == fp32["case3"] and doc["case5"] == fp32["case5"]   # no matrix product in either
+    named = f"u_p = {'2^-11' if precision == 'tf32' else '2^-8'} ({precision}, declared by mlp_precision())"
+    assert all(named in doc["what"][i] for i in "123459"), doc["what"]
+    assert "at every precision" in doc["what"]["3"] and "at every precision" in doc["what"]["5"]
+
+
+def test_a_bad_precision_is_one_line():
+    res = subprocess.run([str(BUILD_DIR / "mlp_host"), "tolerances", "--precision", "fp16"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "expected fp32, tf32 or bf16" in res.stderr
+
+
+DUMP = r"""
+#include <cstdio>
+#include "common/rng.h"
+#include "gate/cpu_reference.h"
+#include "gate/epoch_check.h"
+#include "io/dataset.h"
+// Case 9's float64 reference and bound, as raw doubles, for the recipe's part and an odd-shape part.
+int main(int, char** argv) {
+  const Dataset d = load_dataset(argv[1], false);
+  std::FILE* out = std::fopen(argv[2], "wb");
+  for (int part = 0; part < 2; ++part) {
+    EpochCheckInput in;
+    in.s = part == 0 ? MlpShape{d.dim, 256, 10} : MlpShape{37, 19, 3};
+    in.batch = part == 0 ? 128 : 7;
+    in.n = part == 0 ? 300 : 17;
+    in.lr = part == 0 ? 0.1f : 0.37f;
+    in.momentum = part == 0 ? 0.9f : 0.55f;
+    in.X_all = d.train_x.data();
+    in.y_all = d.train_y.data();
+    const std::vector<int32_t> order = epoch_order(d.n_train, 20260829, 0);
+    in.order.assign(order.begin(), order.begin() + in.n);
+    in.p0 = init_params(in.s, 20260829 + part);
+    SplitMix64 rng(7 + part);
+    for (size_t i = 0; i < in.p0.size(); ++i) in.v0.push_back((float)((rng.uniform() * 2 - 1) * 1e-3));
+    const EpochCheckRef r = epoch_check_reference(in);
+    for (const std::vector<double>* v : {&r.p, &r.v, &r.loss, &r.ep, &r.ev, &r.el})
+      std::fwrite(v->data(), sizeof(double), v->size(), out);
+    std::fwrite(&r.ambiguous, sizeof r.ambiguous, 1, out);
+  }
+  std::fclose(out);
+}
+"""
+
+
+def test_case_9s_fp32_bound_is_the_one_before_the_precisions_bit_for_bit(tmp_path):
+    """The bound of cuda/gate/epoch_check.cpp at FP32 (the default of EpochCheckInput::precision) against
+    the same file at the commit before it learnt a precision, built side by side: every double equal."""
+    if not shutil.which("g++") or not shutil.which("git"):
+        pytest.skip("no g++ or git")
+    if subprocess.run(["git", "cat-file", "-e", f"{BEFORE}^{{commit}}"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip(f"commit {BEFORE} is not in this checkout's history")
+    (tmp_path / "dump.cpp").write_text(DUMP)
+    old = tmp_path / "old" / "gate"
+    old.mkdir(parents=True)
+    for name in ("epoch_check.h", "epoch_check.cpp"):
+        text = subprocess.run(["git", "show", f"{BEFORE}:cuda/gate/{name}"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout
+        (old / name).write_text(text)
+    rest = ["cuda/gate/cpu_reference.cpp", "cuda/io/dataset.cpp", "cuda/common/common.cpp", "cuda/io/sha256.cpp",
+            "cuda/io/npy.cpp", "cuda/io/input_file.cpp"]
+    builds = {"old": ([f"-I{tmp_path / 'old'}"], str(old / "epoch_check.cpp")), "new": ([], "cuda/gate/epoch_check.cpp")}
+    for name, (first, src) in builds.items():   # the old header found before cuda/'s
+        subprocess.run([*CXX, *first, "-Icuda", "-Icuda/contract", str(tmp_path / "dump.cpp"), src, *rest, "-o",
+                        str(tmp_path / f"{name}.exe")], cwd=ROOT, check=True)
+        subprocess.run([str(tmp_path / f"{name}.exe"), "data", str(tmp_path / f"{name}.bin")], cwd=ROOT, check=True)
+    a, b = (tmp_path / "old.bin").read_bytes(), (tmp_path / "new.bin").read_bytes()
+    assert len(a) > 1_000_000 and a == b
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    """{(arith, declared, bug, check): value} from tests/gate_sim/precision_sim.cpp."""
+    if not shutil.which("g++"):
+        pytest.skip("no g++")
+    exe = tmp_path_factory.mktemp("precision_sim") / "precision_sim"
+    subprocess.run([*CXX, "-Icuda", "-Icuda/contract", "tests/gate_sim/precision_sim.cpp", *HOST, "-o", str(exe)],
+                   cwd=ROOT, check=True)
+    out = subprocess.run([str(exe), "data"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        arith, declared, bug, check, value = line.split()
+        rows[(arith, declared, bug, check)] = float(value)
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["tf32", "bf16"])
+def test_correct_arithmetic_passes_its_declared_precision_with_margin(sim, p):
+    """What tests/submissions/tf32_products.cu and bf16_products.cu compute: every case at most half its limit."""
+    for case in ("case1", "case2", "case4", "case9"):
+        assert sim[(p, p, "ok", case)] < 0.5, (p, case, sim[(p, p, "ok", case)])
+    assert sim[("fp32", "fp32", "ok", "case9")] < 0.6   # and the float32 gate's own margins, as before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["tf32", "bf16"])
+def test_the_same_arithmetic_undeclared_fails_the_float32_gate(sim, p):
+    """mutant_undeclared_tf32.cu: the float32 limits are ~1e-6 relative, TF32's rounding ~1e-4."""
+    for case in ("case1", "case2", "case4", "case9"):
+        assert sim[(p, "fp32", "ok", case)] > 10, (p, case, sim[(p, "fp32", "ok", case)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["tf32", "bf16"])
+@pytest.mark.parametrize("bug, case, margin", [
+    ("no_relu_mask", "case4", 10), ("db_wrong_axis", "case4", 4), ("no_relu_mask", "case9", 1e6),
+    ("db_wrong_axis", "case9", 1e6), ("fixed_hyperparams", "case9", 1e4), ("flipped_update", "case9", 1e6),
+    ("tail_mean", "case9", 3), ("frozen_b2", "case9", 1.5), ("drop_row", "case9", 3)])
+def test_the_mutants_defects_still_fail_at_low_precision(sim, p, bug, case, margin):
+    """Each numeric defect of tests/submissions/naive_base.cuh (and one row dropped from every step),
+    its products' inputs rounded and declared: its case's value at least `margin` times its limit.
+    The narrowest: frozen_b2 and tail_mean at bf16, caught by case 9's odd-shape part at batch 7
+    (1.8 and 4.1 on this CPU): a bfloat16 bound of b2 covers most of b2's few-step update."""
+    assert sim[(p, p, bug, case)] > margin, (p, bug, case, sim[(p, p, bug, case)])
+
+
+def _bits(x: float) -> int:
+    import struct
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _float(b: int) -> float:
+    import struct
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def test_the_submissions_rounding_is_round_to_nearest_as_the_emulation_rounds():
+    """naive_base.cuh's product_input (tf32_products.cu, bf16_products.cu) and precision_sim.cpp's
+    round_to are the same integer operations, and they round to nearest: ties away from zero for
+    TF32 (cvt.rna.tf32.f32), to even for bfloat16, on random float32 values against exact rounding."""
+    import random
+    base = (ROOT / "tests" / "submissions" / "naive_base.cuh").read_text().lower()
+    emu = (ROOT / "tests" / "gate_sim" / "precision_sim.cpp").read_text().lower()
+    for op in ("(b + 0x1000u) & ~0x1fffu", "(b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u"):
+        assert op in base and op in emu, op
+    rng = random.Random(30)
+    draws = [rng.getrandbits(32) for _ in range(20000)]
+    ties = [(w & ~0x1FFF) | 0x1000 for w in draws[:200]] + [(w & ~0xFFFF) | 0x8000 for w in draws[:200]]
+    for w in draws + ties:   # the ties: exactly half-way for TF32, then for bfloat16
+        x = _float(w)
+        if x != x or abs(x) == float("inf") or abs(x) > 3e38 or abs(x) < 1e-37:
+            continue
+        b = _bits(x)
+        for drop, ties_even, got in ((13, False, _float((b + 0x1000) & ~0x1FFF)),
+                                     (16, True, _float((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000))):
+            lo = _float(b >> drop << drop)
+            hi = _float((b >> drop << drop) + (1 << drop))          # the next representable value, away from 0
+            d_lo, d_hi = abs(x - lo), abs(hi - x)
+            if d_lo != d_hi:
+                want = lo if d_lo < d_hi else hi
+            else:
+                want = (lo if (b >> drop) % 2 == 0 else hi) if ties_even else hi
+            assert got == want, (x, drop, got, want)
