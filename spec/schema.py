@@ -233,7 +233,9 @@ RUN = Obj({
         "parity_limit": ONONNEG, "parity_vs_fp64": ONONNEG, "deterministic": OBOOL,
         "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR, "accumulator": STR,
         # spec.torch_variants.precision_of_path: absent in run.json written before b45c1cf (fp32)
-        "precision": OneOf(*PRECISIONS)}), names=True),
+        "precision": OneOf(*PRECISIONS),
+        # case 9 on the path's own epoch at its precision (TF32 and BF16 paths of the gate's runs)
+        "epoch_check": Opt(Obj({"passed": BOOL, "value": ONUM, "limit": ONUM, "detail": STR}))}), names=True),
     "device_limits": Obj({"smem_per_block_optin": INT, "sms": INT, "threads_per_sm": INT,
                           "capped": Map(NUM)}),
     "reference_fp64": Obj(_TIMING | {"passed": BOOL}),

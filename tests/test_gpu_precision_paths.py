@@ -39,8 +39,8 @@ def test_precision_paths_at_the_recipe(tmp_path):
 
 
 def test_precision_paths_pass_the_gates_train_stage(tmp_path):
-    """Through the gate (`--stage train`): each path's parity, rerun and accuracy verdicts at its
-    precision's limits, beside the FP32 paths' unchanged ones."""
+    """Through the gate (`--stage train`): each path's parity, rerun, accuracy and case-9 verdicts at
+    its precision's limits, beside the FP32 paths' unchanged ones."""
     out = tmp_path / "run"
     proc = subprocess.run([str(TRAIN), "--stage", "train", "--paths", ",".join(["fused", *PATHS]),
                            "--data", str(DATA_DIR), "--out", str(out)],
@@ -53,5 +53,7 @@ def test_precision_paths_pass_the_gates_train_stage(tmp_path):
     for name, precision in PATHS.items():
         p = stage["paths"][name]
         assert p["passed"] and p["precision"] == precision and p["deterministic"], name
+        # case 9 on the path's own epoch, at its precision's bound (gate/cases.h case_path_epoch_check)
+        assert p["epoch_check"]["passed"] and p["epoch_check"]["value"] <= 1, (name, p["epoch_check"])
         assert p["parity_limit"] == 0.2 and p["parity_vs_fused"] <= p["parity_limit"]
         assert abs(p["accuracy_gap_pp"]) <= 1.0, (name, p["accuracy_gap_pp"])  # the issue's goal: 1 pp of float64

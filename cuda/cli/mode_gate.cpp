@@ -48,7 +48,8 @@ std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& r
     const double limit = parity_limit_of(r);
     Json o = Json::object();
     add_path_run(o, r)
-        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= limit))
+        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= limit &&
+                                     (!r.epoch_checked || r.epoch_check.passed)))
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(limit))

@@ -106,7 +106,16 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
       std::fprintf(stderr, "path %s: overfit-32 loss %.5f (%s); training %d epochs\n", name.c_str(), of.value,
                    of.passed ? "PASS" : "FAIL", epochs);
     }
+    CaseResult ec;
+    const bool check_epoch = path->precision() != mlp::Precision::FP32 && name != kSubmissionPath;
+    if (check_epoch) {
+      ec = case_path_epoch_check(g, *path);
+      std::fprintf(stderr, "path %s: epoch-check at %s %.3g (limit 1) %s\n", name.c_str(),
+                   mlp::precision_name(path->precision()), ec.value, ec.passed ? "PASS" : ("FAIL: " + ec.detail).c_str());
+    }
     PathRun run = train_path(*path, R, s, init, orders, dd, data, epochs, true);
+    run.epoch_checked = check_epoch;
+    run.epoch_check = ec;
     run.overfit = of;
     run.parity_vs_fused = parity;
     run.parity_vs_fp64 = vs64;

@@ -68,6 +68,13 @@ Json& add_path_run(Json& o, const PathRun& r) {
   o.set("config", r.skipped.empty() && !r.config.empty() ? Json::str(r.config) : "null");
   if (!r.accumulator.empty()) o.set("accumulator", Json::str(r.accumulator));
   if (!r.precision.empty()) o.set("precision", Json::str(r.precision));
+  if (r.epoch_checked)
+    o.set("epoch_check", Json::object()
+                             .set("passed", Json::boolean(r.epoch_check.passed))
+                             .set("value", Json::num(r.epoch_check.value))
+                             .set("limit", Json::num(r.epoch_check.limit))
+                             .set("detail", Json::str(r.epoch_check.detail))
+                             .done());
   return o.set("launches_per_step", Json::num(r.launches_per_step))
       .set("error", Json::str(r.error))
       .set("epoch_ms", Json::nums(r.epoch_ms.size() > 1 ? std::vector<double>(r.epoch_ms.begin() + 1, r.epoch_ms.end())

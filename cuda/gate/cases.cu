@@ -141,6 +141,8 @@ std::string path_failure(const PathRun& r, bool rerun_checked, double parity_lim
   char b[256];
   if (!r.skipped.empty()) return "";  // did not run on this device: said in run.json, not a failure
   if (!r.ok) return "path " + r.name + ": " + r.error;
+  if (r.epoch_checked && !r.epoch_check.passed)
+    return "path " + r.name + ": epoch-check at its precision (" + r.precision + ") failed: " + r.epoch_check.detail;
   // NaN parity with ok set: a path that did not run on this device (skipped), not a failure.
   if (r.parity_vs_fused > parity_limit) {
     std::snprintf(b, sizeof b, "path %s: one-epoch parity vs fused %.3g > %.0e", r.name.c_str(), r.parity_vs_fused,

@@ -50,6 +50,11 @@ CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
 // loss against float64 within twice the propagated bound of cuda/gate/epoch_check.h (float32's, plus
 // the declared precision's rounding of the products' inputs: GateInputs::precision).
 CaseResult case_epoch_check(const GateInputs& g);
+// Case 9 on a kernel path's own epoch at the path's precision (KernelPath::precision(): our TF32
+// and BF16 paths' gate, as the declared precision's is a submission's): the recipe's part, and the
+// odd shape's at batches 7 and 129 where the path fits them. Cases 1-5 need entry points, which a
+// whole-epoch path does not have.
+CaseResult case_path_epoch_check(const GateInputs& g, mlp::KernelPath& path);
 // Case 10: the guard-band hits of this process so far (0 passes).
 CaseResult case_guard_bands();
 // A guard-band hit found outside cases.cu ("case 13: H [..]: ..."), counted by case 10.

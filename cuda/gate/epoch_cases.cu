@@ -29,7 +29,9 @@ int short_epoch_rows(int batch, int available) {
   return std::min(available, batch > 1 ? 2 * batch + std::max(1, batch * 11 / 32) : 3);
 }
 
-Part epoch_part(const Workload& w, const EpochSpec& e, mlp::Precision precision) {
+// `path`: the epoch of that kernel path instead of the submission's mlp_train_epoch (our TF32 and
+// BF16 paths' own case 9, case_path_epoch_check).
+Part epoch_part(const Workload& w, const EpochSpec& e, mlp::Precision precision, mlp::KernelPath* path = nullptr) {
   const MlpShape s = w.s;
   const int B = e.batch, n = short_epoch_rows(B, w.rows), steps = (n + B - 1) / B;
   Part part;
@@ -58,9 +60,20 @@ Part epoch_part(const Workload& w, const EpochSpec& e, mlp::Precision precision)
   dord.upload(in.order.data());
   dws.poison();
   dloss.poison();
-  if (!call_ok(mlp_train_epoch(s, dp.p, dv.p, w.d_X, w.d_y, dord.p, n, B, in.lr, in.momentum, dws.p, dloss.p, nullptr),
-               "mlp_train_epoch", w, part))
+  if (path) {
+    const mlp::EpochArgs a{s, dp.p, dv.p, w.d_X, w.d_y, dord.p, n, B, in.lr, in.momentum, dws.p, dloss.p, nullptr};
+    try {
+      path->epoch(a);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    } catch (const mlp::SubmissionError& e) {
+      part.detail = "path " + path->name() + ": " + e.what();
+      return part;
+    }
+  } else if (!call_ok(mlp_train_epoch(s, dp.p, dv.p, w.d_X, w.d_y, dord.p, n, B, in.lr, in.momentum, dws.p, dloss.p,
+                                      nullptr),
+                      "mlp_train_epoch", w, part)) {
     return part;
+  }
   if (!guards_ok(part, 9, "mlp_train_epoch", {dp.check(), dv.check(), dws.check(), dloss.check(), dord.check()}))
     return part;
   part.detail = inputs_changed("mlp_train_epoch", {}, {{&dord, in.order.data()}});
@@ -106,6 +119,35 @@ CaseResult case_epoch_check(const GateInputs& g) {
     parts.push_back(epoch_part(ow, odd, p));
   }
   combine(r, parts, epoch_what(g.precision));
+  return r;
+}
+
+CaseResult case_path_epoch_check(const GateInputs& g, mlp::KernelPath& path) {
+  CaseResult r = make_case(9);
+  const mlp::Precision p = path.precision();
+  const Workload rw = recipe_workload(g);
+  const Workload& ow = odd_workload(g);
+  SplitMix64 rng(stream_seed(g.seed, kStreamTest, 90));
+  std::vector<Part> parts;
+  EpochSpec recipe{g.recipe->batch, (float)g.recipe->lr, (float)g.recipe->momentum, rw.init,
+                   uniform(rw.init.size(), 1e-3, rng), ""};
+  if (path.fit(mlp::effective_limits(), rw.s, recipe.batch).runs()) parts.push_back(epoch_part(rw, recipe, p, &path));
+  for (int b : {kOddBatches[1], kOddBatches[2]}) {  // the odd shape, where the path takes it
+    if (!path.fit(mlp::effective_limits(), ow.s, b).runs()) continue;
+    EpochSpec odd{b, (float)g.recipe->lr, (float)g.recipe->momentum, ow.init, uniform(ow.init.size(), 1e-3, rng), ""};
+    parts.push_back(epoch_part(ow, odd, p, &path));
+  }
+  if (parts.empty()) {
+    r.detail = "path " + path.name() + " fits none of case 9's shapes";
+    return r;
+  }
+  mlp::DeclaredPrecision d;
+  d.precision = p;
+  d.declared = true;
+  std::string what = epoch_what(d);
+  const std::string by = "declared by mlp_precision()";
+  if (const size_t at = what.find(by); at != std::string::npos) what.replace(at, by.size(), "the path's precision");
+  combine(r, parts, "path " + path.name() + ": " + what);
   return r;
 }
 

@@ -41,6 +41,10 @@ struct PathRun {
   std::string error;
   std::vector<double> epoch_ms, loss_per_epoch, test_accuracy_per_epoch;
   CaseResult overfit;
+  // Case 9 on the path's own epoch at its precision (gate/cases.h case_path_epoch_check): run for
+  // our TF32 and BF16 paths by the gate (epoch_checked), not for FP32 ones or a submission.
+  bool epoch_checked = false;
+  CaseResult epoch_check;
   double mean = NAN, median = NAN, min = NAN, max = NAN, cv = NAN;  // epochs 1.. (run_stats.h)
 };
 
