@@ -80,33 +80,6 @@ struct StageLoader {
       rb[l] = load4<VEC>(a.B + (size_t)(gk < k_end ? gk : 0) * a.ldb + gn, valid);
     }
   }
-  // Each loaded element of A as f(k, m, value) and of B as g(k, n, value), in stage coordinates
-  // (k < BK, m < BM, n < BN): for stages of another layout (k_tiled_mma's fragment order).
-  template <class F, class G>
-  __device__ __forceinline__ void visit(int tid, F f, G g) const {
-#pragma unroll
-    for (int l = 0; l < VA; ++l) {
-      const int v = tid + l * THREADS;
-      const float e[4] = {ra[l].x, ra[l].y, ra[l].z, ra[l].w};
-      if (AL == ALayout::RowMajor) {
-        const int m = v / (BK / 4), k = (v % (BK / 4)) * 4;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) f(k + q, m, e[q]);
-      } else {
-        const int kr = v / (BM / 4), m = (v % (BM / 4)) * 4;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) f(kr, m + q, e[q]);
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < VB; ++l) {
-      const int v = tid + l * THREADS;
-      const int kr = v / (BN / 4), n = (v % (BN / 4)) * 4;
-      const float e[4] = {rb[l].x, rb[l].y, rb[l].z, rb[l].w};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) g(kr, n + q, e[q]);
-    }
-  }
   // As, Bs: this stage's buffers, BK rows of AP and BP floats.
   __device__ __forceinline__ void stage(float* As, float* Bs, int tid) const {
 #pragma unroll

@@ -10,18 +10,11 @@
 // warp tile of MI × NI m16n8 fragments; K in stages of BK = 16 through two shared buffers, the
 // next stage's global loads in registers while this one is multiplied (one __syncthreads a
 // stage). TF32 takes two m16n8k8 steps a stage, BF16 one m16n8k16.
-// The stage is stored already rounded and in fragment order, so that a lane reads each fragment
-// with one 16-byte load (lane = 4g + t, PTX ISA fragment layouts):
-//   A, TF32: word ((kb·BM/16 + mb)·32 + lane)·4 + q holds A(16mb + g + 8(q % 2), 8kb + t + 4(q / 2)),
-//            a0..a3 of m-tile mb, k-step kb;
-//   A, BF16: word (mb·32 + lane)·4 + q holds A(16mb + g + 8(q % 2), 2t + 8(q / 2) + {0, 1}) (low
-//            half the even k), a0..a3 of m-tile mb;
-//   B:       word ((kb·BN/16 + nb/2)·32 + lane)·4 + 2(nb % 2) + h holds n-tile nb's b_h: TF32
-//            B(8kb + t + 4h, 8nb + g), BF16 B(2t + 8h + {0, 1}, 8nb + g): two n-tiles a load.
-// Consecutive lanes read consecutive 16 bytes: no bank conflicts. The stores scatter (each element
-// once a stage, each fragment read by every warp of its row or column of warps).
-// A fragment element's place (PTX ISA): acc[i][j][c] is output row wm0 + 16i + g + 8(c / 2),
-// column wn0 + 8j + 2t + (c % 2); the epilogue takes them in pairs.
+// Shared memory is k-major, As[k][m] and Bs[k][n], rows padded by PAD floats so that a warp's
+// fragment reads hit 32 banks: lane 4g + t reads row k = t (TF32) or 2t (BF16) at column g, i.e.
+// bank (k·pitch + g) mod 32, distinct for pitch ≡ 8 (TF32) or 4 (BF16, rows 2t) mod 32.
+// A fragment element's place (PTX ISA, lane = 4g + t): acc[i][j][c] is output row
+// wm0 + 16i + g + 8(c / 2), column wn0 + 8j + 2t + (c % 2); the epilogue takes them in pairs.
 #pragma once
 #include <cstdint>
 
@@ -46,49 +39,16 @@ __global__ void __launch_bounds__(MmaShapeOf<SHAPE>::THREADS, kTileShapes[SHAPE]
 k_tiled_mma(GemmArgs a) {
   using S = MmaShapeOf<SHAPE>;
   static_assert(PREC == Precision::TF32 || PREC == Precision::BF16, "FP32 runs k_tiled_gemm");
-  constexpr bool kBf16 = PREC == Precision::BF16;
   constexpr int BM = S::BM, BN = S::BN, BK = S::BK, MI = S::MI, NI = S::NI;
-  constexpr int AW = kBf16 ? BK * BM / 2 : BK * BM, BW = kBf16 ? BK * BN / 2 : BK * BN;  // 32-bit words a stage
-  static_assert(NI % 2 == 0, "B fragments are read two n-tiles at a time");
-  __shared__ __align__(16) uint32_t As[2][AW];
-  __shared__ __align__(16) uint32_t Bs[2][BW];
+  constexpr int PAD = PREC == Precision::BF16 ? 4 : 8, AP = BM + PAD, BP = BN + PAD;
+  __shared__ __align__(16) float As[2][BK][AP];
+  __shared__ __align__(16) float Bs[2][BK][BP];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int wm0 = (warp / S::WN) * S::WTM, wn0 = (warp % S::WN) * S::WTN;
   const int k_begin = blockIdx.z * a.k_chunk, k_end = min(a.K, k_begin + a.k_chunk);
 
-  StageLoader<BM, BN, BK, S::THREADS, BM, BN, AL, VEC> L;
-  // Writes the loaded stage into buffer `buf`, rounded, in fragment order (the layout above).
-  auto stage = [&](int buf) {
-    uint32_t* as = As[buf];
-    uint32_t* bs = Bs[buf];
-    if constexpr (kBf16) {
-      uint16_t* ah = reinterpret_cast<uint16_t*>(as);
-      uint16_t* bh = reinterpret_cast<uint16_t*>(bs);
-      L.visit(
-          tid,
-          [&](int k, int m, float x) {
-            const int q = (m % 16) / 8 + 2 * (k / 8), ln = 4 * (m % 8) + (k % 8) / 2;
-            ah[((((m / 16) * 32 + ln) * 4 + q) * 2) + k % 2] = (uint16_t)(mma::pack_bf16x2(x, x) & 0xffffu);
-          },
-          [&](int k, int n, float x) {
-            const int q = k / 8 + 2 * ((n / 8) % 2), ln = 4 * (n % 8) + (k % 8) / 2;
-            bh[(((((n / 16) * 32 + ln) * 4 + q) * 2)) + k % 2] = (uint16_t)(mma::pack_bf16x2(x, x) & 0xffffu);
-          });
-    } else {
-      L.visit(
-          tid,
-          [&](int k, int m, float x) {
-            const int q = (m % 16) / 8 + 2 * ((k % 8) / 4), ln = 4 * (m % 8) + k % 4;
-            as[(((k / 8) * (BM / 16) + m / 16) * 32 + ln) * 4 + q] = mma::tf32_rna(x);
-          },
-          [&](int k, int n, float x) {
-            const int q = (k % 8) / 4 + 2 * ((n / 8) % 2), ln = 4 * (n % 8) + k % 4;
-            bs[(((k / 8) * (BN / 16) + n / 16) * 32 + ln) * 4 + q] = mma::tf32_rna(x);
-          });
-    }
-  };
-
+  StageLoader<BM, BN, BK, S::THREADS, AP, BP, AL, VEC> L;
   float acc[MI][NI][4];
 #pragma unroll
   for (int i = 0; i < MI; ++i)
@@ -100,35 +60,51 @@ k_tiled_mma(GemmArgs a) {
   const int stages = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   if (stages > 0) {
     L.load(a, tid, m0, n0, k_begin, k_end);
-    stage(0);
+    L.stage(&As[0][0][0], &Bs[0][0][0], tid);
   }
   __syncthreads();
-  constexpr int KSTEPS = kBf16 ? 1 : 2;  // MMA k-steps a stage: one of 16 (BF16), two of 8 (TF32)
   for (int s = 0; s < stages; ++s) {
     const int buf = s & 1;
     if (s + 1 < stages) L.load(a, tid, m0, n0, k_begin + (s + 1) * BK, k_end);
-    const uint4* af = reinterpret_cast<const uint4*>(As[buf]);
-    const uint4* bf4 = reinterpret_cast<const uint4*>(Bs[buf]);
+    if constexpr (PREC == Precision::TF32) {
 #pragma unroll
-    for (int kb = 0; kb < KSTEPS; ++kb) {
-      uint32_t bf[NI][2];
+      for (int kk = 0; kk < BK; kk += 8) {
+        uint32_t bf[NI][2];  // b0 (k t, n g), b1 (k t + 4, n g)
 #pragma unroll
-      for (int jp = 0; jp < NI / 2; ++jp) {
-        const uint4 v = bf4[(kb * (BN / 16) + wn0 / 16 + jp) * 32 + lane];
-        bf[2 * jp][0] = v.x; bf[2 * jp][1] = v.y; bf[2 * jp + 1][0] = v.z; bf[2 * jp + 1][1] = v.w;
+        for (int j = 0; j < NI; ++j) {
+          const int n = wn0 + j * 8 + g;
+          bf[j][0] = mma::tf32_rna(Bs[buf][kk + t][n]);
+          bf[j][1] = mma::tf32_rna(Bs[buf][kk + t + 4][n]);
+        }
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+          const int r = wm0 + i * 16 + g;  // a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+          const uint32_t af[4] = {mma::tf32_rna(As[buf][kk + t][r]), mma::tf32_rna(As[buf][kk + t][r + 8]),
+                                  mma::tf32_rna(As[buf][kk + t + 4][r]), mma::tf32_rna(As[buf][kk + t + 4][r + 8])};
+#pragma unroll
+          for (int j = 0; j < NI; ++j) mma::mma_m16n8k8_tf32(acc[i][j], af, bf[j]);
+        }
+      }
+    } else {
+      uint32_t bf[NI][2];  // b0 (k 2t, 2t + 1; n g), b1 (k 2t + 8, 2t + 9; n g)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int n = wn0 + j * 8 + g;
+        bf[j][0] = mma::pack_bf16x2(Bs[buf][2 * t][n], Bs[buf][2 * t + 1][n]);
+        bf[j][1] = mma::pack_bf16x2(Bs[buf][2 * t + 8][n], Bs[buf][2 * t + 9][n]);
       }
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const uint4 v = af[(kb * (BM / 16) + wm0 / 16 + i) * 32 + lane];
-        const uint32_t fa[4] = {v.x, v.y, v.z, v.w};
+        const int r = wm0 + i * 16 + g;  // a0 (g; 2t, 2t + 1), a1 (g + 8; ...), a2 (g; 2t + 8, 2t + 9), a3 (g + 8; ...)
+        const uint32_t af[4] = {mma::pack_bf16x2(As[buf][2 * t][r], As[buf][2 * t + 1][r]),
+                                mma::pack_bf16x2(As[buf][2 * t][r + 8], As[buf][2 * t + 1][r + 8]),
+                                mma::pack_bf16x2(As[buf][2 * t + 8][r], As[buf][2 * t + 9][r]),
+                                mma::pack_bf16x2(As[buf][2 * t + 8][r + 8], As[buf][2 * t + 9][r + 8])};
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          if constexpr (kBf16) mma::mma_m16n8k16_bf16(acc[i][j], fa, bf[j]);
-          else mma::mma_m16n8k8_tf32(acc[i][j], fa, bf[j]);
-        }
+        for (int j = 0; j < NI; ++j) mma::mma_m16n8k16_bf16(acc[i][j], af, bf[j]);
       }
     }
-    if (s + 1 < stages) stage(buf ^ 1);
+    if (s + 1 < stages) L.stage(&As[buf ^ 1][0][0], &Bs[buf ^ 1][0][0], tid);
     __syncthreads();
   }
 

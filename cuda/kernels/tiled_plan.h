@@ -31,7 +31,7 @@ constexpr TileShape kTileShapes[] = {
     // Tensor-core shapes (rate: a guess of mma.sync's rate over FFMA's, only to rank candidates;
     // the path measures its plans): 2 × (threads / 64) warps, each a (BM/2) × (BN/WN) warp tile.
     {128, 128, 16, 8, 8, 2, 1, 3.0, "mma128x128x16", true},  // 8 warps of 64 × 32
-    {64, 128, 16, 8, 8, 2, 1, 2.6, "mma64x128x16", true},    // 4 warps of 32 × 64
+    {64, 128, 16, 8, 8, 3, 1, 2.6, "mma64x128x16", true},    // 4 warps of 32 × 64
     {64, 64, 16, 4, 8, 4, 2, 2.2, "mma64x64x16", true},      // 4 warps of 32 × 32
 };
 constexpr int kNumTileShapes = sizeof(kTileShapes) / sizeof(kTileShapes[0]);

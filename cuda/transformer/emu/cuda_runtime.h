@@ -41,9 +41,6 @@ struct dim3 {
 struct __attribute__((aligned(16))) float4 {
   float x, y, z, w;
 };
-struct __attribute__((aligned(16))) uint4 {
-  unsigned x, y, z, w;
-};
 struct __attribute__((aligned(8))) float2 {
   float x, y;
 };
