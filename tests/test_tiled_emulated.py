@@ -13,7 +13,7 @@ import pytest
 
 from spec.files import BUILD_DIR, ROOT
 
-KERNELS = ROOT / "cuda" / "kernels"
+CUDA = ROOT / "cuda"
 
 
 def build(target, includes: str = "") -> None:
@@ -34,23 +34,23 @@ def test_the_kernels_match_float64_on_the_emulated_device():
     assert out.returncode == 0 and len(lines) == 136 and all(" ok " in ln for ln in lines), out.stdout
 
 
-# Each: (what it breaks, the file of cuda/kernels/, the text replaced, its replacement).
+# Each: (what it breaks, its file under cuda/, the text replaced, its replacement).
 MUTANTS = [
-    ("split-K sums skip split 0", "tiled.cuh", "for (unsigned z = 0; z < gridDim.z; ++z)",
+    ("split-K sums skip split 0", "kernels/tiled.cuh", "for (unsigned z = 0; z < gridDim.z; ++z)",
      "for (unsigned z = 1; z < gridDim.z; ++z)"),
-    ("split-K tickets never reset", "tiled.cuh", "if (tid == 0) a.tickets[tile] = 0;", "(void)0;"),
-    ("the ReLU mask lets zeros through", "tiled.cuh", "d = h[u] > 0.f ? d : 0.f;", "d = h[u] >= 0.f ? d : 0.f;"),
-    ("every row takes the first row's label", "tiled.cuh", "const int y = __ldg(labels_all + rows[gr]);",
+    ("split-K tickets never reset", "kernels/tiled.cuh", "if (tid == 0) a.tickets[tile] = 0;", "(void)0;"),
+    ("the ReLU mask lets zeros through", "kernels/tiled.cuh", "d = h[u] > 0.f ? d : 0.f;", "d = h[u] >= 0.f ? d : 0.f;"),
+    ("every row takes the first row's label", "kernels/tiled.cuh", "const int y = __ldg(labels_all + rows[gr]);",
      "const int y = __ldg(labels_all + rows[0]);"),
-    ("the gather ignored in the forward", "tiled.cuh", "(a.a_rows ? a.a_rows[gm < a.M ? gm : 0] : gm)", "(gm)"),
-    ("TF32 b1 read from row t, not t + 4", "tiled_mma.cuh", "bf[j][1] = mma::tf32_rna(Bs[buf][kk + t + 4][n]);",
+    ("the gather ignored in the forward", "kernels/tiled.cuh", "(a.a_rows ? a.a_rows[gm < a.M ? gm : 0] : gm)", "(gm)"),
+    ("TF32 b1 read from row t, not t + 4", "kernels/tiled_mma.cuh", "bf[j][1] = mma::tf32_rna(Bs[buf][kk + t + 4][n]);",
      "bf[j][1] = mma::tf32_rna(Bs[buf][kk + t][n]);"),
-    ("BF16 a2's two halves swapped", "tiled_mma.cuh",
+    ("BF16 a2's two halves swapped", "kernels/tiled_mma.cuh",
      "mma::pack_bf16x2(As[buf][2 * t + 8][r], As[buf][2 * t + 9][r])",
      "mma::pack_bf16x2(As[buf][2 * t + 9][r], As[buf][2 * t + 8][r])"),
-    ("split-K partials of the lower half row lost", "tiled_mma.cuh",
+    ("split-K partials of the lower half row lost", "kernels/tiled_mma.cuh",
      "make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1])", "make_float2(acc[i][j][0], acc[i][j][1])"),
-    ("BF16 inputs truncated, not rounded", "mma.cuh",
+    ("BF16 inputs truncated, not rounded", "common/mma.cuh",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { return emu_pack_bf16x2(lo, hi); }",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { "
      "return (__float_as_uint(hi) & 0xffff0000u) | (__float_as_uint(lo) >> 16); }"),
@@ -60,10 +60,10 @@ MUTANTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("what,name,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_each_broken_copy_fails_the_check(tmp_path, what, name, old, new):
-    src = (KERNELS / name).read_text()
+    src = (CUDA / name).read_text()
     assert src.count(old) == 1, f"the mutant's text is gone from {name}: {old!r}"
-    (tmp_path / "inc" / "kernels").mkdir(parents=True)
-    (tmp_path / "inc" / "kernels" / name).write_text(src.replace(old, new))
+    (tmp_path / "inc" / name).parent.mkdir(parents=True)
+    (tmp_path / "inc" / name).write_text(src.replace(old, new))
     exe = tmp_path / "build" / "tiled_emu"
     build(exe, str(tmp_path / "inc"))
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)

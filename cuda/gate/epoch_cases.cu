@@ -141,13 +141,7 @@ CaseResult case_path_epoch_check(const GateInputs& g, mlp::KernelPath& path) {
     r.detail = "path " + path.name() + " fits none of case 9's shapes";
     return r;
   }
-  mlp::DeclaredPrecision d;
-  d.precision = p;
-  d.declared = true;
-  std::string what = epoch_what(d);
-  const std::string by = "declared by mlp_precision()";
-  if (const size_t at = what.find(by); at != std::string::npos) what.replace(at, by.size(), "the path's precision");
-  combine(r, parts, "path " + path.name() + ": " + what);
+  combine(r, parts, "path " + path.name() + ": " + epoch_what(p, std::string(mlp::precision_name(p)) + ", the path's precision"));
   return r;
 }
 

@@ -11,9 +11,10 @@ namespace gate {
 namespace {
 
 // "u_p = 2^-11 (tf32, declared by mlp_precision())".
-std::string up_text(const mlp::DeclaredPrecision& d) {
-  return std::string("u_p = ") + mlp::unit_roundoff_text(d.precision) + " (" + d.source() + ")";
+std::string up_text(mlp::Precision p, const std::string& source) {
+  return std::string("u_p = ") + mlp::unit_roundoff_text(p) + " (" + source + ")";
 }
+std::string up_text(const mlp::DeclaredPrecision& d) { return up_text(d.precision, d.source()); }
 bool fp32(const mlp::DeclaredPrecision& d) { return d.precision == mlp::Precision::FP32; }
 
 // Case 1 and 2's rounding terms. Z = H·W2 + b2 with H = ReLU(X·W1 + b1): the first product's two
@@ -153,13 +154,15 @@ std::string step_what(const mlp::DeclaredPrecision& d) {
   return base + " (float32 at every precision: the update has no matrix product; " + up_text(d) + " does not apply)";
 }
 
-std::string epoch_what(const mlp::DeclaredPrecision& d) {
-  if (fp32(d))
+std::string epoch_what(const mlp::DeclaredPrecision& d) { return epoch_what(d.precision, d.source()); }
+
+std::string epoch_what(mlp::Precision p, const std::string& source) {
+  if (p == mlp::Precision::FP32)
     return "max |got-ref|/(2E) over params, velocity and step losses, E the float32 error bound propagated through "
            "every step (sums 2*sqrt(n+2)*u; ambiguous ReLU kinks allowed), limit 1";
   return "max |got-ref|/(2E) over params, velocity and step losses, E the error bound propagated through every step "
          "(sums 2*sqrt(n+2)*u, u = 2^-24; each matrix product's rounded inputs 2*u_p of its terms, each column sum "
-         "u_p, " + up_text(d) + "; ambiguous ReLU kinks allowed), limit 1";
+         "u_p, " + up_text(p, source) + "; ambiguous ReLU kinks allowed), limit 1";
 }
 
 void abs_forward(MlpShape s, const std::vector<double>& p, const std::vector<double>& X, int batch,

@@ -71,6 +71,8 @@ std::string loss_what(const mlp::DeclaredPrecision& d);
 std::string grad_what(const mlp::DeclaredPrecision& d);
 std::string step_what(const mlp::DeclaredPrecision& d);
 std::string epoch_what(const mlp::DeclaredPrecision& d);
+// The same for precision `p` named by `source` ("tf32, the path's precision": a kernel path's own).
+std::string epoch_what(mlp::Precision p, const std::string& source);
 
 // The scores of cases 1 and 2. abs_forward: the forward pass on |params| (every term ≥ 0), the
 // magnitude scale of each hidden unit and logit; error_of: the worst element-wise

@@ -4,7 +4,7 @@
 // (cuda/kernels/tiled.cuh: StageLoader, epilogue_store); only the products differ: every input of
 // a product is rounded to the precision's format when its fragment is read from shared memory
 // (TF32: cvt.rna, nearest with ties away; BF16: cvt.rn, nearest even), each product is exact and
-// every sum is float32 (the tensor cores' accumulation; kernels/mma.cuh).
+// every sum is float32 (the tensor cores' accumulation; common/mma.cuh).
 //
 // Shape (tiled_plan.h, the `mma` shapes): a BM × BN block tile of 2 × WN warps, each a WTM × WTN
 // warp tile of MI × NI m16n8 fragments; K in stages of BK = 16 through two shared buffers, the
@@ -18,7 +18,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/mma.cuh"
+#include "common/mma.cuh"
 #include "kernels/tiled.cuh"
 
 namespace mlp::tiled {

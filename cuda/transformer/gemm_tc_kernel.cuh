@@ -14,35 +14,17 @@
 // (BM/WM) × (BN/WN) warp tile of m16n8k8 mma.sync operations; the LayerNorm prologue and the epilogues
 // are the FFMA kernel's (gemm_kernel.cuh).
 #pragma once
+#include "common/mma.cuh"
 #include "transformer/gemm_kernel.cuh"
 
 namespace vit {
 
-#ifndef VIT_EMULATE
-// TF32 mma.sync needs sm_80; an older architecture's build has the kernels but they trap (the host
-// refuses the engine there first: VitForward::set_engine).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-__device__ __forceinline__ uint32_t tf32_of(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ void mma_tf32(float*, const uint32_t*, const uint32_t*) { __trap(); }
-#else
-__device__ __forceinline__ uint32_t tf32_of(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-// d = a·b + d for one m16n8k8 tile: a (16 × 8, row) 4 registers, b (8 × 8, col) 2, d (16 × 8) 4.
+// TF32 rounding and mma.sync m16n8k8 (sm_80; an older architecture's build traps, and the host
+// refuses the engine there first: VitForward::set_engine): common/mma.cuh's.
+__device__ __forceinline__ uint32_t tf32_of(float x) { return mlp::mma::tf32_rna(x); }
 __device__ __forceinline__ void mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  mlp::mma::mma_m16n8k8_tf32(d, a, b);
 }
-#endif
-#else
-__device__ __forceinline__ uint32_t tf32_of(float x) { return emu_tf32_rna(x); }
-__device__ __forceinline__ void mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) { emu_mma_tf32(d, a, b); }
-#endif
 
 // x as its tf32 high part and the tf32 of the remainder.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {

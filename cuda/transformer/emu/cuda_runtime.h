@@ -175,11 +175,13 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 // cvt.rna.tf32.f32: round to nearest (ties away from zero) to 10 mantissa bits, the low 13 bits zero.
 inline uint32_t emu_tf32_rna(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
-// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = a·b + d, from the PTX ISA's fragment layout
-// (lane = 4·g + t): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of A [16 × 8]; b0 (t, g),
-// b1 (t + 4, g) of B [8 × 8]; d0, d1 (g, 2t + {0, 1}), d2, d3 (g + 8, 2t + {0, 1}). Each sum in double,
-// rounded once (the tensor cores round less well; the bounds allow for it).
-inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+// One warp-wide mma.sync of K-deep products: each lane's 4 A and 2 B registers exchanged through
+// the block's `mma` slots, then for each of its outputs (d0, d1 at (g, 2t + {0, 1}), d2, d3 at
+// (g + 8, 2t + {0, 1}), lane = 4·g + t) the sum over k of A(row, k)·B(k, col) in double, rounded
+// once (the tensor cores round less well; the bounds allow for it). A(w, row, k) and B(w, k, col)
+// read an element from the warp's 32 × 6 exchanged words w (lane-major, a0..a3 then b0, b1).
+template <int K, class FA, class FB>
+inline void emu_mma_exchange(float d[4], const uint32_t a[4], const uint32_t b[2], FA A, FB B) {
   emu::Block& blk = *emu::tl_block;
   const unsigned tid = emu::tl_tid, warp = tid / 32, lane = tid % 32;
   float* mine = &blk.mma[tid * 6];
@@ -188,18 +190,25 @@ inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   mine[5] = __uint_as_float(b[1]);
   emu::arrive_and_wait(blk.warps[warp]);
   const float* w = &blk.mma[warp * 32 * 6];
-  auto A = [&](int row, int k) { return (double)w[((row % 8) * 4 + k % 4) * 6 + row / 8 + 2 * (k / 4)]; };
-  auto B = [&](int k, int n) { return (double)w[(n * 4 + k % 4) * 6 + 4 + k / 4]; };
   const int g = (int)lane / 4, t = (int)lane % 4;
   float out[4];
   for (int c = 0; c < 4; ++c) {
     const int row = g + 8 * (c / 2), col = 2 * t + c % 2;
     double acc = d[c];
-    for (int k = 0; k < 8; ++k) acc += A(row, k) * B(k, col);
+    for (int k = 0; k < K; ++k) acc += A(w, row, k) * B(w, k, col);
     out[c] = (float)acc;
   }
   emu::arrive_and_wait(blk.warps[warp]);
   for (int c = 0; c < 4; ++c) d[c] = out[c];
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = a·b + d, from the PTX ISA's fragment layout
+// (lane = 4·g + t): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4) of A [16 × 8]; b0 (t, g),
+// b1 (t + 4, g) of B [8 × 8]; d as emu_mma_exchange says.
+inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  emu_mma_exchange<8>(
+      d, a, b, [](const float* w, int row, int k) { return (double)w[((row % 8) * 4 + k % 4) * 6 + row / 8 + 2 * (k / 4)]; },
+      [](const float* w, int k, int n) { return (double)w[(n * 4 + k % 4) * 6 + 4 + k / 4]; });
 }
 
 // cvt.rn.bf16x2.f32 d, hi, lo: each float rounded to nearest even to bfloat16 (its top 16 bits),
@@ -210,36 +219,22 @@ inline uint32_t emu_bf16_rn(float x) {
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 inline uint32_t emu_pack_bf16x2(float lo, float hi) { return (emu_bf16_rn(hi) << 16) | emu_bf16_rn(lo); }
-inline float emu_bf16_value(uint32_t half) { return __uint_as_float(half << 16); }
+// Half `hi` (0 low, 1 high) of a word of two bfloat16, as a float.
+inline double emu_bf16_half(float word, int hi) {
+  return __uint_as_float(((__float_as_uint(word) >> (16 * hi)) & 0xffffu) << 16);
+}
 
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, d = a·b + d, from the PTX ISA's fragment
 // layout (lane = 4·g + t; each register two bfloat16, the lower column or row in the low half):
 // a0 (g, 2t..2t+1), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..) of A [16 × 16];
-// b0 (2t..2t+1, g), b1 (2t + 8.., g) of B [16 × 8]; d as m16n8k8's. Each sum in double, rounded once.
+// b0 (2t..2t+1, g), b1 (2t + 8.., g) of B [16 × 8]; d as emu_mma_exchange says.
 inline void emu_mma_bf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
-  emu::Block& blk = *emu::tl_block;
-  const unsigned tid = emu::tl_tid, warp = tid / 32, lane = tid % 32;
-  float* mine = &blk.mma[tid * 6];
-  for (int i = 0; i < 4; ++i) mine[i] = __uint_as_float(a[i]);
-  mine[4] = __uint_as_float(b[0]);
-  mine[5] = __uint_as_float(b[1]);
-  emu::arrive_and_wait(blk.warps[warp]);
-  const float* w = &blk.mma[warp * 32 * 6];
-  auto half = [](float word, int hi) { return emu_bf16_value((__float_as_uint(word) >> (16 * hi)) & 0xffffu); };
-  auto A = [&](int row, int k) {  // register row/8 + 2·(k/8) of lane 4·(row%8) + (k%8)/2
-    return (double)half(w[((row % 8) * 4 + (k % 8) / 2) * 6 + row / 8 + 2 * (k / 8)], k % 2);
-  };
-  auto B = [&](int k, int n) { return (double)half(w[(n * 4 + (k % 8) / 2) * 6 + 4 + k / 8], k % 2); };
-  const int g = (int)lane / 4, t = (int)lane % 4;
-  float out[4];
-  for (int c = 0; c < 4; ++c) {
-    const int row = g + 8 * (c / 2), col = 2 * t + c % 2;
-    double acc = d[c];
-    for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
-    out[c] = (float)acc;
-  }
-  emu::arrive_and_wait(blk.warps[warp]);
-  for (int c = 0; c < 4; ++c) d[c] = out[c];
+  emu_mma_exchange<16>(
+      d, a, b,
+      [](const float* w, int row, int k) {  // register row/8 + 2·(k/8) of lane 4·(row%8) + (k%8)/2
+        return emu_bf16_half(w[((row % 8) * 4 + (k % 8) / 2) * 6 + row / 8 + 2 * (k / 8)], k % 2);
+      },
+      [](const float* w, int k, int n) { return emu_bf16_half(w[(n * 4 + (k % 8) / 2) * 6 + 4 + k / 8], k % 2); });
 }
 
 #define VIT_DYNAMIC_SMEM(name) float* name = emu::tl_block->dynamic.data()

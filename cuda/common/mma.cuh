@@ -1,13 +1,14 @@
-// cuda/kernels/mma.cuh — the tensor-core primitives of the tiled path's TF32 and BF16 GEMMs
-// (cuda/kernels/tiled_mma.cuh): operand rounding and one warp-wide mma.sync each,
+// cuda/common/mma.cuh — the tensor-core primitives every TF32 and BF16 GEMM of ours uses (the tiled
+// paths' cuda/kernels/tiled_mma.cuh, the transformer's cuda/transformer/gemm_tc_kernel.cuh):
+// operand rounding and one warp-wide mma.sync each,
 //   tf32_rna(x)               x rounded to TF32, nearest with ties away (cvt.rna.tf32.f32)
 //   pack_bf16x2(lo, hi)       two floats rounded to bfloat16, nearest even, lo in the low half
 //   mma_m16n8k8_tf32(d, a, b)  d[16×8] += a[16×8]·b[8×8], TF32 inputs, float32 accumulation
 //   mma_m16n8k16_bf16(d, a, b) d[16×8] += a[16×16]·b[16×8], BF16 inputs, float32 accumulation
 // Fragment layouts are the PTX ISA's (lane = 4·g + t): d0, d1 at (g, 2t + {0, 1}), d2, d3 at
 // (g + 8, 2t + {0, 1}). Both need sm_80: an older architecture's build keeps the kernels but they
-// trap (the path's fit() refuses such a device first). Built with -DVIT_EMULATE (tests/emu/), the
-// CPU emulation of cuda/transformer/emu/ runs them instead.
+// trap (the caller's host side refuses such a device first). Built with -DVIT_EMULATE, the CPU
+// emulation of cuda/transformer/emu/ runs them instead.
 #pragma once
 #include <cstdint>
 
