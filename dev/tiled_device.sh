@@ -2,26 +2,40 @@
 # dev/tiled_device.sh — one device call for the tiled path while it is developed: build, the GEMMs
 # against float64 (build/gemm_check), the GPU tests of tests/test_gpu_tiled.py, then at each point
 # of $POINTS ("HIDDENxBATCH ...") `mlp_train --perf-only --parity` over $PATHS_RUN beside PyTorch's
-# cuda-graph and compiled-step of the same weights and order. Everything lands in $OUT/tiled.tgz;
-# the printout is each point's medians. Not the sweep: that is `invoke sweep` (harness/studies/sweep.py).
+# cuda-graph and compiled-step of the same weights and order. Everything lands in $OUT/$NAME.tgz
+# (NAME: tiled); the printout is each point's medians. Not the sweep: that is `invoke sweep`
+# (harness/studies/sweep.py). Knobs: DEVBUILD=1 runs the binaries carried in .devbuild/ instead of
+# `make` (no gemm_check there: give GEMM_CHECK=0); GEMM_ARGS (build/gemm_check's arguments);
+# GPU_TESTS=1 (tests/test_gpu_tiled.py), 0, or pytest files; TORCH=0, TORCH_VARIANTS; PROFILE and
+# BESIDE (below). dev/precision_device.sh is this with the TF32/BF16 paths' defaults.
 set -u
 cd "$(dirname "$0")/.."
-R="$OUT/tiled"
+NAME="${NAME:-tiled}"
+R="$OUT/$NAME"
 mkdir -p "$R"
-POINTS="${POINTS:-256x128 8192x128 4096x128 256x2048 1024x128}"
+POINTS="${POINTS-256x128 8192x128 4096x128 256x2048 1024x128}"  # empty: no points
 EPOCHS="${EPOCHS:-6}"
 PATHS_RUN="${PATHS_RUN:-tiled,persistent,fused}"
-finish() { tar czf "$OUT/tiled.tgz" --exclude='*.npy' --exclude='*.nsys-rep' --exclude='*.sqlite' -C "$OUT" tiled; }
+finish() { tar czf "$OUT/$NAME.tgz" --exclude='*.npy' --exclude='*.nsys-rep' --exclude='*.sqlite' -C "$OUT" "$NAME"; }
 trap finish EXIT
-make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
+if [ "${DEVBUILD:-0}" = 1 ]; then
+  mkdir -p build && cp .devbuild/* build/ && build/mlp_train --help > /dev/null 2>&1 || { echo "no usable .devbuild"; exit 1; }
+  echo "binaries from .devbuild (built on the CPU machine for sm_90)"
+else
+  make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
+fi
 if [ "${GEMM_CHECK:-1}" = 1 ]; then
-  timeout 300 build/gemm_check > "$R/gemm_check.log" 2>&1
+  timeout 300 build/gemm_check ${GEMM_ARGS:-} > "$R/gemm_check.log" 2>&1
   echo "gemm_check rc=$?"; grep -c " ok " "$R/gemm_check.log"; grep -E "FAIL|error" "$R/gemm_check.log" | head; tail -1 "$R/gemm_check.log"
 fi
-if [ "${GPU_TESTS:-1}" = 1 ]; then
-  timeout 400 python -m pytest -q tests/test_gpu_tiled.py > "$R/pytest_gpu_tiled.log" 2>&1
-  echo "pytest rc=$?"; tail -3 "$R/pytest_gpu_tiled.log"
-fi
+tests="${GPU_TESTS:-1}"
+[ "$tests" = 1 ] && tests=tests/test_gpu_tiled.py
+[ "$tests" = 0 ] && tests=
+for f in $tests; do
+  b=$(basename "$f" .py)
+  timeout "${TEST_LIMIT:-400}" python -m pytest -q -ra "$f" > "$R/pytest_$b.log" 2>&1
+  echo "$b rc=$?"; tail -3 "$R/pytest_$b.log"
+done
 for pt in $POINTS; do
   h=${pt%x*}; b=${pt#*x}; d="$R/h${h}_b${b}"
   timeout 240 build/mlp_train --perf-only --parity --paths "$PATHS_RUN" --hidden "$h" --batch "$b" \
