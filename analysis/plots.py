@@ -267,14 +267,19 @@ def speedup_plot(width_points: list[dict], torch_names: list[str] = ()) -> bytes
                                     xytext=(0, 5), ha="center", fontsize=7)
                 drawn += xs
         if drawn:
-            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
-            ax.axhline(1.0 / ACCEPTANCE_RATIO, color="tab:orange", linestyle=":", linewidth=1.0,
-                       label=f"acceptance (ratio ≤ {ACCEPTANCE_RATIO:g})")
-            ax.axhline(1.0 / GOAL_RATIO, color="tab:green", linestyle=":", linewidth=1.0,
-                       label=f"goal (ratio ≤ {GOAL_RATIO:g})")
+            _speedup_references(ax, "tab:orange", "tab:green")
         return _finish(fig, ax, drawn, "×", "hidden width",
                        "speed-up: PyTorch median / best CUDA median (log)",
                        "Speed-up over PyTorch against hidden width")
+
+
+def _speedup_references(ax, acceptance_colour: str, goal_colour: str) -> None:
+    """The speed-up plots' horizontal lines: parity, the acceptance's and the goal's speed-ups."""
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
+    ax.axhline(1.0 / ACCEPTANCE_RATIO, color=acceptance_colour, linestyle=":", linewidth=1.0,
+               label=f"acceptance (ratio ≤ {ACCEPTANCE_RATIO:g})")
+    ax.axhline(1.0 / GOAL_RATIO, color=goal_colour, linestyle=":", linewidth=1.0,
+               label=f"goal (ratio ≤ {GOAL_RATIO:g})")
 
 
 def _finish(fig, ax, drawn: list, y_unit: str, xlabel: str, ylabel: str, title: str) -> bytes:
@@ -337,12 +342,8 @@ def precision_speedup_plot(lines: list[dict]) -> bytes:
                     label=f"{line['label']}: over PyTorch's fastest {line['label']} variant",
                     color=PRECISION_COLOURS.get(line["precision"], "tab:purple"))
             drawn += xs
-        if drawn:
-            ax.axhline(1.0, color="grey", linestyle="--", linewidth=1.0, label="parity")
-            ax.axhline(1.0 / ACCEPTANCE_RATIO, color="tab:red", linestyle=":", linewidth=1.0,
-                       label=f"acceptance (ratio ≤ {ACCEPTANCE_RATIO:g})")
-            ax.axhline(1.0 / GOAL_RATIO, color="black", linestyle=":", linewidth=1.0,
-                       label=f"goal (ratio ≤ {GOAL_RATIO:g})")
+        if drawn:   # orange and green are precisions here
+            _speedup_references(ax, "tab:red", "black")
         return _finish(fig, ax, drawn, "×", "hidden width",
                        "speed-up: PyTorch median / our best median (log)",
                        "Speed-up over PyTorch's fastest of the same precision against hidden width")
