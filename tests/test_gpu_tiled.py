@@ -45,19 +45,24 @@ def test_gemm_check_at_odd_shapes_takes_the_scalar_loads():
     assert len(lines) == 2 * 2 * (9 + 7 + 7) * 2
 
 
-# 256 x 128, 128 x 128 and 256 x 256: shapes whose cost-model plan splits K 13 ways, outside the
-# measured splits (the scratch bug of 2698fdf, docs/PERFLOG.md).
-@pytest.mark.parametrize("hidden,batch,train_size", [(64, 1, 64), (1000, 7, 700), (4096, 2048, 6000),
-                                                     (256, 128, 6000), (128, 128, 6000), (256, 256, 6000)])
-def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_size):
+def first_epochs(tmp_path, path: str, hidden: int, batch: int, train_size: int) -> dict:
+    """run.json of `mlp_train --perf-only --parity` over `path` for 3 epochs at the shape."""
     out = tmp_path / "run"
-    proc = subprocess.run([str(TRAIN), "--perf-only", "--parity", "--paths", "tiled", "--hidden", str(hidden),
+    proc = subprocess.run([str(TRAIN), "--perf-only", "--parity", "--paths", path, "--hidden", str(hidden),
                            "--batch", str(batch), "--train-size", str(train_size), "--epochs", "3",
                            "--data", str(DATA_DIR), "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     print(proc.stdout[-4000:], proc.stderr[-4000:])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = json.loads((out / "run.json").read_text())
+    return json.loads((out / "run.json").read_text())
+
+
+# 256 x 128, 128 x 128 and 256 x 256: shapes whose cost-model plan splits K 13 ways, outside the
+# measured splits (the scratch bug of 2698fdf, docs/PERFLOG.md).
+@pytest.mark.parametrize("hidden,batch,train_size", [(64, 1, 64), (1000, 7, 700), (4096, 2048, 6000),
+                                                     (256, 128, 6000), (128, 128, 6000), (256, 256, 6000)])
+def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_size):
+    run = first_epochs(tmp_path, "tiled", hidden, batch, train_size)
     tiled = run["paths"]["tiled"]
     assert tiled["passed"] and tiled["accumulator"] == "float32"
     assert "(measured plans)" in tiled["config"] and "FAILED" not in tiled["config"], tiled["config"]
@@ -72,14 +77,7 @@ def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_s
 @pytest.mark.parametrize("path,precision,limit", [("tiled-tf32", "tf32", 0.2), ("tiled-bf16", "bf16", 0.2)])
 @pytest.mark.parametrize("hidden,batch,train_size", [(1000, 7, 700), (4096, 2048, 6000), (256, 128, 6000)])
 def test_tensor_core_paths_first_epoch(tmp_path, path, precision, limit, hidden, batch, train_size):
-    out = tmp_path / "run"
-    proc = subprocess.run([str(TRAIN), "--perf-only", "--parity", "--paths", path, "--hidden", str(hidden),
-                           "--batch", str(batch), "--train-size", str(train_size), "--epochs", "3",
-                           "--data", str(DATA_DIR), "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
-    print(proc.stdout[-4000:], proc.stderr[-4000:])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = json.loads((out / "run.json").read_text())
+    run = first_epochs(tmp_path, path, hidden, batch, train_size)
     p = run["paths"][path]
     assert p["passed"] and p["precision"] == precision and precision.upper() in p["accumulator"]
     assert "tensor-core" in p["config"] and "FAILED" not in p["config"], p["config"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from analysis.sections import precision
 from analysis.sections.profiles import MEASURES
 from spec.files import ROOT
 from spec.torch_variants import BF16, FP32, PRECISIONS, TF32
+from tests.test_report import inputs  # noqa: F401  (the fixture: a copy of the fixture results and profiles)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PREDICTIONS, GAPS = ROOT / "predictions.toml", ROOT / "GAPS.toml"
@@ -73,12 +73,6 @@ def _with_precisions(results: Path) -> None:
     (results / "pytorch.json").write_text(json.dumps(torch))
 
 
-@pytest.fixture
-def inputs(tmp_path):
-    results, profile = tmp_path / "results", tmp_path / "profile"
-    shutil.copytree(FIXTURES / "results", results)
-    shutil.copytree(FIXTURES / "nsys", profile, ignore=shutil.ignore_patterns("*.md"))
-    return results, profile, tmp_path / "out"
 
 
 def _context(inputs) -> dict:

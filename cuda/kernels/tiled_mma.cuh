@@ -50,12 +50,15 @@ k_tiled_mma(GemmArgs a) {
 
   StageLoader<BM, BN, BK, S::THREADS, AP, BP, AL, VEC> L;
   float acc[MI][NI][4];
+  auto zero_acc = [&] {
 #pragma unroll
-  for (int i = 0; i < MI; ++i)
+    for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j)
+      for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+        for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+  };
+  zero_acc();
 
   const int stages = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   if (stages > 0) {
@@ -125,12 +128,7 @@ k_tiled_mma(GemmArgs a) {
           *reinterpret_cast<float2*>(&mine[row_of(i, h) * BN + col_of(j)]) =
               make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     if (!last_block(&a.tickets[tile], gridDim.z)) return;
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+    zero_acc();
     for (unsigned z = 0; z < gridDim.z; ++z) {
       const float* part = a.partials + ((size_t)z * tiles + tile) * (BM * BN);
 #pragma unroll
