@@ -5,7 +5,8 @@
 # cuda-graph and compiled-step of the same weights and order. Everything lands in $OUT/$NAME.tgz
 # (NAME: tiled); the printout is each point's medians. Not the sweep: that is `invoke sweep`
 # (harness/studies/sweep.py). Knobs: DEVBUILD=1 runs the binaries carried in .devbuild/ instead of
-# `make` (no gemm_check there: give GEMM_CHECK=0); GEMM_ARGS (build/gemm_check's arguments);
+# `make` (.devbuild/build.tar.xz, dev/pack_devbuild.sh: build/ with its objects and gemm_check;
+# else loose binaries, no gemm_check: give GEMM_CHECK=0); GEMM_ARGS (build/gemm_check's arguments);
 # GPU_TESTS=1 (tests/test_gpu_tiled.py), 0, or pytest files; TORCH=0, TORCH_VARIANTS; PROFILE and
 # BESIDE (below). dev/precision_device.sh is this with the TF32/BF16 paths' defaults.
 set -u
@@ -19,7 +20,8 @@ PATHS_RUN="${PATHS_RUN:-tiled,persistent,fused}"
 finish() { tar czf "$OUT/$NAME.tgz" --exclude='*.npy' --exclude='*.nsys-rep' --exclude='*.sqlite' -C "$OUT" "$NAME"; }
 trap finish EXIT
 if [ "${DEVBUILD:-0}" = 1 ]; then
-  mkdir -p build && cp .devbuild/* build/ && build/mlp_train --help > /dev/null 2>&1 || { echo "no usable .devbuild"; exit 1; }
+  if [ -f .devbuild/build.tar.xz ]; then tar xJf .devbuild/build.tar.xz; else mkdir -p build && cp .devbuild/* build/; fi
+  build/mlp_train --help > /dev/null 2>&1 || { echo "no usable .devbuild"; exit 1; }
   echo "binaries from .devbuild (built on the CPU machine for sm_90)"
 else
   make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
@@ -56,44 +58,48 @@ except Exception as e:
 PY
   fi
 done
-# $PROFILE ("HIDDENxBATCH ..."): one epoch of the tiled path under Nsight Systems, each graph node
-# traced, and its kernel summary.
+# $PROFILE ("HIDDENxBATCH ..."): one epoch of each path of $PROFILE_PATHS (default: tiled) under
+# Nsight Systems, each graph node traced, and its kernel summary ($R/prof_hH_bB/PATH_*.csv).
 for pt in ${PROFILE:-}; do
+ for pp in ${PROFILE_PATHS:-tiled}; do
   h=${pt%x*}; b=${pt#*x}; d="$R/prof_h${h}_b${b}"; mkdir -p "$d"
   NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 200 nsys profile --trace cuda,nvtx --capture-range=nvtx \
-    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/tiled" \
-    build/mlp_train --profile tiled --hidden "$h" --batch "$b" --out "$d" > "$d/nsys.log" 2>&1
-  timeout 200 nsys stats --force-export=true --report cuda_gpu_kern_sum --format csv --output "$d/tiled" \
-    "$d/tiled.nsys-rep" >> "$d/nsys.log" 2>&1
-  echo "== profile $pt"
-  python - "$d/tiled_cuda_gpu_kern_sum.csv" <<'PY'
+    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/$pp" \
+    build/mlp_train --profile "$pp" --hidden "$h" --batch "$b" --out "$d/$pp" > "$d/nsys_$pp.log" 2>&1
+  timeout 200 nsys stats --force-export=true --report cuda_gpu_kern_sum --format csv --output "$d/$pp" \
+    "$d/$pp.nsys-rep" >> "$d/nsys_$pp.log" 2>&1
+  echo "== profile $pt $pp"
+  python - "$d/${pp}_cuda_gpu_kern_sum.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 for r in rows[:8]:
     print(f"   {float(r['Time (%)']):5.1f}%  {int(r['Instances']):5d} x {float(r['Avg (ns)'])/1000:8.2f} us  {r['Name'][:110]}")
 PY
+ done
 done
-# $BESIDE ("HIDDENxBATCH ..."): one epoch of the tiled path and one of PyTorch's compiled-step at
-# the point, each under Nsight Systems (the NVTX range profile-epoch: mlp_train --profile, and the
-# baseline's MLP_TORCH_PROFILE_EPOCH), their kernel summaries side by side per step
-# (analysis/side_by_side.py) in $R/side_by_side_hH_bB.md.
+# $BESIDE ("HIDDENxBATCH ..."): one epoch of our path $BESIDE_PATH (default tiled) and one of
+# PyTorch's $BESIDE_VARIANT (default compiled-step) at the point, each under Nsight Systems (the
+# NVTX range profile-epoch: mlp_train --profile, and the baseline's MLP_TORCH_PROFILE_EPOCH), their
+# kernel summaries side by side per step (analysis/side_by_side.py) in $R/side_by_side_hH_bB.md
+# ($R/side_by_side_hH_bB_PATH.md when BESIDE_PATH is given).
+ours="${BESIDE_PATH:-tiled}"; theirs="${BESIDE_VARIANT:-compiled-step}"
+tag="${BESIDE_PATH:+_$BESIDE_PATH}"
 for pt in ${BESIDE:-}; do
-  h=${pt%x*}; b=${pt#*x}; d="$R/beside_h${h}_b${b}"; mkdir -p "$d"
+  h=${pt%x*}; b=${pt#*x}; d="$R/beside_h${h}_b${b}$tag"; mkdir -p "$d"
   steps=$(( (6000 + b - 1) / b ))
-  build/mlp_train --perf-only --paths tiled --hidden "$h" --batch "$b" --epochs 3 --out "$d" > "$d/init.log" 2>&1
+  build/mlp_train --perf-only --paths "$ours" --hidden "$h" --batch "$b" --epochs 3 --out "$d" > "$d/init.log" 2>&1
   NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 200 nsys profile --trace cuda,nvtx --capture-range=nvtx \
-    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/tiled" \
-    build/mlp_train --profile tiled --hidden "$h" --batch "$b" --out "$d/ours" > "$d/nsys_ours.log" 2>&1
+    --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true -o "$d/ours" \
+    build/mlp_train --profile "$ours" --hidden "$h" --batch "$b" --out "$d/ours" > "$d/nsys_ours.log" 2>&1
   MLP_TORCH_PROFILE_EPOCH=1 NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 300 nsys profile --trace cuda,nvtx \
     --capture-range=nvtx --nvtx-capture=profile-epoch --cuda-graph-trace=node --force-overwrite true \
-    -o "$d/torch" python -m harness.baseline.pytorch_baseline --results "$d" --variants compiled-step \
+    -o "$d/torch" python -m harness.baseline.pytorch_baseline --results "$d" --variants "$theirs" \
     --batch "$b" --epochs 3 > "$d/nsys_torch.log" 2>&1
-  for side in tiled torch; do
+  for side in ours torch; do
     timeout 200 nsys stats --force-export=true --report cuda_gpu_kern_sum --format csv --output "$d/$side" \
       "$d/$side.nsys-rep" >> "$d/nsys_$side.stats.log" 2>&1
   done
-  python -m analysis.side_by_side "$d/tiled_cuda_gpu_kern_sum.csv" "$d/torch_cuda_gpu_kern_sum.csv" \
-    --steps "$steps" --ours-label tiled --theirs-label compiled-step --out "$R/side_by_side_h${h}_b${b}.md"
-  echo "== beside $pt"; cat "$R/side_by_side_h${h}_b${b}.md" 2>/dev/null | head -30
+  python -m analysis.side_by_side "$d/ours_cuda_gpu_kern_sum.csv" "$d/torch_cuda_gpu_kern_sum.csv" \
+    --steps "$steps" --ours-label "$ours" --theirs-label "$theirs" --out "$R/side_by_side_h${h}_b${b}$tag.md"
+  echo "== beside $pt"; cat "$R/side_by_side_h${h}_b${b}$tag.md" 2>/dev/null | head -30
 done
-

@@ -30,8 +30,10 @@
 // F1 and G run on the tensor cores (TF32 m16n8k8): the staged inputs are the pixel bytes p as
 // floats (exact in TF32; b1's input is 255), every other float operand w is split into
 // big = tf32(w) and small = tf32(w − big) and multiplied twice, and the 1/255 is applied to the
-// products' sums (ops.cuh). k_stationary_epoch<CL, U, false> (the path stationary-tf32) multiplies
-// the big parts only: TF32 products, the rest of the epoch as it is. G's warps keep the W1 slice and its velocity in registers for the
+// products' sums (ops.cuh). k_stationary_epoch<CL, U, Products::kTF32> (the path stationary-tf32)
+// multiplies the big parts only: TF32 products; <CL, U, Products::kBF16> (stationary-bf16) the
+// operands rounded to bfloat16, which the TF32 instruction holds exactly: BF16 products. The rest
+// of the epoch (F2, S, D's dH, the updates) is float32 in every form. G's warps keep the W1 slice and its velocity in registers for the
 // whole epoch; F1 reads the slice from Wf, its B fragments, which G rewrites after each update.
 //
 // Pad units stay exactly 0 and never reach the real parameters. They start with W1 = b1 = 0,
@@ -88,9 +90,10 @@
 namespace mlp {
 namespace wstat {
 
-// SPLIT (the shipped FP32 form): every non-pixel operand as TF32 big + small, two MMAs a product;
-// false (the path stationary-tf32): the big parts alone, one MMA, the products' inputs in TF32.
-template <int CL, int U, bool SPLIT = true>
+// P: what F1 and G multiply (ops.cuh's Products): kSplit the FP32 form `stationary` (TF32 big +
+// small, two MMAs a product), kTF32 `stationary-tf32` and kBF16 `stationary-bf16` (the big part
+// alone in TF32 or BF16, one MMA).
+template <int CL, int U, Products P = Products::kSplit>
 __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   // Thread-block clusters and distributed shared memory are sm_90+: the host never launches
@@ -104,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
   load_slice(B, a);
   typename C::Regs wr, vr;  // G warps: their register elements of the W1 slice, its velocity
   const Lanes L = lanes_of(B.tid);
-  init_fragments(B, L, wr, vr);
+  init_fragments<P>(B, L, wr, vr);
   const int steps = (a.n + a.batch - 1) / a.batch;
   prefetch_epoch_inputs(B, a);
   if (steps > 0) stage_first_inputs(B, a);
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     int ys[C::kPasses];  // labels of the rows this thread's S passes handle
     step_labels(B, a, base, nb, ys);
 
-    f1_partials<SPLIT>(B, L, Xs);
+    f1_partials<P>(B, L, Xs);
     cluster.sync();  // A
     f2_hidden(B, nb);
     __syncthreads();
@@ -130,10 +133,10 @@ __global__ void __launch_bounds__(kThreads, 1) k_stationary_epoch(Args a) {
     wait_arrivals(B, a, my_counter, target);
     s_softmax(B, a, nb, par, ys);
     __syncthreads();
-    d_push(B);
+    d_push<P>(B);
     cluster.sync();  // B
     typename C::Acc acc, acs;  // G's products with dH's big and small parts (here, not in G: see PERFLOG)
-    g_update<SPLIT>(B, L, a, Xs, acc, acs, wr, vr, t, nb);
+    g_update<P>(B, L, a, Xs, acc, acs, wr, vr, t, nb);
     if constexpr (C::kXBuf == 1) {
       if (has_next) {  // one input buffer: G is done reading it
         cp_async_wait_all();

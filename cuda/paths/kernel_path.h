@@ -9,9 +9,10 @@
 //               wait a step (recipe shape on sm_90+)
 //   tiled       float32 register-tiled GEMMs, tile shape and split-K by problem shape, the update in
 //               dW1's epilogue, four kernels a step, the epoch as a CUDA graph (any shape)
-//   stationary-tf32  the stationary epoch with TF32 products (opt-in)
-//   tiled-tf32  the tiled epoch, its two GEMMs on the tensor cores in TF32 (opt-in)
-//   tiled-bf16  the same in BF16 (opt-in)
+//   stationary-tf32  the stationary epoch with TF32 products
+//   stationary-bf16  the stationary epoch with BF16 products
+//   tiled-tf32  the tiled epoch, its two GEMMs on the tensor cores in TF32
+//   tiled-bf16  the same in BF16
 //   submission  the linked submission's mlp_train_epoch (only when it is not ours)
 #pragma once
 #include <cuda_runtime.h>
@@ -122,9 +123,10 @@ std::unique_ptr<KernelPath> make_persistent_path();
 // when a run named it, docs/PERFLOG.md).
 std::unique_ptr<KernelPath> make_persistent2_path();
 // cuda/paths/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
-// chip, one cross-SM wait a step (recipe shape, sm_90+); `stationary-tf32` (split_products false)
-// the same epoch with TF32 products (one MMA where the FP32 form's split takes two).
-std::unique_ptr<KernelPath> make_stationary_path(bool split_products = true);
+// chip, one cross-SM wait a step (recipe shape, sm_90+); `stationary-tf32` and `stationary-bf16`
+// (precision TF32, BF16) the same epoch with TF32 or BF16 products (one MMA where the FP32 form's
+// split takes two).
+std::unique_ptr<KernelPath> make_stationary_path(Precision precision = Precision::FP32);
 // cuda/paths/tiled_path.cu: register-tiled GEMMs chosen by shape, four kernels a step, the epoch as
 // one CUDA graph (the path for widths and batches far from the recipe's): `tiled` float32 SIMT,
 // `tiled-tf32` and `tiled-bf16` the same epoch with the GEMMs on the tensor cores.

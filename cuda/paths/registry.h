@@ -21,13 +21,13 @@ inline const std::vector<PathInfo>& path_registry() {
       {"persistent", true, "one cooperative kernel per epoch, three grid barriers per step, the update fused into the gradient phase"},
       {"persistent2", false, "opt-in: persistent with two barriers per step, the update phase also computing the next step's pre-activations"},
       {"stationary", true, "one cluster launch per epoch, weights stationary in shared memory, one cross-SM wait per step (recipe shape, sm_90+)"},
-      // In the default set since the gate's run of bcad1db on the H200 passed it (its own case 9 at TF32).
+      // The precision paths (issue 30) are in the default set: the main job's gate holds each to
+      // its own case 9 at its precision (gate/cases.h case_path_epoch_check).
       {"stationary-tf32", true, "the stationary epoch with TF32 products: one MMA of the inputs' TF32 parts where stationary's split takes two (recipe shape, sm_90+)"},
+      {"stationary-bf16", true, "the stationary epoch with BF16 products: the inputs rounded to bfloat16, one MMA on the TF32 instruction, which holds them exactly (recipe shape, sm_90+)"},
       {"tiled", true, "4 launches per step in one CUDA graph: float32 register-tiled GEMMs (tile shape and split-K by problem shape), the batch gathered in the loads, the update in the gradient epilogues (any shape)"},
-      // Opt-in until a gate run checks their kernel at the current commit (issue 30): the
-      // tensor-core GEMMs of tiled_mma.cuh (the gate's run of bcad1db passed a version reverted since).
-      {"tiled-tf32", false, "opt-in: the tiled epoch with its two GEMMs on the tensor cores in TF32 (inputs rounded to TF32, float32 sums; the head in float32)"},
-      {"tiled-bf16", false, "opt-in: the tiled epoch with its two GEMMs on the tensor cores in BF16 (inputs rounded to bfloat16, float32 sums; the head in float32)"},
+      {"tiled-tf32", true, "the tiled epoch with its two GEMMs on the tensor cores in TF32 (inputs rounded to TF32, float32 sums; the head in float32)"},
+      {"tiled-bf16", true, "the tiled epoch with its two GEMMs on the tensor cores in BF16 (inputs rounded to bfloat16, float32 sums; the head in float32)"},
   };
   return paths;
 }

@@ -31,19 +31,27 @@ constexpr bool shapes_are(std::initializer_list<wstat::Shape> want) {
 }
 static_assert(shapes_are({{8, 16}, {8, 20}, {4, 12}}), "wstat::kShapes changed: update cuda/tools/mlp_fit.cu's list too");
 
-// `split` true: the path `stationary` (FP32 by TF32 big + small products); false: `stationary-tf32`
-// (the big parts alone: TF32 products, one MMA where the FP32 form has two).
+// The path of a precision: `stationary` (FP32, by TF32 big + small products), `stationary-tf32`
+// and `stationary-bf16` (the operands' TF32 or BF16 part alone: one MMA where the FP32 form has
+// two; kernels/stationary/ops.cuh's Products).
 class StationaryPath : public KernelPath {
  public:
-  explicit StationaryPath(bool split) : split_(split) {}
+  explicit StationaryPath(Precision precision) : precision_(precision) {}
   ~StationaryPath() override { stationary_release(&plan_); }
   StationaryPath(const StationaryPath&) = delete;
   StationaryPath& operator=(const StationaryPath&) = delete;
-  std::string name() const override { return split_ ? "stationary" : "stationary-tf32"; }
-  std::string accumulator() const override {
-    return split_ ? "float32 (TF32 split products)" : "float32 (TF32 products)";
+  std::string name() const override {
+    return precision_ == Precision::FP32 ? "stationary" : std::string("stationary-") + precision_name(precision_);
   }
-  Precision precision() const override { return split_ ? Precision::FP32 : Precision::TF32; }
+  std::string accumulator() const override {
+    switch (precision_) {
+      case Precision::TF32: return "float32 (TF32 products)";
+      case Precision::BF16: return "float32 (BF16 products, on the TF32 instruction)";
+      case Precision::FP32: break;
+    }
+    return "float32 (TF32 split products)";
+  }
+  Precision precision() const override { return precision_; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
@@ -101,7 +109,7 @@ class StationaryPath : public KernelPath {
       plan_.max_active_clusters = max_active_[(size_t)fit_.choice];
       packed_x_ = a.X_all;
     }
-    plan_.split_products = split_;
+    plan_.precision = precision_;
     const int st = stationary_epoch(&plan_, a.params, a.velocity, a.labels_all, a.order, a.n, a.batch, a.lr,
                                     a.momentum, a.step_loss, a.stream);
     if (st != MLP_OK) throw SubmissionError("stationary path: epoch returned " + std::string(status_name(st)), st);
@@ -117,7 +125,7 @@ class StationaryPath : public KernelPath {
     int m = -1, need = 0;
     if (why_not(k, lim).empty()) {
       cudaFuncAttributes fa;
-      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::epoch_kernel<CL, U>(split_));
+      cudaError_t e = cudaFuncGetAttributes(&fa, wstat::epoch_kernel<CL, U>(precision_));
       if (e == cudaSuccess) {
         k.regs = fa.numRegs;
         k.static_smem = (long long)fa.sharedSizeBytes;
@@ -136,7 +144,7 @@ class StationaryPath : public KernelPath {
     max_active_.push_back(m);
   }
 
-  const bool split_;
+  const Precision precision_;
   bool fitted_ = false;
   MlpShape fit_shape_{};
   int fit_batch_ = 0;
@@ -149,8 +157,8 @@ class StationaryPath : public KernelPath {
 
 }  // namespace
 
-std::unique_ptr<KernelPath> make_stationary_path(bool split_products) {
-  return std::make_unique<StationaryPath>(split_products);
+std::unique_ptr<KernelPath> make_stationary_path(Precision precision) {
+  return std::make_unique<StationaryPath>(precision);
 }
 
 }  // namespace mlp

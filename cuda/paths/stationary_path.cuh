@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/precision.h"  // Precision: which form of the kernel
 #include "kernels/stationary.cuh"
 
 namespace mlp {
@@ -16,7 +17,7 @@ struct StationaryPlan {
   int clusters = 0;          // G = ceil(256 / U)
   int max_active_clusters = 0;  // cudaOccupancyMaxActiveClusters for that shape
   bool cooperative = true;   // launched with the cooperative attribute (false when refused)
-  bool split_products = true;  // the FP32 form (TF32 big + small products); false: TF32 products
+  Precision precision = Precision::FP32;  // the kernel's form: FP32 (TF32 split products), TF32, BF16
   size_t smem = 0;           // dynamic shared memory per block (bytes)
   int n_total = 0;
   uint8_t* xb = nullptr;     // [n_total][cluster][XB] packed input bytes
@@ -72,20 +73,26 @@ inline cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], 
   return cfg;
 }
 
-// The epoch kernel of a shape in its FP32 form (split products) or its TF32 one.
+// The epoch kernel of a shape in the form of a precision: FP32 the split products, TF32 and BF16
+// one MMA of the operands in that format (ops.cuh's Products).
 template <int CL, int U>
-inline void (*epoch_kernel(bool split))(Args) {
-  return split ? k_stationary_epoch<CL, U, true> : k_stationary_epoch<CL, U, false>;
+inline void (*epoch_kernel(Precision p))(Args) {
+  switch (p) {
+    case Precision::TF32: return k_stationary_epoch<CL, U, Products::kTF32>;
+    case Precision::BF16: return k_stationary_epoch<CL, U, Products::kBF16>;
+    case Precision::FP32: break;
+  }
+  return k_stationary_epoch<CL, U, Products::kSplit>;
 }
 
-// Both forms get the shape's dynamic shared memory; the count is the FP32 form's (the same
+// Every form gets the shape's dynamic shared memory; the count is the FP32 form's (the same
 // shared memory and block, one block an SM, so the same co-residency).
 template <int CL, int U>
 inline cudaError_t max_clusters(int* out) {
   using C = Cfg<CL, U>;
   cudaError_t e = cudaSuccess;
-  for (bool split : {true, false}) {
-    e = cudaFuncSetAttribute(epoch_kernel<CL, U>(split), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
+  for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16}) {
+    e = cudaFuncSetAttribute(epoch_kernel<CL, U>(p), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::kSmemBytes);
     if (e != cudaSuccess) return e;
   }
   cudaLaunchAttribute attr[2];
@@ -134,7 +141,7 @@ template <int CL, int U>
 inline cudaError_t launch_as(StationaryPlan* p, const Args& args, cudaStream_t stream) {
   cudaLaunchAttribute attr[2];
   cudaLaunchConfig_t cfg = cluster_launch_config<CL, U>(attr, p->cooperative, stream);
-  void (*kernel)(Args) = epoch_kernel<CL, U>(p->split_products);
+  void (*kernel)(Args) = epoch_kernel<CL, U>(p->precision);
   cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args);
   if (e != cudaSuccess && p->cooperative) {
     // The cooperative attribute with clusters refused: co-residency then rests on the occupancy

@@ -300,7 +300,8 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "persistent2") return make_persistent2_path();
   if (name == "stationary") return make_stationary_path();
   if (name == "tiled") return make_tiled_path();
-  if (name == "stationary-tf32") return make_stationary_path(false);
+  if (name == "stationary-tf32") return make_stationary_path(Precision::TF32);
+  if (name == "stationary-bf16") return make_stationary_path(Precision::BF16);
   if (name == "tiled-tf32") return make_tiled_path(Precision::TF32);
   if (name == "tiled-bf16") return make_tiled_path(Precision::BF16);
   if (name == kSubmissionPath) return std::make_unique<SubmissionPath>();

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     const PathFit stationary = choose(n, l, lim);
     out.set("stationary", fit_json(stationary));
     out.set("stationary-tf32", fit_json(stationary));  // the same kernel shape with one MMA a product
+  out.set("stationary-bf16", fit_json(stationary));
     // tiled: ordinary launches of at most 256 threads and its GEMMs' 32 KiB of static shared memory;
     // tiled-tf32 and tiled-bf16 the same with the tensor-core GEMMs' 34 KiB (two stages of 16 rows of
     // 128 + 8 floats for each operand), on compute capability 8.0 and later.

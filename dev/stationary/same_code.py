@@ -9,7 +9,7 @@ program.
 
     python3 dev/stationary/same_code.py 9ebd635 [--dev] [--flags "-O3 -std=c++17 -arch=sm_90"]
 
-Prints one line per kernel (SAME or DIFFERENT, code size, resources); exits 0 when every kernel
+Prints one line per kernel (SAME, DIFFERENT or NEW (no match at REV), code size, resources); exits 0 when every kernel
 of the work tree has its match and all are the same, 1 otherwise, 2 when a build fails."""
 from __future__ import annotations
 
@@ -26,7 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_V = 0x1B2B2  # dev/stationary/variant_ops.cuh's kShippedV
-KERNEL = re.compile(r"_ZN3mlp5wstat\d+k_stationary_(epoch|variant)ILi(\d+)ELi(\d+)E(?:Li(\d+)E)?EE")
+# The third template argument: a dev variant's V (Li<V>E), the shipped kernel's form as a bool
+# (Lb1E split, Lb0E TF32: commits before Products) or as kernels/stationary/ops.cuh's Products
+# (LNS0_8ProductsE<0|1|2>E: split, TF32, BF16), or none (commits before the TF32 form).
+KERNEL = re.compile(r"_ZN3mlp5wstat\d+k_stationary_(epoch|variant)ILi(\d+)ELi(\d+)E"
+                    r"(?:Li(\d+)E|Lb([01])E|LNS0_8ProductsE([012])E)?EE")
+FORMS = {"b1": SHIPPED_V, "b0": "tf32", "p0": SHIPPED_V, "p1": "tf32", "p2": "bf16"}
 
 
 def sections(cubin: Path) -> dict[str, bytes]:
@@ -44,9 +49,18 @@ def sections(cubin: Path) -> dict[str, bytes]:
 
 
 def key(name: str) -> tuple | None:
-    """(CL, U, V, epoch|variant) of a stationary kernel's mangled name, else None."""
+    """(CL, U, V, epoch|variant) of a stationary kernel's mangled name, else None; V is the dev
+    variant's number, the shipped bits' (the FP32 form) or "tf32"/"bf16" (the one-MMA forms)."""
     m = KERNEL.match(name)
-    return (int(m.group(2)), int(m.group(3)), int(m.group(4) or SHIPPED_V), m.group(1)) if m else None
+    if not m:
+        return None
+    if m.group(5) is not None:
+        v = FORMS["b" + m.group(5)]
+    elif m.group(6) is not None:
+        v = FORMS["p" + m.group(6)]
+    else:
+        v = int(m.group(4) or SHIPPED_V)
+    return (int(m.group(2)), int(m.group(3)), v, m.group(1))
 
 
 def build(tree: Path, source: str, flags: list[str], cubin: Path) -> dict[tuple, tuple[bytes, str]]:
@@ -89,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         before = build(old, source, flags, Path(tmp) / "old.cubin")
         after = build(ROOT, source, flags, Path(tmp) / "new.cubin")
     bad = 0
-    for k in sorted(after):
+    for k in sorted(after, key=str):
         cl, u, v, name = k
         other = "variant" if name == "epoch" else "epoch"  # the same <CL, U, V> under the other name
         ref = before.get(k, before.get((cl, u, v, other)))
@@ -97,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         bad += not same
         code, res = after[k]
         note = f" (no match at {a.rev})" if ref is None else "" if same else f" (at {a.rev}: {len(ref[0])} bytes; {ref[1]})"
-        print(f"{'SAME     ' if same else 'DIFFERENT'} k_stationary_{name}<{cl},{u}> V={v:#x}: {len(code)} bytes; {res}{note}")
+        shown = f"{v:#x}" if isinstance(v, int) else v
+        status = "NEW      " if ref is None else "SAME     " if same else "DIFFERENT"
+        print(f"{status} k_stationary_{name}<{cl},{u}> V={shown}: {len(code)} bytes; {res}{note}")
     return 1 if bad or not after else 0
 
 

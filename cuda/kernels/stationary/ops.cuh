@@ -1,6 +1,6 @@
 // cuda/kernels/stationary/ops.cuh — the weight-stationary epoch's constants, input slice (Slice),
 // kernel arguments (Args) and primitives: the counter's release/acquire, cp.async byte staging,
-// the TF32 split and m16n8k8 MMA, the byte -> float conversion of the staged inputs, and the input
+// the TF32 split, the operand forms (Products) and m16n8k8 MMA, the byte -> float conversion of the staged inputs, and the input
 // packing kernel k_stationary_pack. The kernel is cuda/kernels/stationary.cuh.
 #pragma once
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/mma.cuh"  // mma::tf32_rna, mma::pack_bf16x2
 #include "contract/submission.h"
 
 namespace mlp {
@@ -133,14 +134,32 @@ __device__ __forceinline__ void for_each_const(F& f, std::integer_sequence<int, 
 // as big + small with big = tf32(w), small = tf32(w − big) (both rounded to nearest, ties away):
 // |w − big − small| <= 2^-22·|w|, so p·w costs two MMAs at nearly float32 accuracy, with the full
 // float32 exponent range (no scaling).
-__device__ __forceinline__ unsigned tf32_rna(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
+using mma::tf32_rna;  // x rounded to TF32 (cvt.rna.tf32.f32), common/mma.cuh
 __device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& small) {
   big = tf32_rna(x);
   small = tf32_rna(x - __uint_as_float(big));
+}
+// What F1 and G multiply (the kernel's template choice, one per path):
+//   kSplit  stationary (FP32): every non-pixel operand as TF32 big + small, two MMAs a product
+//   kTF32   stationary-tf32:   big = tf32(w) alone, one MMA (TF32 products)
+//   kBF16   stationary-bf16:   big = bf16(w) alone (nearest even), one MMA. A bfloat16 value is
+//           exact in TF32 (the same 8-bit exponent, 7 of TF32's 10 mantissa bits), so the TF32
+//           instruction multiplies BF16 operands exactly with float32 sums: the products are
+//           BF16's. (Not m16n8k16.bf16, whose fragments would need another layout of Xs, Wf and
+//           dHf; MMA issue does not bound this epoch: stationary-tf32, with half of stationary's
+//           MMAs, is no faster, docs/PERFLOG.md run 6.)
+// The pixels (A of both GEMMs) are exact in every form: integers 0..255 have 8 significant bits.
+enum class Products { kSplit, kTF32, kBF16 };
+// w's parts as the form P multiplies them: big (and, kSplit only, small; the single-MMA forms
+// never read it).
+template <Products P>
+__device__ __forceinline__ void operand_parts(float w, unsigned& big, unsigned& small) {
+  if constexpr (P == Products::kBF16) {
+    big = mma::pack_bf16x2(0.f, w) & 0xffff0000u;  // bf16(w) in the high half: bf16(w) as a float
+    small = 0u;
+  } else {
+    tf32_split(w, big, small);
+  }
 }
 // c += a·b for one m16n8k8 tile (PTX ISA fragments, g = lane / 4, q = lane % 4):
 // a0 (g, q), a1 (g+8, q), a2 (g, q+4), a3 (g+8, q+4); b0 (k q, n g), b1 (k q+4, n g);

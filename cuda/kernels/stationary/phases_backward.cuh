@@ -52,11 +52,11 @@ __device__ __forceinline__ void s_softmax(const Block<CL, U>& B, const Args& a, 
   }
 }
 
-// D: own rows' dH = dZ·W2ᵀ ⊙ (H > 0), split into TF32 big and small parts, to every block of the
-// cluster in dHf's slot order: item e = float2 {big, small}, consecutive threads write consecutive
+// D: own rows' dH = dZ·W2ᵀ ⊙ (H > 0), as G's operand parts of form P (operand_parts: TF32 big and
+// small, or big alone), to every block of the cluster in dHf's slot order: item e = float2 {big, small}, consecutive threads write consecutive
 // float2s (coalesced DSMEM stores); units >= U are skipped (0). Then the partial dW2 and db2 of the
 // own rows to their owners' W2red, and the own rows' loss sum to rank 0's Lred.
-template <int CL, int U>
+template <Products P, int CL, int U>
 __device__ __forceinline__ void d_push(const Block<CL, U>& B) {
   using C = Cfg<CL, U>;
   constexpr int RPB = C::RPB, O = kOut, NO = C::kOwn + 1;
@@ -72,7 +72,7 @@ __device__ __forceinline__ void d_push(const Block<CL, U>& B) {
       for (int o = 0; o < O; ++o) acc = fmaf(B.dZs[row * kOutPad + o], B.W2l[u * O + o], acc);
       const float dh = B.Hs[row * U + u] > 0.f ? acc : 0.f;
       unsigned big, small;
-      tf32_split(dh, big, small);
+      operand_parts<P>(dh, big, small);
       const float2 bs = make_float2(__uint_as_float(big), __uint_as_float(small));
 #pragma unroll
       for (int q = 0; q < CL; ++q) *reinterpret_cast<float2*>(cluster.map_shared_rank(dst0, (unsigned)q) + 2 * e) = bs;
@@ -139,9 +139,9 @@ __device__ __forceinline__ void w2_updates(const Block<CL, U>& B, const Args& a,
 }
 
 // G's products of m-tile mt (A = Xᵀ, exact p; rows of the m-tile past KPM read as 0) with dH's big
-// parts (acc) and small parts (acs; SPLIT false: none, TF32 products) over the 128 batch rows,
+// parts (acc) and small parts (acs; the single-MMA forms: even k-steps into acc, odd into acs) over the 128 batch rows,
 // k-steps of 8.
-template <bool SPLIT, int CL, int U>
+template <Products P, int CL, int U>
 __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L, const float* Xs, int mt,
                                            typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs) {
   using C = Cfg<CL, U>;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L
 #pragma unroll
     for (int nt = 0; nt < C::kNT; ++nt) {
       const float4 f = df[(ks * C::kNT + nt) * 32];
-      if constexpr (SPLIT) {
+      if constexpr (P == Products::kSplit) {
         mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
         mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
       } else {  // two chains, as in F1
@@ -172,7 +172,7 @@ __device__ __forceinline__ void g_products(const Block<CL, U>& B, const Lanes& L
 // G of m-tile mt = warp + 7·mi of a warp w < 7: acc, acs get its products, then its dW1 (with db1
 // in rank 0's row KS) updates the elements of wr[mi], vr[mi] (v = μ·v − λ·g/255, w += v), and
 // their F1 fragments go to Wf.
-template <bool SPLIT, int CL, int U>
+template <Products P, int CL, int U>
 __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, const Args& a, const float* Xs, int mi,
                                         typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs,
                                         typename Cfg<CL, U>::Regs& wr, typename Cfg<CL, U>::Regs& vr) {
@@ -183,7 +183,7 @@ __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, c
   for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nt][i] = acs[nt][i] = 0.f;
-  g_products<SPLIT>(B, L, Xs, mt, acc, acs);
+  g_products<P>(B, L, Xs, mt, acc, acs);
 #pragma unroll
   for (int nt = 0; nt < C::kNT; ++nt)
 #pragma unroll
@@ -199,7 +199,7 @@ __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, c
         v = a.mu * v - a.lr * (acc[nt][i] * kInv255);
         w += v;
         unsigned big, small;
-        tf32_split(w, big, small);
+        operand_parts<P>(w, big, small);
         *reinterpret_cast<float2*>(B.Wf + wf_index<CL, U>(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
       }
     }
@@ -207,7 +207,7 @@ __device__ __forceinline__ void g_mtile(const Block<CL, U>& B, const Lanes& L, c
 
 // G, after barrier B: warp w < 7 takes m-tiles mt = w + 7·mi of the slice rows x kNT n-tiles of
 // units (g_mtile; acc, acs are its accumulators), warp 7 does the W2 update meanwhile.
-template <bool SPLIT, int CL, int U>
+template <Products P, int CL, int U>
 __device__ __forceinline__ void g_update(const Block<CL, U>& B, const Lanes& L, const Args& a, const float* Xs,
                                          typename Cfg<CL, U>::Acc& acc, typename Cfg<CL, U>::Acc& acs,
                                          typename Cfg<CL, U>::Regs& wr, typename Cfg<CL, U>::Regs& vr, int t, int nb) {
@@ -216,7 +216,7 @@ __device__ __forceinline__ void g_update(const Block<CL, U>& B, const Lanes& L, 
 #pragma unroll
     for (int mi = 0; mi < C::kMTw; ++mi) {
       if (L.warp + C::kGWm * mi < C::kMT) {
-        g_mtile<SPLIT>(B, L, a, Xs, mi, acc, acs, wr, vr);
+        g_mtile<P>(B, L, a, Xs, mi, acc, acs, wr, vr);
       }
     }
   } else {

@@ -54,10 +54,10 @@ __device__ __forceinline__ void step_labels(const Block<CL, U>& B, const Args& a
 
 // F1: partial pre-activations of all rows from this block's K slice. Warp w: rows [16w, 16w + 16)
 // x all kNT n-tiles over the KPM inputs (k-steps of 8), each product as p·big + p·small (two
-// accumulators, summed at the end; SPLIT false: p·big alone, TF32 products); the whole K slice in
+// accumulators, summed at the end; the single-MMA forms P: p·big alone, TF32 or BF16 products); the whole K slice in
 // one warp, so nothing to reduce across lanes. The 16 rows all go to rank 16w / RPB as Red slot
 // `rank`, times 1/255 (the inputs are p, not p/255).
-template <bool SPLIT, int CL, int U>
+template <Products P, int CL, int U>
 __device__ __forceinline__ void f1_partials(const Block<CL, U>& B, const Lanes& L, const float* Xs) {
   using C = Cfg<CL, U>;
   constexpr int RPB = C::RPB;
@@ -80,7 +80,7 @@ __device__ __forceinline__ void f1_partials(const Block<CL, U>& B, const Lanes& 
 #pragma unroll
     for (int nt = 0; nt < C::kNT; ++nt) {
       const float4 f = wf[(ks * C::kNT + nt) * 32];
-      if constexpr (SPLIT) {
+      if constexpr (P == Products::kSplit) {
         mma_tf32(acc[nt], a4, __float_as_uint(f.x), __float_as_uint(f.z));
         mma_tf32(acs[nt], a4, __float_as_uint(f.y), __float_as_uint(f.w));
       } else {  // two chains of MMAs still (even k-steps into acc, odd into acs): one chain of

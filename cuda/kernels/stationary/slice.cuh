@@ -58,9 +58,9 @@ __device__ __forceinline__ void load_slice(const Block<CL, U>& B, const Args& a)
   for (int e = B.tid; e < C::kDhF; e += kThreads) B.dHf[e] = 0.f;
 }
 
-// After load_slice: Wf = the W1 slice split into F1's B fragments, and each G warp's register
-// elements of the slice (wr) and of its velocity (vr).
-template <int CL, int U>
+// After load_slice: Wf = the W1 slice as F1's B fragments of form P (operand_parts), and each G
+// warp's register elements of the slice (wr) and of its velocity (vr).
+template <Products P, int CL, int U>
 __device__ __forceinline__ void init_fragments(const Block<CL, U>& B, const Lanes& L, typename Cfg<CL, U>::Regs& wr,
                                                typename Cfg<CL, U>::Regs& vr) {
   using C = Cfg<CL, U>;
@@ -70,7 +70,7 @@ __device__ __forceinline__ void init_fragments(const Block<CL, U>& B, const Lane
     const int k = e / (8 * C::kNT), u = e % (8 * C::kNT);
     const float w = k < KP && u < U ? B.Ws[k * U + u] : 0.f;
     unsigned big, small;
-    tf32_split(w, big, small);
+    operand_parts<P>(w, big, small);
     *reinterpret_cast<float2*>(B.Wf + wf_index<CL, U>(k, u)) = make_float2(__uint_as_float(big), __uint_as_float(small));
   }
   if (L.warp < C::kGWm) {
