@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 invoke build --arch sm_90 > /dev/null
 rm -rf .devbuild && mkdir -p .devbuild
-tar cJf .devbuild/build.tar.xz --exclude=build/vit_forward --exclude=build/libmlp.so \
-  --exclude=build/obj/transformer build
+tar cJf .devbuild/build.tar.xz --exclude=build/obj/transformer \
+  build/mlp_train build/mlp_host build/mlp_fit build/gemm_check build/build_info.json build/catalog.json \
+  build/config.stamp build/obj
 echo ".devbuild/build.tar.xz: $(du -h .devbuild/build.tar.xz | cut -f1) at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (uncommitted changes)')"
