@@ -231,6 +231,8 @@ RUN = Obj({
     "paths": Map(Obj(_TIMING | {
         "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONONNEG,
         "parity_limit": ONONNEG, "parity_vs_fp64": ONONNEG, "deterministic": OBOOL,
+        # TF32/BF16 paths (cli/path_checks.h rounded_reference_drift): correct rounding's own drift
+        "parity_reference_drift": ONONNEG,
         "accuracy_gap_pp": ONUM, "skipped": STR, "config": OSTR, "accumulator": STR,
         # spec.torch_variants.precision_of_path: absent in run.json written before b45c1cf (fp32)
         "precision": OneOf(*PRECISIONS),
@@ -302,6 +304,7 @@ _METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pc
                     "launches_per_step": ONUM, "max_memory_allocated_bytes": ONONNEG,
                     "skipped": OSTR, "accumulator": OSTR, "parity_vs_fp64": ONONNEG,
                     "parity_limit": ONONNEG, "parity_ok": OBOOL, "epoch1_test_accuracy": OFRAC,
+                    "parity_reference_drift": ONONNEG,
                     "parity_vs_fused": ONONNEG, "epoch1_loss": ONONNEG,
                     "precision": Opt(OneOf(*PRECISIONS))}))
 # One precision at a point (harness/studies/sweep.py precision_entry): our best path of that

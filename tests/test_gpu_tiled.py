@@ -74,8 +74,12 @@ def test_tiled_path_first_epoch_against_float64(tmp_path, hidden, batch, train_s
 
 # The tensor-core paths: their first epoch within their precision's parity limit of the fused
 # path's (cli/path_checks.h parity_limit: 0.2 at TF32 and BF16) and a test accuracy near float64's.
+# Batch 7 over 70 images (10 steps), not the FP32 test's 700: at batch 7 and lr 0.1 the trajectory
+# is chaotic, and over 100 steps any correct TF32/BF16 arithmetic lands about 0.8 of the update
+# from float64's (our paths 0.74 and 0.83 on the H200 at a42fd4f; the CPU emulation 0.80 and 0.84,
+# tests/test_gate_precision.py::test_batch_7_parity_is_rounding_amplified_not_a_kernel_defect).
 @pytest.mark.parametrize("path,precision,limit", [("tiled-tf32", "tf32", 0.2), ("tiled-bf16", "bf16", 0.2)])
-@pytest.mark.parametrize("hidden,batch,train_size", [(1000, 7, 700), (4096, 2048, 6000), (256, 128, 6000)])
+@pytest.mark.parametrize("hidden,batch,train_size", [(1000, 7, 70), (4096, 2048, 6000), (256, 128, 6000)])
 def test_tensor_core_paths_first_epoch(tmp_path, path, precision, limit, hidden, batch, train_size):
     run = first_epochs(tmp_path, path, hidden, batch, train_size)
     p = run["paths"][path]

@@ -53,6 +53,7 @@ std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& r
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(limit))
+        .set("parity_reference_drift", Json::num(r.reference_drift))
         .set("deterministic", Json::boolean(r.deterministic))
         .set("rerun_distance", Json::num(r.rerun_distance))
         .set("bitwise_rerun_required", Json::boolean(bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism)))

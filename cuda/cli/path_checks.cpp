@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "gate/cpu_reference.h"
@@ -42,6 +43,7 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     return p.empty() ? NAN : l2_distance(p, q) / update_norm;
   };
   std::fprintf(stderr, "fused: one epoch vs float64 ||dp||/||update|| = %.3g\n", dist(fused_one, fp64_one));
+  std::map<int, double> drift;  // precision -> rounded_reference_drift, once each
   for (const auto& name : in.names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
     // What the device (capped or not) lets the path run in; the gated path is never skipped.
@@ -71,8 +73,11 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     const bool deterministic = !p1.empty() && p1 == p2;
     const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
-    const double limit = parity_limit(path->precision());
-    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.0e), vs float64 %.3g; rerun bitwise %s",
+    const mlp::Precision prec = path->precision();
+    if (prec != mlp::Precision::FP32 && !drift.count((int)prec)) drift[(int)prec] = rounded_reference_drift(in, prec, fused_one);
+    const double ref_drift = prec == mlp::Precision::FP32 ? NAN : drift[(int)prec];
+    const double limit = parity_limit(prec, ref_drift);
+    std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.3g), vs float64 %.3g; rerun bitwise %s",
                  name.c_str(), parity, limit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");
     if (!smoke && !deterministic) std::fprintf(stderr, " (by %.3g of the update)", rerun);
@@ -119,6 +124,8 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     run.overfit = of;
     run.parity_vs_fused = parity;
     run.parity_vs_fp64 = vs64;
+    run.parity_limit = limit;
+    run.reference_drift = ref_drift;
     run.deterministic = deterministic;
     run.rerun_distance = rerun;
     if (!run.ok) std::fprintf(stderr, "path %s failed: %s\n", name.c_str(), run.error.c_str());
@@ -127,11 +134,35 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
   return runs;
 }
 
-double parity_limit(mlp::Precision p) { return p == mlp::Precision::FP32 ? kParityLimit : kParityLimitLowPrecision; }
+double parity_limit(mlp::Precision p, double drift) {
+  if (p == mlp::Precision::FP32) return kParityLimit;
+  return std::isfinite(drift) ? std::max(kParityLimitLowPrecision, kReferenceDriftFactor * drift) : kParityLimitLowPrecision;
+}
 
 double parity_limit_of(const PathRun& r) {
+  if (std::isfinite(r.parity_limit)) return r.parity_limit;
   mlp::Precision p = mlp::Precision::FP32;
   return mlp::parse_precision(r.precision, &p) ? parity_limit(p) : kParityLimit;
+}
+
+double rounded_reference_drift(const RunInputs& in, mlp::Precision p, const std::vector<float>& fused_one) {
+  if (p == mlp::Precision::FP32 || fused_one.size() != in.init.size()) return NAN;
+  const MlpShape s = in.s;
+  const Recipe& R = in.R;
+  std::vector<double> q(in.init.begin(), in.init.end());
+  std::vector<double> Xtr(in.data.train_x.begin(), in.data.train_x.begin() + (long)R.train_size * s.in);
+  std::vector<double> Xte(in.data.test_x.begin(), in.data.test_x.begin() + (long)s.in);  // evaluation unused
+  const RefTrainResult r = ref_train(s, q, Xtr, in.data.train_y, R.train_size, Xte, in.data.test_y, 1, {in.orders[0]},
+                                     R.batch, R.lr, R.momentum, nullptr, p);
+  double d = 0, u = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    d += (q[i] - fused_one[i]) * (q[i] - fused_one[i]);
+    u += ((double)fused_one[i] - in.init[i]) * ((double)fused_one[i] - in.init[i]);
+  }
+  const double drift = std::sqrt(d / u);
+  std::fprintf(stderr, "parity: the rounded-input %s reference epoch (CPU, %.1f s) lands %.3g of the update from the fused path's: limit %.3g\n",
+               mlp::precision_name(p), r.seconds, drift, parity_limit(p, drift));
+  return drift;
 }
 
 GateInputs gate_inputs(const RunContext& ctx) {

@@ -31,10 +31,29 @@ constexpr double kParityLimit = 1e-2;
 // On the H200 (f8ecd3a, docs/PERFLOG.md run 6) our stationary-tf32, tiled-tf32 and tiled-bf16 land
 // 0.044-0.049 from the fused path at the recipe, 0.037 (tf32) and 0.073 (bf16) at width 8,192.
 constexpr double kParityLimitLowPrecision = 0.2;
-// kParityLimit for FP32, kParityLimitLowPrecision for TF32 and BF16.
-double parity_limit(mlp::Precision p);
-// The limit of a path's run by its recorded precision (PathRun::precision; FP32 when unrecorded).
+// Where correct arithmetic at TF32 or BF16 itself lands farther than that, the limit follows it.
+// At small batches the recipe's lr amplifies any rounding over an epoch's many steps: at batch
+// 32 a correct TF32 epoch (the rounded-input reference, gate/cpu_reference.h) lands 0.71 of the
+// update from float64's, BF16 0.77, and ours 0.71-0.76 on the H200 (a42fd4f's sweep); at 784-1000-10
+// batch 7 over 700 images 0.80 and 0.84. So a TF32/BF16 path's limit is the larger of
+// kParityLimitLowPrecision and kReferenceDriftFactor times the reference's own distance from the
+// fused path at that shape and precision, measured in the same run: twice what correct rounding
+// does there, as two correct trajectories land about equally far. Where that exceeds 0.2 the parity
+// check only says the path is no worse than correct arithmetic (its case 9 and the GEMM checks
+// still hold it to its rounding bound); the run says so (run.json parity_reference_drift). At the
+// recipe the reference lands 0.044 (TF32) and 0.065 (BF16) away, so the limit there stays 0.2.
+constexpr double kReferenceDriftFactor = 2.0;
+// kParityLimit for FP32; for TF32 and BF16 kParityLimitLowPrecision, or kReferenceDriftFactor·drift
+// where that is larger (drift: rounded_reference_drift at the run's shape; NaN: not measured).
+double parity_limit(mlp::Precision p, double drift = NAN);
+// The limit a path's run was judged at (PathRun::parity_limit), else the rule above by its
+// recorded precision (FP32 when unrecorded) without a drift.
 double parity_limit_of(const PathRun& r);
+// The rounded-input reference's one epoch at precision p (gate/cpu_reference.h ref_train's
+// `inputs`; the run's shape, init, order 0, lr and momentum), its distance from the fused path's
+// one-epoch parameters over the fused update: how far correct arithmetic at p lands here. Printed
+// with its time. NaN for FP32.
+double rounded_reference_drift(const RunInputs& in, mlp::Precision p, const std::vector<float>& fused_one);
 
 // What the gate's cases get of a run (the one place a GateInputs is made: the unstaged and the
 // staged gate alike), the declared precision included.

@@ -3,6 +3,8 @@
 // each matrix product's inputs to that format (10 and 7 explicit mantissa bits) and accumulate
 // in float32; weights, momentum and the update stay float32 in all three. Plain C++, no CUDA header.
 #pragma once
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace mlp {
@@ -63,6 +65,21 @@ inline bool precision_of_value(int v, Precision* out) {
       return true;
     }
   return false;
+}
+
+// x rounded to the format of p, as a float: TF32 to nearest with ties away from zero (what
+// cvt.rna.tf32.f32 does), bfloat16 to nearest even (cvt.rn.bf16.f32); FP32, NaN and infinities
+// unchanged. The host's rounding of a product's input (gate/cpu_reference.h's rounded-input
+// reference); tests/submissions/naive_base.cuh rounds with the same integer operations.
+inline float round_to_precision(float x, Precision p) {
+  if (p == Precision::FP32 || x != x || x - x != 0.f) return x;
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  if (p == Precision::TF32) b = (b + 0x1000u) & ~0x1FFFu;              // 10 mantissa bits, ties away
+  else b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;            // 7 mantissa bits, ties even
+  float y;
+  std::memcpy(&y, &b, 4);
+  return y;
 }
 
 }  // namespace mlp

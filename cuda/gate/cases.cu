@@ -145,14 +145,14 @@ std::string path_failure(const PathRun& r, bool rerun_checked, double parity_lim
     return "path " + r.name + ": epoch-check at its precision (" + r.precision + ") failed: " + r.epoch_check.detail;
   // NaN parity with ok set: a path that did not run on this device (skipped), not a failure.
   if (r.parity_vs_fused > parity_limit) {
-    std::snprintf(b, sizeof b, "path %s: one-epoch parity vs fused %.3g > %.0e", r.name.c_str(), r.parity_vs_fused,
+    std::snprintf(b, sizeof b, "path %s: one-epoch parity vs fused %.3g > %.3g", r.name.c_str(), r.parity_vs_fused,
                   parity_limit);
     return b;
   }
   if (!rerun_checked || r.deterministic) return "";
   if (bitwise) return "path " + r.name + ": a rerun of one epoch was not bitwise identical";
   if (!(r.rerun_distance <= parity_limit)) {
-    std::snprintf(b, sizeof b, "path %s: reruns of one epoch differ by %.3g of the update > %.0e", r.name.c_str(),
+    std::snprintf(b, sizeof b, "path %s: reruns of one epoch differ by %.3g of the update > %.3g", r.name.c_str(),
                   r.rerun_distance, parity_limit);
     return b;
   }
@@ -162,7 +162,7 @@ std::string path_failure(const PathRun& r, bool rerun_checked, double parity_lim
 std::string path_note(const PathRun& r, bool bitwise, double parity_limit) {
   if (!r.skipped.empty() || !r.ok || r.deterministic || bitwise || !(r.rerun_distance <= parity_limit)) return "";
   char b[160];
-  std::snprintf(b, sizeof b, "nondeterministic: reruns differ by %.3g (limit %.0e)", r.rerun_distance, parity_limit);
+  std::snprintf(b, sizeof b, "nondeterministic: reruns differ by %.3g (limit %.3g)", r.rerun_distance, parity_limit);
   return b;
 }
 

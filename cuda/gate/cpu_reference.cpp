@@ -33,7 +33,19 @@ std::vector<int32_t> epoch_order(int n, uint64_t seed, int epoch) {
   return order;
 }
 
-void ref_forward(MlpShape s, const double* params, const double* X, int batch, double* H, double* Z) {
+namespace {
+// A matrix product's input as the reference multiplies it: itself (the float64 reference), or the
+// float nearest it rounded to a lower precision (the rounded-input reference, ref_train's `inputs`).
+struct Exact {
+  double operator()(double x) const { return x; }
+};
+struct RoundedTo {
+  mlp::Precision p;
+  double operator()(double x) const { return (double)mlp::round_to_precision((float)x, p); }
+};
+
+template <class Q>
+void forward_q(MlpShape s, const double* params, const double* X, int batch, double* H, double* Z, Q q) {
   MlpOffsets o = mlp_offsets(s);
   const double *W1 = params + o.w1, *b1 = params + o.b1, *W2 = params + o.w2, *b2 = params + o.b2;
 #pragma omp parallel for schedule(static)
@@ -42,19 +54,26 @@ void ref_forward(MlpShape s, const double* params, const double* X, int batch, d
     for (int j = 0; j < s.hidden; ++j) h[j] = b1[j];
     const double* x = X + (size_t)r * s.in;
     for (int i = 0; i < s.in; ++i) {
-      double xi = x[i];
+      double xi = q(x[i]);
       if (xi == 0.0) continue;  // most pixels are 0: skipping them changes nothing
       const double* w = W1 + (size_t)i * s.hidden;
-      for (int j = 0; j < s.hidden; ++j) h[j] += xi * w[j];
+      for (int j = 0; j < s.hidden; ++j) h[j] += xi * q(w[j]);
     }
     for (int j = 0; j < s.hidden; ++j) h[j] = h[j] > 0.0 ? h[j] : 0.0;
     double* z = Z + (size_t)r * s.out;
     for (int k = 0; k < s.out; ++k) z[k] = b2[k];
     for (int j = 0; j < s.hidden; ++j) {
       const double* w = W2 + (size_t)j * s.out;
-      for (int k = 0; k < s.out; ++k) z[k] += h[j] * w[k];
+      const double hj = q(h[j]);
+      for (int k = 0; k < s.out; ++k) z[k] += hj * q(w[k]);
     }
   }
+}
+
+}  // namespace
+
+void ref_forward(MlpShape s, const double* params, const double* X, int batch, double* H, double* Z) {
+  forward_q(s, params, X, batch, H, Z, Exact{});
 }
 
 double ref_loss(MlpShape s, const double* Z, const int* labels, int batch, double* dZ) {
@@ -71,8 +90,10 @@ double ref_loss(MlpShape s, const double* Z, const int* labels, int batch, doubl
   return total / batch;
 }
 
-void ref_backward(MlpShape s, const double* params, const double* X, const double* H, const double* dZ,
-                  int batch, double* grads, double* dX) {
+namespace {
+template <class Q>
+void backward_q(MlpShape s, const double* params, const double* X, const double* H, const double* dZ, int batch,
+                double* grads, double* dX, Q q) {
   MlpOffsets o = mlp_offsets(s);
   const double *W1 = params + o.w1, *W2 = params + o.w2;
   double *dW1 = grads + o.w1, *db1 = grads + o.b1, *dW2 = grads + o.w2, *db2 = grads + o.b2;
@@ -82,7 +103,7 @@ void ref_backward(MlpShape s, const double* params, const double* X, const doubl
   for (int r = 0; r < batch; ++r)
     for (int j = 0; j < s.hidden; ++j) {
       double acc = 0.0;
-      for (int k = 0; k < s.out; ++k) acc += dZ[(size_t)r * s.out + k] * W2[(size_t)j * s.out + k];
+      for (int k = 0; k < s.out; ++k) acc += q(dZ[(size_t)r * s.out + k]) * q(W2[(size_t)j * s.out + k]);
       dH[(size_t)r * s.hidden + j] = H[(size_t)r * s.hidden + j] > 0.0 ? acc : 0.0;
     }
   // dW2 = Hᵀ·dZ [hidden × out]
@@ -90,7 +111,7 @@ void ref_backward(MlpShape s, const double* params, const double* X, const doubl
   for (int j = 0; j < s.hidden; ++j)
     for (int k = 0; k < s.out; ++k) {
       double acc = 0.0;
-      for (int r = 0; r < batch; ++r) acc += H[(size_t)r * s.hidden + j] * dZ[(size_t)r * s.out + k];
+      for (int r = 0; r < batch; ++r) acc += q(H[(size_t)r * s.hidden + j]) * q(dZ[(size_t)r * s.out + k]);
       dW2[(size_t)j * s.out + k] = acc;
     }
   // db2 = colsum(dZ), db1 = colsum(dH)
@@ -110,10 +131,10 @@ void ref_backward(MlpShape s, const double* params, const double* X, const doubl
     double* g = dW1 + (size_t)i * s.hidden;
     for (int j = 0; j < s.hidden; ++j) g[j] = 0.0;
     for (int r = 0; r < batch; ++r) {
-      double xi = X[(size_t)r * s.in + i];
+      double xi = q(X[(size_t)r * s.in + i]);
       if (xi == 0.0) continue;
       const double* d = dH.data() + (size_t)r * s.hidden;
-      for (int j = 0; j < s.hidden; ++j) g[j] += xi * d[j];
+      for (int j = 0; j < s.hidden; ++j) g[j] += xi * q(d[j]);
     }
   }
   if (dX) {
@@ -122,10 +143,17 @@ void ref_backward(MlpShape s, const double* params, const double* X, const doubl
     for (int r = 0; r < batch; ++r)
       for (int i = 0; i < s.in; ++i) {
         double acc = 0.0;
-        for (int j = 0; j < s.hidden; ++j) acc += dH[(size_t)r * s.hidden + j] * W1[(size_t)i * s.hidden + j];
+        for (int j = 0; j < s.hidden; ++j) acc += q(dH[(size_t)r * s.hidden + j]) * q(W1[(size_t)i * s.hidden + j]);
         dX[(size_t)r * s.in + i] = acc;
       }
   }
+}
+
+}  // namespace
+
+void ref_backward(MlpShape s, const double* params, const double* X, const double* H, const double* dZ,
+                  int batch, double* grads, double* dX) {
+  backward_q(s, params, X, H, dZ, batch, grads, dX, Exact{});
 }
 
 void ref_step(double* params, double* velocity, const double* grads, size_t n, double lr, double momentum) {
@@ -155,7 +183,7 @@ EvalResult ref_evaluate(MlpShape s, const double* params, const double* X, const
 RefTrainResult ref_train(MlpShape s, std::vector<double>& params, const std::vector<double>& X, const std::vector<int>& y,
                          int n_train, const std::vector<double>& X_test, const std::vector<int>& y_test, int n_test,
                          const std::vector<std::vector<int32_t>>& orders, int batch, double lr, double momentum,
-                         const std::function<void(int, double, double, double)>& progress) {
+                         const std::function<void(int, double, double, double)>& progress, mlp::Precision inputs) {
   auto t0 = std::chrono::steady_clock::now();
   MlpOffsets o = mlp_offsets(s);
   std::vector<double> velocity(o.total, 0.0), grads(o.total);
@@ -171,9 +199,16 @@ RefTrainResult ref_train(MlpShape s, std::vector<double>& params, const std::vec
         std::copy(X.begin() + (long)idx * s.in, X.begin() + (long)(idx + 1) * s.in, Xb.begin() + (long)r * s.in);
         yb[(size_t)r] = y[(size_t)idx];
       }
-      ref_forward(s, params.data(), Xb.data(), nb, H.data(), Z.data());
-      loss_sum += ref_loss(s, Z.data(), yb.data(), nb, dZ.data()) * nb;
-      ref_backward(s, params.data(), Xb.data(), H.data(), dZ.data(), nb, grads.data());
+      if (inputs == mlp::Precision::FP32) {
+        forward_q(s, params.data(), Xb.data(), nb, H.data(), Z.data(), Exact{});
+        loss_sum += ref_loss(s, Z.data(), yb.data(), nb, dZ.data()) * nb;
+        backward_q(s, params.data(), Xb.data(), H.data(), dZ.data(), nb, grads.data(), nullptr, Exact{});
+      } else {
+        const RoundedTo q{inputs};
+        forward_q(s, params.data(), Xb.data(), nb, H.data(), Z.data(), q);
+        loss_sum += ref_loss(s, Z.data(), yb.data(), nb, dZ.data()) * nb;
+        backward_q(s, params.data(), Xb.data(), H.data(), dZ.data(), nb, grads.data(), nullptr, q);
+      }
       ref_step(params.data(), velocity.data(), grads.data(), o.total, lr, momentum);
     }
     EvalResult ev = ref_evaluate(s, params.data(), X_test.data(), y_test.data(), n_test);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/precision.h"     // Precision, round_to_precision
 #include "contract/submission.h"  // MlpShape, mlp_offsets (plain C, no CUDA calls)
 
 // Initial parameters for `seed`, in the flat layout, drawn like torch.nn.Linear's defaults:
@@ -43,7 +44,13 @@ struct RefTrainResult {
   std::vector<double> test_accuracy_per_epoch;   // after each epoch
   double seconds = 0;
 };
+// `inputs` other than FP32: the rounded-input reference, the same training with every matrix
+// product's two inputs rounded to that format (mlp::round_to_precision of the float nearest each
+// operand) before the product, and everything else (sums, softmax, biases, the update) float64:
+// what correct arithmetic at that precision does to the trajectory, free of float32's own
+// rounding. The test accuracy it reports is the float64 forward of its parameters.
 RefTrainResult ref_train(MlpShape s, std::vector<double>& params, const std::vector<double>& X, const std::vector<int>& y,
                          int n_train, const std::vector<double>& X_test, const std::vector<int>& y_test, int n_test,
                          const std::vector<std::vector<int32_t>>& orders, int batch, double lr, double momentum,
-                         const std::function<void(int epoch, double loss, double acc, double seconds)>& progress);
+                         const std::function<void(int epoch, double loss, double acc, double seconds)>& progress,
+                         mlp::Precision inputs = mlp::Precision::FP32);

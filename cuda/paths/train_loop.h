@@ -34,6 +34,8 @@ struct PathRun {
   std::string skipped;  // why it did not run on this device ("" when it ran): nothing else is set
   double parity_vs_fused = NAN;  // ||p - p_fused|| / ||p_fused - p_init|| after one epoch
   double parity_vs_fp64 = NAN;   // the same against the float64 reference's epoch
+  double parity_limit = NAN;     // the limit parity_vs_fused was judged at (cli/path_checks.h parity_limit)
+  double reference_drift = NAN;  // TF32/BF16: the rounded-input reference's own distance from the fused path
   bool deterministic = false;    // two one-epoch runs from the same state: bitwise equal
   double rerun_distance = NAN;   // ||p_run1 - p_run2|| / ||p_fused - p_init|| of those two runs
   double launches_per_step = 0;

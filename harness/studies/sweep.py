@@ -199,6 +199,8 @@ def cuda_metrics(name: str, entry: dict | None, train_size: int, steps: int,
     if m["parity_judged"] == "fused":
         pv = pf
     m["parity_limit"] = float(limit) if _number(limit) else None
+    drift = entry.get("parity_reference_drift")   # TF32/BF16: cli/path_checks.h rounded_reference_drift
+    m["parity_reference_drift"] = float(drift) if _number(drift) else None
     m["parity_ok"] = None
     if m["skipped"]:
         m["passed"] = False

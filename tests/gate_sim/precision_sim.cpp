@@ -10,6 +10,8 @@
 //   precision_sim DATA                 one line per check: "ARITH DECLARED BUG CHECK VALUE"
 //   precision_sim DATA --parity        also the one-epoch parity and case 6's overfit (tens of seconds)
 //   precision_sim DATA --parity --train  and case 7: 20 epochs, last-5 mean test accuracy vs float64 (minutes)
+//   precision_sim DATA --parity-at H,B,N  only the one-epoch parity at 784-H-10, batch B, N images,
+//                                         and the rounded-input reference's (gate/cpu_reference.h)
 //
 // VALUE is the case's value over its limit (≤ 1 passes) for case1, case2, case4 and case9; for
 // case4 also "case4-c": the least c with which rtol = 1e-4 + c·u_p, atol = 1e-6 + c·u_p would pass
@@ -330,6 +332,46 @@ int main(int argc, char** argv) {
   }
   const Dataset d = load_dataset(data, false);
   const uint64_t seed = 20260829;  // recipe.toml's
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--parity-at") continue;
+    // One epoch at another shape (784-H-10, batch B, the first N train images, the recipe's lr and
+    // momentum) in each arithmetic against float64's, over float64's update: how far correct
+    // rounding alone carries a trajectory there (tests/test_gpu_tiled.py's tensor-core parity).
+    int H = 0, B = 0, N = 0;
+    if (std::sscanf(argv[i + 1], "%d,%d,%d", &H, &B, &N) != 3 || H < 1 || B < 1 || N < 1 || N > d.n_train) {
+      std::fprintf(stderr, "error: --parity-at H,B,N: got %s\n", argv[i + 1]);
+      return 2;
+    }
+    const MlpShape s{d.dim, H, 10};
+    const std::vector<float> init = init_params(s, seed);
+    const std::vector<int32_t> order = epoch_order(N, seed, 0);
+    std::vector<double> P(init.begin(), init.end());
+    std::vector<double> Xtr(d.train_x.begin(), d.train_x.begin() + (size_t)N * s.in);
+    std::vector<int> ytr(d.train_y.begin(), d.train_y.begin() + N);
+    std::vector<double> Xte(d.test_x.begin(), d.test_x.begin() + s.in);
+    ref_train(s, P, Xtr, ytr, N, Xte, d.test_y, 1, {order}, B, 0.1, 0.9, nullptr);
+    for (Precision a : {Precision::TF32, Precision::BF16}) {  // the rounded-input reference (float64 sums)
+      std::vector<double> Q(init.begin(), init.end());
+      ref_train(s, Q, Xtr, ytr, N, Xte, d.test_y, 1, {order}, B, 0.1, 0.9, nullptr, a);
+      double dist = 0, upd = 0;
+      for (size_t k = 0; k < P.size(); ++k) {
+        dist += (Q[k] - P[k]) * (Q[k] - P[k]);
+        upd += (P[k] - init[k]) * (P[k] - init[k]);
+      }
+      line(a, a, "", "reference-at", std::sqrt(dist / upd));
+    }
+    for (Precision a : {Precision::FP32, Precision::TF32, Precision::BF16}) {
+      std::vector<float> p = init, v(init.size(), 0.f), losses;
+      epoch(s, p, v, d.train_x.data(), d.train_y.data(), order.data(), N, B, 0.1f, 0.9f, losses, Emu{a, ""});
+      double dist = 0, upd = 0;
+      for (size_t k = 0; k < P.size(); ++k) {
+        dist += (p[k] - P[k]) * (p[k] - P[k]);
+        upd += (P[k] - init[k]) * (P[k] - init[k]);
+      }
+      line(a, a, "", "parity-at", std::sqrt(dist / upd));
+    }
+    return 0;
+  }
   const Work rw = recipe_work(d, seed), ow = odd_work(seed);
 
   // Case 9's four starting states, drawn as gate/epoch_cases.cu draws them.
