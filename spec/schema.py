@@ -371,6 +371,8 @@ SWEEP = Obj({
                                               "commit": OSTR},
                                              required=("fp32_tflops", "dram_gb_per_s")))})),
     "folders_not_collected": Arr(NAME),
+    # harness/studies/sweep.py: points whose point.json names another commit than `commit`
+    "points_of_other_commits": Opt(Map(Arr(NAME))),
 }, required=("schema", "config", "points"))
 
 

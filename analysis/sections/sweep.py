@@ -381,6 +381,7 @@ def sweep(doc: dict) -> dict:
                      for p in every if p.get("command")],
         "fastest_torch": fastest_torch(points),
         "folders_not_collected": doc.get("folders_not_collected") or [],
+        "points_of_other_commits": doc.get("points_of_other_commits") or {},
         "_width_points": width, "_batch_points": batch,
         "_precision_speedups": precision_speedups(width),
     }

@@ -889,6 +889,7 @@ def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
         rec["command"] = saved.get("command")
         rec["pytorch_command"] = saved.get("pytorch_command")
         rec["exit_code"] = saved.get("exit_code")
+        rec["commit"] = saved.get("commit")   # the binary's commit at this point (point.json)
         if cfg:
             if not config_seen:
                 doc["config"].update({k: cfg.get(k) for k in POINT_CONFIG_KEYS})
@@ -911,6 +912,13 @@ def collect(results_dir: Path = RESULTS_DIR, widths: Sequence[int] = WIDTHS,
     doc.update(_summary(doc["points"]))
     doc["complete"] = all((results_dir / SWEEP_DIR / p["label"]).is_dir() for p in points)
     doc["folders_not_collected"] = stray_folders(results_dir, points)
+    # Points re-run at a later commit than the sweep's: {commit: [labels]} of every commit but
+    # doc["commit"] (empty when every point is of that commit).
+    later: dict[str, list[str]] = {}
+    for r in doc["points"]:
+        if r.get("commit") and r["commit"] != doc["commit"]:
+            later.setdefault(r["commit"], []).append(r["label"])
+    doc["points_of_other_commits"] = later
     if write:
         out_path = results_dir / SWEEP_JSON
         plots_dir = results_dir / "plots"
