@@ -140,14 +140,20 @@ def test_case_9s_fp32_bound_is_the_one_before_the_precisions_bit_for_bit(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    """{(arith, declared, bug, check): value} from tests/gate_sim/precision_sim.cpp."""
+def sim_exe(tmp_path_factory):
+    """tests/gate_sim/precision_sim.cpp, built once for the module."""
     if not shutil.which("g++"):
         pytest.skip("no g++")
     exe = tmp_path_factory.mktemp("precision_sim") / "precision_sim"
     subprocess.run([*CXX, "-Icuda", "-Icuda/contract", "tests/gate_sim/precision_sim.cpp", *HOST, "-o", str(exe)],
                    cwd=ROOT, check=True)
-    out = subprocess.run([str(exe), "data"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return exe
+
+
+@pytest.fixture(scope="module")
+def sim(sim_exe):
+    """{(arith, declared, bug, check): value} from tests/gate_sim/precision_sim.cpp."""
+    out = subprocess.run([str(sim_exe), "data"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     rows = {}
     for line in out.splitlines():
         arith, declared, bug, check, value = line.split()
@@ -197,12 +203,13 @@ def _float(b: int) -> float:
 
 
 def test_the_submissions_rounding_is_round_to_nearest_as_the_emulation_rounds():
-    """naive_base.cuh's product_input (tf32_products.cu, bf16_products.cu) and precision_sim.cpp's
-    round_to are the same integer operations, and they round to nearest: ties away from zero for
+    """naive_base.cuh's product_input (tf32_products.cu, bf16_products.cu) and the emulation's
+    rounding (common/precision.h round_to_precision, which precision_sim.cpp and the rounded-input
+    reference call) are the same integer operations, and they round to nearest: ties away from zero for
     TF32 (cvt.rna.tf32.f32), to even for bfloat16, on random float32 values against exact rounding."""
     import random
     base = (ROOT / "tests" / "submissions" / "naive_base.cuh").read_text().lower()
-    emu = (ROOT / "tests" / "gate_sim" / "precision_sim.cpp").read_text().lower()
+    emu = (ROOT / "cuda" / "common" / "precision.h").read_text().lower()   # precision_sim.cpp's round_to_precision
     for op in ("(b + 0x1000u) & ~0x1fffu", "(b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u"):
         assert op in base and op in emu, op
     rng = random.Random(30)
@@ -223,16 +230,6 @@ def test_the_submissions_rounding_is_round_to_nearest_as_the_emulation_rounds():
             else:
                 want = (lo if (b >> drop) % 2 == 0 else hi) if ties_even else hi
             assert got == want, (x, drop, got, want)
-
-
-@pytest.fixture(scope="module")
-def sim_exe(tmp_path_factory):
-    if not shutil.which("g++"):
-        pytest.skip("no g++")
-    exe = tmp_path_factory.mktemp("precision_sim_at") / "precision_sim"
-    subprocess.run([*CXX, "-Icuda", "-Icuda/contract", "tests/gate_sim/precision_sim.cpp", *HOST, "-o", str(exe)],
-                   cwd=ROOT, check=True)
-    return exe
 
 
 def _parity_at(exe, hidden: int, batch: int, n: int, check: str = "parity-at") -> dict:

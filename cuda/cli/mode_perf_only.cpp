@@ -1,6 +1,5 @@
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <memory>
 
 #include "common/common.h"
@@ -57,23 +56,21 @@ int run_perf_only(const RunContext& ctx) {
   Json pj = Json::object();
   bool ok = true;
   Fp64Epoch fp64;
-  std::vector<double> fused_one;  // the fused path's one-epoch parameters, as float64 once
+  std::vector<float> fused_f;      // the fused path's one-epoch parameters
+  std::vector<double> fused_one;  // the same as float64, once
   if (in.opt.parity) {
     fp64 = fp64_one_epoch(in);
     std::unique_ptr<mlp::KernelPath> fused = mlp::make_path("fused");
-    const std::vector<float> f = one_epoch_params(*fused, R, in.s, in.init, in.orders[0], ctx.dd);
-    fused_one.assign(f.begin(), f.end());
+    fused_f = one_epoch_params(*fused, R, in.s, in.init, in.orders[0], ctx.dd);
+    fused_one.assign(fused_f.begin(), fused_f.end());
   }
-  std::map<int, double> drift;  // precision -> rounded_reference_drift, once each
+  ReferenceDrifts drifts(in, fused_f);
   for (const auto& name : in.names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
     double parity = NAN, vs_fused = NAN;
-    const mlp::Precision prec = path->precision();
     const bool fits = path->fit(mlp::effective_limits(), in.s, R.batch).runs();
-    if (in.opt.parity && fits && prec != mlp::Precision::FP32 && !drift.count((int)prec))
-      drift[(int)prec] = rounded_reference_drift(in, prec, std::vector<float>(fused_one.begin(), fused_one.end()));
-    const double ref_drift = drift.count((int)prec) ? drift[(int)prec] : NAN;
-    const double limit = parity_limit(prec, ref_drift);
+    const double ref_drift = in.opt.parity && fits ? drifts.at(path->precision()) : NAN;  // NaN for FP32
+    const double limit = parity_limit(path->precision(), ref_drift);
     if (in.opt.parity && fits) {
       const std::vector<float> p1 = one_epoch_params(*path, R, in.s, in.init, in.orders[0], ctx.dd);
       parity = parity_distance(p1, fp64.params, in.init);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <memory>
 
 #include "gate/cpu_reference.h"
@@ -43,7 +42,7 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     return p.empty() ? NAN : l2_distance(p, q) / update_norm;
   };
   std::fprintf(stderr, "fused: one epoch vs float64 ||dp||/||update|| = %.3g\n", dist(fused_one, fp64_one));
-  std::map<int, double> drift;  // precision -> rounded_reference_drift, once each
+  ReferenceDrifts drifts(in, fused_one);
   for (const auto& name : in.names) {
     std::unique_ptr<mlp::KernelPath> path = mlp::make_path(name);
     // What the device (capped or not) lets the path run in; the gated path is never skipped.
@@ -73,10 +72,8 @@ std::vector<PathRun> check_and_train_paths(const RunContext& ctx, const GateInpu
     const bool deterministic = !p1.empty() && p1 == p2;
     const double rerun = smoke || p2.empty() ? NAN : dist(p2, p1);
     const double vs64 = dist(p1, fp64_one);
-    const mlp::Precision prec = path->precision();
-    if (prec != mlp::Precision::FP32 && !drift.count((int)prec)) drift[(int)prec] = rounded_reference_drift(in, prec, fused_one);
-    const double ref_drift = prec == mlp::Precision::FP32 ? NAN : drift[(int)prec];
-    const double limit = parity_limit(prec, ref_drift);
+    const double ref_drift = drifts.at(path->precision());  // NaN for FP32
+    const double limit = parity_limit(path->precision(), ref_drift);
     std::fprintf(stderr, "path %s: one epoch vs fused ||dp||/||update|| = %.3g (limit %.3g), vs float64 %.3g; rerun bitwise %s",
                  name.c_str(), parity, limit, vs64,
                  smoke ? "skipped (--smoke)" : deterministic ? "identical" : "DIFFERENT");

@@ -2,6 +2,7 @@
 // one-epoch parameters against the fused path's and float64's (with a per-tensor diagnosis when
 // it drifts), a bitwise rerun, case 6 (overfit-32), then `epochs` timed training epochs.
 #pragma once
+#include <map>
 #include <vector>
 
 #include "gate/cases.h"
@@ -55,6 +56,20 @@ double parity_limit_of(const PathRun& r);
 // one-epoch parameters over the fused update: how far correct arithmetic at p lands here. Printed
 // with its time. NaN for FP32.
 double rounded_reference_drift(const RunInputs& in, mlp::Precision p, const std::vector<float>& fused_one);
+// rounded_reference_drift once per precision of a run (the gate's train stage, perf-only --parity).
+class ReferenceDrifts {
+ public:
+  ReferenceDrifts(const RunInputs& in, const std::vector<float>& fused_one) : in_(in), fused_one_(fused_one) {}
+  double at(mlp::Precision p) {
+    auto it = drift_.find(p);
+    return it != drift_.end() ? it->second : drift_[p] = rounded_reference_drift(in_, p, fused_one_);
+  }
+
+ private:
+  const RunInputs& in_;
+  const std::vector<float>& fused_one_;
+  std::map<mlp::Precision, double> drift_;
+};
 
 // What the gate's cases get of a run (the one place a GateInputs is made: the unstaged and the
 // staged gate alike), the declared precision included.

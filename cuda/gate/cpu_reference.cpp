@@ -199,16 +199,13 @@ RefTrainResult ref_train(MlpShape s, std::vector<double>& params, const std::vec
         std::copy(X.begin() + (long)idx * s.in, X.begin() + (long)(idx + 1) * s.in, Xb.begin() + (long)r * s.in);
         yb[(size_t)r] = y[(size_t)idx];
       }
-      if (inputs == mlp::Precision::FP32) {
-        forward_q(s, params.data(), Xb.data(), nb, H.data(), Z.data(), Exact{});
-        loss_sum += ref_loss(s, Z.data(), yb.data(), nb, dZ.data()) * nb;
-        backward_q(s, params.data(), Xb.data(), H.data(), dZ.data(), nb, grads.data(), nullptr, Exact{});
-      } else {
-        const RoundedTo q{inputs};
+      auto step_with = [&](auto q) {  // forward, loss, gradients with the products' inputs as q makes them
         forward_q(s, params.data(), Xb.data(), nb, H.data(), Z.data(), q);
         loss_sum += ref_loss(s, Z.data(), yb.data(), nb, dZ.data()) * nb;
         backward_q(s, params.data(), Xb.data(), H.data(), dZ.data(), nb, grads.data(), nullptr, q);
-      }
+      };
+      if (inputs == mlp::Precision::FP32) step_with(Exact{});
+      else step_with(RoundedTo{inputs});
       ref_step(params.data(), velocity.data(), grads.data(), o.total, lr, momentum);
     }
     EvalResult ev = ref_evaluate(s, params.data(), X_test.data(), y_test.data(), n_test);

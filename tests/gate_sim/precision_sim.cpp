@@ -1,7 +1,8 @@
 // tests/gate_sim/precision_sim.cpp — the gate per precision on the CPU: tests/submissions/
 // naive_base.cuh's arithmetic (one float32 FMA chain per output, in order), its matrix products'
 // inputs rounded to TF32 (round to nearest, ties away: cvt.rna.tf32.f32) or bfloat16 (round to
-// nearest even) as tests/submissions/tf32_products.cu and bf16_products.cu round them, scored by
+// nearest even) by common/precision.h's round_to_precision, as tests/submissions/tf32_products.cu
+// and bf16_products.cu round them, scored by
 // the gate's own functions (gate/tolerances.h, gate/epoch_check.h) on the gate's inputs (cases 1,
 // 2, 4 and 9 as gate/entry_cases.cu and gate/epoch_cases.cu draw them), against the limits of a
 // declared precision. With the numeric defects of the mutants in tests/submissions/ at TF32 and
@@ -38,17 +39,6 @@ using mlp::Precision;
 
 namespace {
 
-float round_to(float x, Precision p) {
-  if (p == Precision::FP32 || !std::isfinite(x)) return x;
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  if (p == Precision::TF32) b = (b + 0x1000u) & ~0x1FFFu;                       // 10 mantissa bits, ties away
-  else b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;                     // 7 mantissa bits, ties even
-  float y;
-  std::memcpy(&y, &b, 4);
-  return y;
-}
-
 struct Emu {
   Precision arith = Precision::FP32;
   std::string bug;  // "", or a mutant of naive_base.cuh: no_relu_mask, db_wrong_axis, frozen_b2, tail_mean,
@@ -57,7 +47,7 @@ struct Emu {
 
 std::vector<float> rounded(const float* a, size_t n, Precision p) {
   std::vector<float> r(a, a + n);
-  for (auto& x : r) x = round_to(x, p);
+  for (auto& x : r) x = mlp::round_to_precision(x, p);
   return r;
 }
 
