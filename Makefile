@@ -115,7 +115,7 @@ $(BUILD)/mlp_fit: $(OBJ)/tools/mlp_fit.o $(OBJ)/paths/path_fit.o $(OBJ)/common/c
 # The vision transformer's forward pass (cuda/transformer/, issue 31): its own kernels, float64
 # reference and CLI, with the data loader, .npy, SHA-256 and the strict number parsers of io/.
 VIT_SRC    := $(wildcard cuda/transformer/*.cpp cuda/transformer/*.cu)
-VIT_OBJ    := $(call obj_of,$(VIT_SRC)) $(OBJ)/common/common.o $(OBJ)/io/dataset.o $(OBJ)/io/npy.o \
+VIT_OBJ    := $(call obj_of,$(VIT_SRC)) $(OBJ)/common/common.o $(OBJ)/common/json_read.o $(OBJ)/io/dataset.o $(OBJ)/io/npy.o \
               $(OBJ)/io/sha256.o $(OBJ)/io/bounds.o $(OBJ)/io/input_file.o
 $(BUILD)/vit_forward: $(VIT_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
@@ -125,7 +125,7 @@ $(BUILD)/vit_forward: $(VIT_OBJ)
 # kernels' indexing and the checks (tests/test_transformer_emulated.py). Not part of `all`.
 EMU_CXXFLAGS := -O2 -std=c++20 -fopenmp -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas \
                 -Icuda/transformer/emu -Icuda
-EMU_SRC    := $(VIT_SRC) cuda/common/common.cpp cuda/io/dataset.cpp cuda/io/npy.cpp cuda/io/sha256.cpp cuda/io/bounds.cpp \
+EMU_SRC    := $(VIT_SRC) cuda/common/common.cpp cuda/common/json_read.cpp cuda/io/dataset.cpp cuda/io/npy.cpp cuda/io/sha256.cpp cuda/io/bounds.cpp \
               cuda/io/input_file.cpp
 EMU_OBJ    := $(patsubst cuda/%,$(BUILD)/emu/%.o,$(basename $(EMU_SRC)))
 $(BUILD)/emu/%.o: cuda/%.cu

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from analysis.ncu_csv import NcuCsvError, read_counters
 from analysis.nsys_csv import read_api_sum, read_kern_sum, read_nvtx_sum
-from spec import files
+from spec import files, verdict
+from spec.verdict import Verdict
 from spec.recipe import differing_keys
 from spec.schema import SchemaError, validate
 
@@ -256,6 +257,7 @@ class Inputs:
     ours_linear: dict | None = None
     transformer: dict | None = None
     sanitize_reruns: list = field(default_factory=list)   # [(path, doc, committed_in)] of sanitize_*.json
+    verdict: Verdict | None = None   # the gate's verdict of run.json, from its one owner (spec/verdict.py)
 
 
 def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures) -> Inputs:
@@ -266,6 +268,7 @@ def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures)
     docs = {k: load_json(paths[k], SCHEMA_OF[k], required=(k == "run")) for k in SCHEMA_OF}
     check_same_recipe(docs["run"], docs["pytorch"], paths["run"], paths["pytorch"])
     return Inputs(
+        verdict=run_verdict(docs["run"], paths["run"]),
         **docs,
         nvidia_smi=load_nvidia_smi(paths["nvidia_smi"]),
         profile_log=read_log(paths["profile_log"]),
@@ -278,6 +281,12 @@ def load_inputs(results_dir, profile_dir, predictions_path, gaps_path, measures)
         transformer=load_transformer(paths["transformer"]),
         sanitize_reruns=load_sanitize_reruns(results_dir),
         paths=paths)
+
+
+def run_verdict(run: dict, path) -> Verdict:
+    """The gate's verdict of `run` (read from `path`), from its one owner; an InputError when the
+    verdict block the run.json records disagrees with the evidence it holds."""
+    return verdict.of_run(run, str(path))
 
 
 def load_sanitize_reruns(results_dir) -> list:

@@ -16,6 +16,7 @@ from analysis.sections import sanitize
 from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
+from spec import verdict
 from spec.files import ROOT, write_all
 
 RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES.md.j2", "SWEEP.md.j2"
@@ -79,8 +80,8 @@ def results_context(inp: Inputs) -> dict:
         "build": run.get("build") or {}, "torch": torch, "steps": steps,
         "summary": summary_mod.summary(run, torch, inp.phases, profs,
                                        {k: getattr(inp, k) for k, _ in summary_mod.EVIDENCE
-                                        if k != "pytorch"}),
-        "cases": gate.cases(run), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
+                                        if k != "pytorch"}, inp.verdict),
+        "cases": gate.cases(run, inp.verdict), "path_checks": gate.path_checks(run), "sv": supervised.section(run),
         "timing": gate.timing(run, torch), "tiers": gate.tiers(run, torch),
         "goals": gate.goals(run, torch), "accuracy": gate.accuracy(run, torch),
         "precision": precision.table(run, torch),
@@ -224,7 +225,8 @@ def render_supervised(run: dict, run_path, out_path, templates_dir) -> dict:
     """{RESULTS.md: text} of the short report of a supervised run that did not finish
     (analysis/sections/supervised.py says which runs those are)."""
     template = load_template(Path(templates_dir) / SUPERVISED_TEMPLATE)
-    ctx = {"r": supervised.short(run), "sv": supervised.section(run),
+    v = verdict.of_run(run, str(run_path))
+    ctx = {"r": supervised.short(run, v), "sv": supervised.section(run), "verdict": v,
            "source": shown_name(run_path, Path(out_path).parent)}
     return {Path(out_path): template.render(**ctx)}
 

@@ -210,6 +210,12 @@ _SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail"
                                      required=("name", "ended"))),
                    "path_failures": Arr(STR), "stage_failures": Arr(STR)}, required=("ended",))
 
+# The gate's verdict as its one owner writes it (cuda/gate/verdict.h; spec/verdict.py reads it back
+# and refuses a document whose recorded verdict its evidence does not give).
+_VERDICT = Obj({"passed": BOOL, "word": OneOf("PASS", "FAIL"), "first_hint": STR, "reasons": Arr(STR),
+                "failed_cases": Arr(INT), "failed_paths": Arr(STR), "failed_stages": Arr(STR),
+                "required_cases": Arr(INT), "hints": Arr(STR)}, required=("passed", "word", "reasons"))
+
 # The recipe a run trained, as run.json and pytorch.json record it (spec.recipe.complete).
 _RECIPE = Obj({"steps_per_epoch": INT, "input_dim": INT, "hidden_dim": INT, "output_dim": INT,
                "batch": INT, "epochs": INT, "train_size": INT, "test_size": INT, "n_params": INT,
@@ -227,9 +233,10 @@ RUN = Obj({
     "recipe": _RECIPE,
     "memory": Map(ONUM),
     "cases": _CASES,
-    "hints": Arr(STR), "supervisor": _SUPERVISOR,
+    "hints": Arr(STR), "supervisor": _SUPERVISOR, "verdict": _VERDICT, "path_failures": Arr(STR),
     "paths": Map(Obj(_TIMING | {
-        "passed": BOOL, "launches_per_step": ONUM, "parity_vs_fused": ONONNEG,
+        # the path's checks (cli/modes.h trained_path_failure): passed iff failure is ""
+        "passed": BOOL, "failure": STR, "launches_per_step": ONUM, "parity_vs_fused": ONONNEG,
         "parity_limit": ONONNEG, "parity_vs_fp64": ONONNEG, "deterministic": OBOOL,
         # TF32/BF16 paths (cli/path_checks.h rounded_reference_drift): correct rounding's own drift
         "parity_reference_drift": ONONNEG,
@@ -249,7 +256,7 @@ RUN = Obj({
 # staged run none of whose stages said its GPU and recipe): the short report's input.
 RUN_SUPERVISED = Obj({
     "schema": INT, "run_id": STR, "mode": STR, "run_command": STR, "commit": STR,
-    "supervisor": _SUPERVISOR, "cases": _CASES, "hints": Arr(STR), "paths": Map(ANY),
+    "supervisor": _SUPERVISOR, "cases": _CASES, "hints": Arr(STR), "paths": Map(ANY), "verdict": _VERDICT,
 }, required=("cases", "supervisor"))
 
 # The TF32 settings as the baseline read them back (pytorch.json's "tf32", run-wide and per variant).

@@ -227,4 +227,4 @@ def test_a_submission_the_binary_refuses_is_a_fail_row_naming_why_and_the_others
     assert rows["badprec"]["verdict"] == "FAIL" and rows["badprec"]["first_hint"].startswith("refused: mlp_train: error:")
     assert rows["badprec"]["precision"] == "" and rows["naive"]["precision"] == "tf32"
     md = (out / "leaderboard.md").read_text()
-    assert "| submission | passed | precision |" in md and "| naive | " in md and "| tf32 |" in md
+    assert "| submission | verdict | passed | precision |" in md and "| naive | " in md and "| tf32 |" in md

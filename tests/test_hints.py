@@ -1,19 +1,17 @@
-"""CPU: the gate's hints, whose one owner is cuda/gate/hints.cpp, through `build/mlp_host hints` (what
-harness/gate/hints.py asks for a merged, staged run.json): every failed case that decides the verdict
-is explained, a stub names the entry point to write next and nothing else, the path failures and
-the stage endings get theirs, and the stream-contract case's hint names what broke."""
+"""CPU: the gate's hints, whose one owner is cuda/gate/hints.cpp, as the verdict gives them
+(cuda/gate/verdict.h through `build/mlp_host verdict`, spec/verdict.py: what every run.json, report
+and leaderboard carries): every failed case that decides the verdict is explained, a stub names the
+entry point to write next and nothing else, the path failures and the stage endings get theirs, and
+the stream-contract case's hint names what broke."""
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
-import pytest
-
-from harness.gate import hints
 from spec import catalog
-from spec.files import BUILD_DIR
+from tests import gate_docs
 
-pytestmark = pytest.mark.skipif(not (BUILD_DIR / "mlp_host").exists(),
-                                reason="build/mlp_host missing: `invoke build --arch sm_90` first")
+hints = SimpleNamespace(hints_for=gate_docs.hints_for, hints_for_sets=gate_docs.hints_for_sets)
 
 
 def rows(failed=(), detail="x", **details):

@@ -116,7 +116,9 @@ def test_summary_fields_trace_to_the_inputs(inputs):
     s = ctx["summary"]
     run = json.loads((inputs[0] / "run.json").read_text())
     torch = json.loads((inputs[0] / "pytorch.json").read_text())["variants"]
-    assert s["gate_passed"] and s["failed_paths"] == ["graph"]  # graph fails on purpose
+    # graph fails its checks on purpose: the one verdict is then FAIL, whatever the cases say
+    assert not s["gate_passed"] and s["verdict"] == "FAIL" and s["failed_paths"] == ["graph"]
+    assert s["first_hint"].startswith("path check: path graph") and s["failed_cases"] == []
     f = s["fastest"]
     passing = {n: r["median_ms"] for n, r in run["paths"].items() if r["passed"]}
     assert f["path"] == min(passing, key=passing.get) == "persistent"

@@ -25,7 +25,8 @@ def test_a_supervised_failure_doc_gets_a_short_report(tmp_path, capsys):
     assert "gpu" not in doc and "recipe" not in doc          # what the full report would need
     rc, md = render(tmp_path, doc)
     assert rc == 0, capsys.readouterr().err
-    assert "**Gate: FAIL.** 5 of 10 cases passed" in md
+    assert "**Gate: FAIL.** First hint: an illegal address or a fault usually means an index past a buffer" in md
+    assert "5 of 10 cases passed" in md
     assert "**CUDA error: cudaErrorIllegalAddress**" in md and "60 s time limit" in md
     assert "cudaDeviceSynchronize() failed: cudaErrorIllegalAddress" in md          # the stderr tail
     assert "| 9 | epoch-check | — | — | FAIL | CUDA error: cudaErrorIllegalAddress |" in md

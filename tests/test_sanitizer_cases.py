@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.gate import hints
+from tests import gate_docs as hints
 from spec import catalog
 from harness.gate import sanitizer_cases as sc
 from harness.gate import supervisor
@@ -168,7 +168,7 @@ def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
     assert by[11]["passed"] and not by[12]["passed"] and by[12]["value"] == 3
     assert any("missing __syncthreads()" in h for h in doc["hints"])
     assert (out / "racecheck.log").read_text().startswith("========= Error: Race reported")
-    assert not sc.verdict(doc)
+    assert doc["verdict"]["word"] == "FAIL" and 12 in doc["verdict"]["failed_cases"]
 
 
 def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(tmp_path, monkeypatch):
@@ -183,7 +183,7 @@ def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(t
     out = tmp_path / "out"
     assert supervisor.supervise(exe, out, ["--paths", "submission"], limit=5, sanitize="submission") == 0
     doc = json.loads((out / "run.json").read_text())
-    assert [c["id"] for c in doc["cases"]][-2:] == [11, 12] and sc.verdict(doc)
+    assert [c["id"] for c in doc["cases"]][-2:] == [11, 12] and doc["verdict"]["word"] == "PASS"
     names = [s["name"] for s in doc["supervisor"]["stages"]]
     assert names == [s["name"] for s in catalog.stages()]
     t = sc.unsanitized_seconds(doc)

@@ -53,7 +53,8 @@ def by_id(doc):
 def test_every_stage_passing_merges_into_the_unstaged_shape(gate, capsys):
     outcome, doc, out = gate()
     assert outcome.rc == 0 and outcome.started
-    assert list(doc)[:len(UNSTAGED_KEYS)] == UNSTAGED_KEYS and list(doc)[-1] == "supervisor"
+    assert list(doc)[:len(UNSTAGED_KEYS)] == UNSTAGED_KEYS and list(doc)[-2:] == ["supervisor", "verdict"]
+    assert doc["verdict"]["word"] == "PASS" and doc["verdict"]["reasons"] == []
     assert [c["id"] for c in doc["cases"]] == [i for s in catalog.stages("mlp_train") for i in s["cases"]]
     assert all(c["passed"] for c in doc["cases"]) and doc["hints"] == []
     assert doc["paths"]["submission"]["median_ms"] == 6.3 and doc["memory"] == {"from_train": 1.0}

@@ -7,18 +7,16 @@ from spec import torch_variants
 from spec.stats import last_n_mean
 
 
-def cases(run: dict) -> dict:
+def cases(run: dict, verdict) -> dict:
     """The gate's cases; case 8 (perf, README's numbering) is marked `timing`: the epoch-time
-    table holds its numbers, so RESULTS.md leaves its row out."""
+    table holds its numbers, so RESULTS.md leaves its row out. The hints are the verdict's
+    (spec/verdict.py: its one owner's, over the same evidence)."""
     rows = [{"id": x["id"], "name": x["name"], "value": x["value"], "limit": x["limit"],
              "detail": x.get("detail", ""), "passed": x["passed"],
              "timing": x["id"] == 8 or x["name"] == "perf"} for x in run["cases"]]
     return {"rows": rows, "passed": sum(1 for x in run["cases"] if x["passed"] is True),
-            "total": len(rows), "failed": [x["name"] for x in run["cases"] if x["passed"] is False],
-            "hints": [h for h in run.get("hints", []) if isinstance(h, str)],
-            "notes": [n for n in run.get("notes", []) if isinstance(n, str)],
-            "failed_paths": [n for n, r in run["paths"].items()
-                             if not c.passed(r) and not c.is_skipped(r)]}
+            "total": len(rows), "hints": list(verdict.hints),
+            "notes": [n for n in run.get("notes", []) if isinstance(n, str)]}
 
 
 def path_checks(run: dict) -> list[dict] | None:

@@ -1,4 +1,5 @@
-"""RESULTS.md's opening summary, computed: the gate verdict; the fastest passing CUDA path
+"""RESULTS.md's opening summary, computed: the gate verdict (its one owner's, spec/verdict.py:
+the headline says what the binary's exit status says); the fastest passing CUDA path
 against PyTorch's fastest passing variant and against eager (both from pytorch.json, the same
 `invoke run`, and whether it records the recipe it trained); what limits that path (its kernel's phase breakdown when the phase file has one,
 else its own profile); and every evidence file whose commit is not run.json's (the run of record),
@@ -32,24 +33,28 @@ EVIDENCE = (("pytorch", "Epoch time (PyTorch's half)"),
 CSV_EVIDENCE = ("profiles", "ncu")
 
 
+def verdict_words(run: dict, v) -> dict:
+    """What the headline says of the verdict `v` (spec/verdict.py's, of `run`): its word, its first
+    hint, and the cases, paths and stages it failed on, by name."""
+    names = {x.get("id"): x.get("name") for x in run.get("cases", [])}
+    return {"verdict": v.word, "gate_passed": v.passed, "first_hint": v.first_hint,
+            "failed_cases": [names.get(i) or f"case {i}" for i in v.failed_cases],
+            "failed_paths": list(v.failed_paths), "failed_stages": list(v.failed_stages),
+            "cases": len(v.required_cases)}
+
+
 def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
-            sources: dict, age=None) -> dict:
+            sources: dict, verdict, age=None) -> dict:
     """sources: {key: document or None} of the optional inputs (EVIDENCE's keys but pytorch);
-    age: how a file's commit stands to the run's (default spec.provenance.age in this
-    repository)."""
+    verdict: the gate's verdict of `run` (spec/verdict.py); age: how a file's commit stands to the
+    run's (default spec.provenance.age in this repository)."""
     paths = run["paths"]
+    best = c.fastest({n: r for n, r in paths.items() if n not in verdict.failed_paths})
     steps = run["recipe"]["steps_per_epoch"]
-    failed_cases = [x["name"] for x in run["cases"] if x["passed"] is False]
-    not_run = [x["name"] for x in run["cases"] if x["passed"] is None]
-    best = c.fastest(paths)
     variants = (torch or {}).get("variants", {})
     best_torch = c.fastest(variants)
     eager = c.passed_median(variants.get(c.EAGER_VARIANT))
-    out = {"gate_passed": not failed_cases and not not_run, "failed_cases": failed_cases,
-           "not_run": not_run, "cases": len(run["cases"]),
-           "failed_paths": [n for n, r in paths.items()
-                            if not c.passed(r) and (not c.is_skipped(r)
-                                                    or n == run.get("gated_path"))],
+    out = {**verdict_words(run, verdict),
            "skipped_paths": [{"path": n, "why": r["skipped"]} for n, r in paths.items()
                              if c.is_skipped(r)],
            "reduced": [{"path": n, "config": r["config"]} for n, r in paths.items()

@@ -28,14 +28,15 @@ def section(run: dict) -> dict | None:
             "stderr_tail": tail, "path_failures": [str(f) for f in sup.get("path_failures", [])]}
 
 
-def short(run: dict) -> dict:
-    """Everything the short report shows: what happened, the cases, the hints."""
+def short(run: dict, verdict) -> dict:
+    """Everything the short report shows: what happened, the cases, the hints (the verdict's:
+    spec/verdict.py)."""
     cases = [{"id": c.get("id"), "name": c.get("name"), "value": c.get("value"), "limit": c.get("limit"),
               "passed": c.get("passed"), "detail": c.get("detail", "")} for c in run.get("cases", [])]
     return {"supervised": section(run), "cases": cases,
             "passed": sum(1 for c in cases if c["passed"] is True),
             "failed": [c["name"] for c in cases if c["passed"] is False],
-            "hints": [h for h in run.get("hints", []) if isinstance(h, str)],
+            "hints": list(verdict.hints),
             "notes": [n for n in run.get("notes", []) if isinstance(n, str)],
             "run_command": run.get("run_command", ""), "commit": run.get("commit"),
             "submission": (run.get("build") or {}).get("submission") or run.get("submission"),

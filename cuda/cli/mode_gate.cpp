@@ -4,6 +4,7 @@
 #include "common/common.h"
 #include "common/exit_status.h"
 #include "gate/hints.h"
+#include "gate/verdict.h"
 #include "cli/modes.h"
 #include "io/npy.h"
 #include "cli/path_checks.h"
@@ -46,10 +47,11 @@ std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& r
     }
     CaseResult acc = case_train(&r, ctx.gated, ref);
     const double limit = parity_limit_of(r);
+    const std::string failure = trained_path_failure(ctx, r, ref);
     Json o = Json::object();
     add_path_run(o, r)
-        .set("passed", Json::boolean(r.ok && r.overfit.passed && acc.passed && r.parity_vs_fused <= limit &&
-                                     (!r.epoch_checked || r.epoch_check.passed)))
+        .set("passed", Json::boolean(failure.empty()))
+        .set("failure", Json::str(failure))
         .set("parity_vs_fused", Json::num(r.parity_vs_fused))
         .set("parity_vs_fp64", Json::num(r.parity_vs_fp64))
         .set("parity_limit", Json::num(limit))
@@ -76,14 +78,34 @@ std::string reference_fp64_json(const RefTrainResult& ref) {
   return refj.done();
 }
 
-std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs) {
+std::string trained_path_failure(const RunContext& ctx, const PathRun& r, const RefTrainResult& ref) {
+  const std::string f =
+      path_failure(r, true, parity_limit_of(r), bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
+  if (!f.empty() || !r.skipped.empty()) return f;
+  if (!r.overfit.passed) return "path " + r.name + ": overfit-32 failed: " + r.overfit.detail;
+  const CaseResult acc = case_train(&r, ctx.gated, ref);
+  if (!acc.passed) return "path " + r.name + ": training accuracy failed: " + acc.detail;
+  return "";
+}
+
+std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs,
+                                       const RefTrainResult& ref) {
   std::vector<std::string> fails;
   for (const auto& r : runs) {
-    const std::string f =
-        path_failure(r, true, parity_limit_of(r), bitwise_rerun_required(r.name, ctx.in.opt.strict_determinism));
+    const std::string f = trained_path_failure(ctx, r, ref);
     if (!f.empty()) fails.push_back(f);
   }
   return fails;
+}
+
+GateVerdict decide_written(const Json& doc, const std::string& where) {
+  return gate_verdict(parse_json(doc.done(), where), where);
+}
+
+Json strings_json(const std::vector<std::string>& v) {
+  Json a = Json::array();
+  for (const auto& s : v) a.add(Json::str(s));
+  return a;
 }
 
 std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs) {
@@ -118,24 +140,31 @@ int run_gate(const RunContext& ctx) {
   print_case(cases.back());
   cases.push_back(case_guard_bands());
   print_case(cases.back());
-  // Every trained path's parity and rerun are verdicts too: none may fail beside "gate: PASS".
-  const std::vector<std::string> path_fails = path_failures(ctx, gr.runs);
+  // Every trained path's checks are the verdict's too: none may fail beside "gate: PASS".
+  const std::vector<std::string> path_fails = path_failures(ctx, gr.runs, ref);
 
-  // run.json (docs/formats.md)
+  // run.json (docs/formats.md), decided by the verdict's one owner (gate/verdict.h) from the very
+  // evidence it holds: the cases, the paths and their failures.
   Json cj = Json::array();
   for (const auto& c : cases) cj.add(case_json(c));
+  const std::string paths = gate_paths_json(ctx, gr.runs, ref);
+  const std::string run_json = in.opt.out + "/run.json";
+  const GateVerdict v = decide_written(Json::object().set("gated_path", Json::str(ctx.gated)).set("cases", cj.done())
+                                           .set("paths", paths).set("path_failures", strings_json(path_fails).done()),
+                                       run_json);
   Json root = gate_header(ctx);
   root.set("memory", memory_watch().json())
-      .set("cases", cj.done()).set("hints", hints_json(hints_for(cases, path_fails)))
-      .set("notes", notes_json(cases, path_notes(ctx, gr.runs))).set("paths", gate_paths_json(ctx, gr.runs, ref))
-      .set("reference_fp64", reference_fp64_json(ref));
+      .set("cases", cj.done()).set("hints", strings_json(v.hints).done())
+      .set("notes", notes_json(cases, path_notes(ctx, gr.runs))).set("paths", paths)
+      .set("reference_fp64", reference_fp64_json(ref)).set("path_failures", strings_json(path_fails).done())
+      .set("verdict", verdict_json(v));
   write_init_and_order(ctx);
-  write_file_atomic(in.opt.out + "/run.json", root.done() + "\n");
-  std::fprintf(stderr, "wrote %s/run.json\n", in.opt.out.c_str());
+  write_file_atomic(run_json, root.done() + "\n");
+  std::fprintf(stderr, "wrote %s\n", run_json.c_str());
 
-  const bool ok = gate_passed(cases) && path_fails.empty();
-  print_hints(hints_for(cases, path_fails));
+  print_hints(v.hints);
   for (const auto& f : path_fails) std::printf("FAIL %s\n", f.c_str());
-  std::printf("gate: %s\n", ok ? "PASS (cases 1-7, 9, 10; every path's parity and rerun)" : "FAIL");
+  std::printf("gate: %s\n", v.passed ? "PASS (cases 1-7, 9, 10, 13; every path's checks)" : "FAIL");
+  const bool ok = v.passed;
   return ok ? kExitPass : kExitGateFailed;
 }

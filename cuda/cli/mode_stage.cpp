@@ -13,6 +13,7 @@
 #include "common/exit_status.h"
 #include "gate/cases.h"
 #include "gate/contract.h"
+#include "gate/verdict.h"
 #include "cli/modes.h"
 #include "cli/path_checks.h"
 #include "cli/run_json.h"
@@ -54,17 +55,23 @@ std::vector<CaseResult> entry_cases(const GateInputs& g) {
   return c;
 }
 
-void write_part(const RunContext& ctx, const std::string& stage, const std::vector<CaseResult>& cases, Json& root) {
+// OUT/stage-<stage>.json: `root` with the stage's cases and their verdict (gate/verdict.h: a part
+// is held to its own stage's cases and, for train, its paths); returns that verdict.
+GateVerdict write_part(const RunContext& ctx, const std::string& stage, const std::vector<CaseResult>& cases,
+                       Json& root) {
   Json cj = Json::array();
   for (const auto& c : cases) cj.add(case_json(c));
   root.set("cases", cj.done());
   make_out_dir(ctx.in.opt.out);
   const std::string file = ctx.in.opt.out + "/stage-" + stage + ".json";
+  const GateVerdict v = gate_verdict(parse_json(root.done(), file), file);
+  root.set("verdict", verdict_json(v));
   write_file_atomic(file, root.done() + "\n");
   std::fprintf(stderr, "wrote %s\n", file.c_str());
+  return v;
 }
 
-// One stage: its cases printed as they finish, its part written; true when they pass.
+// One stage: its cases printed as they finish, its part written; true when its verdict passes.
 bool run_stage(const RunContext& ctx, const std::string& stage) {
   const GateInputs g = gate_inputs(ctx);
   std::vector<CaseResult> cases;
@@ -74,7 +81,6 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     cases.push_back(c);
     print_case(cases.back());
   };
-  bool paths_ok = true;
   if (stage == "entry") {
     for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step})
       run(fn(g));
@@ -91,13 +97,12 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     const RefTrainResult ref = case7_reference(ctx.in);
     run(case_train(gated_run, ctx.gated, ref));
     run(case_perf(runs, gated_run, R.epochs));
-    const std::vector<std::string> fails = path_failures(ctx, runs);
+    const std::vector<std::string> fails = path_failures(ctx, runs, ref);
     Json fj = Json::array();
     for (const auto& f : fails) {
       fj.add(Json::str(f));
       std::printf("FAIL %s\n", f.c_str());
     }
-    paths_ok = fails.empty();
     root.set("memory", memory_watch().json())
         .set("paths", gate_paths_json(ctx, runs, ref))
         .set("reference_fp64", reference_fp64_json(ref))
@@ -117,8 +122,7 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     throw std::logic_error("run_stage: unknown stage " + stage);
   }
   if (stage != "train") root.set("memory", memory_watch().json());
-  write_part(ctx, stage, cases, root);
-  return gate_passed(cases) && paths_ok;
+  return write_part(ctx, stage, cases, root).passed;
 }
 
 }  // namespace

@@ -9,23 +9,31 @@
 #include "cli/run_context.h"
 #include "paths/train_loop.h"
 
-// cuda/cli/mode_gate.cpp: the default. Cases 1–8 on every path; then writes OUT/init_params.npy,
-// OUT/order.npy and OUT/run.json; 0 when cases 1–7 pass, else 1.
+// cuda/cli/mode_gate.cpp: the default. Every case mlp_train runs, on every path; then writes
+// OUT/init_params.npy, OUT/order.npy and OUT/run.json with its "verdict" (gate/verdict.h); 0 when
+// that verdict is PASS, else 1.
 int run_gate(const RunContext& ctx);
 
 // cuda/cli/mode_stage.cpp: --stage a,b: only those stages of the gate (kStageNames, cuda/io/options.h),
 // each writing OUT/stage-<name>.json: the top of run.json, "stage", "cases" (its own), and for
 // train "memory", "paths", "reference_fp64", "path_failures" and OUT/init_params.npy, order.npy.
-// 0 when every case run passed (and, for train, every path's parity and rerun), else 1.
+// and "verdict", the part's own (gate/verdict.h: its stage's cases, and for train its paths).
+// 0 when every part's verdict is PASS, else 1.
 int run_stages(const RunContext& ctx);
 
 // Pieces of run.json the gate and the stages share (cuda/cli/mode_gate.cpp): its top (schema ..
 // reference_source), "paths" of a gate run, "reference_fp64", and the trained paths that fail
-// the gate (their parity or rerun; cuda/gate/cases.h path_failure).
+// their checks (trained_path_failure).
 Json gate_header(const RunContext& ctx);
 std::string gate_paths_json(const RunContext& ctx, const std::vector<PathRun>& runs, const RefTrainResult& ref);
 std::string reference_fp64_json(const RefTrainResult& ref);
-std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs);
+// The first check a trained path fails, "" when none (or skipped on this device): path_failure's (it
+// trained; its epoch check at its precision; its parity; its rerun), then its overfit-32 and its
+// training accuracy against float64 (the gated path's are also cases 6 and 7). run.json's
+// paths.<name>.passed and .failure are this.
+std::string trained_path_failure(const RunContext& ctx, const PathRun& r, const RefTrainResult& ref);
+std::vector<std::string> path_failures(const RunContext& ctx, const std::vector<PathRun>& runs,
+                                       const RefTrainResult& ref);
 // The notes of the trained paths (path_note: a submission's rerun that differed within the limit).
 std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs);
 // run.json's "notes": each case's note, then `path_notes`.

@@ -130,13 +130,6 @@ CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run,
   return c8;
 }
 
-bool gate_passed(const std::vector<CaseResult>& cases) {
-  bool ok = true;
-  for (const auto& c : cases)
-    if (c.id != 8) ok &= c.passed;
-  return ok;
-}
-
 std::string path_failure(const PathRun& r, bool rerun_checked, double parity_limit, bool bitwise) {
   char b[256];
   if (!r.skipped.empty()) return "";  // did not run on this device: said in run.json, not a failure

@@ -3,7 +3,7 @@
 // the float64 reference, case 8 times every path, case 9 runs the submission's mlp_train_epoch
 // for a short epoch against float64, case 10 sums the guard-band hits of cases 1–6 and 9 (every
 // buffer they hand a submission has poisoned guard bands, cuda/gate/guard.h; a hit also fails the
-// case that made the call). Every case but 8 decides the verdict (gate_passed); case 8 is
+// case that made the call). Every case but 8 decides the verdict (gate/verdict.h); case 8 is
 // recorded (every path timed with finite results) but decides nothing. Each returns a verdict
 // with the measured value and the limit it was held to, both printed.
 #pragma once
@@ -88,8 +88,6 @@ CaseResult case_train(const PathRun* r, const std::string& gated, const RefTrain
 // gated path's median epoch time.
 CaseResult case_perf(const std::vector<PathRun>& runs, const PathRun* gated_run, int epochs);
 
-// The verdict: every case but 8 passed.
-bool gate_passed(const std::vector<CaseResult>& cases);
 // Why a trained path fails the gate ("" when it does not, or was skipped on this device): it did not train, its one-epoch
 // parity with the fused path exceeds `parity_limit`, or (when checked) its rerun differed.
 // `bitwise`: the rerun must be bitwise identical (bitwise_rerun_required); else a rerun within

@@ -70,10 +70,10 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
     for (const auto& c : cases) if (c.id == id) return &c;
     return nullptr;
   };
-  // A row the supervisor wrote for a stage that did not end by itself was never judged: its stage's
-  // ending speaks for it, not the case's own hint.
+  // A row the supervisor wrote for a stage or a run that did not end by itself ("not run: ...", "timed
+  // out ...") was never judged: its ending speaks for it, not the case's own hint.
   auto unjudged = [](const CaseResult& c) {
-    return starts(c.detail, "not run: stage") || starts(c.detail, "timed out") || starts(c.detail, "died") ||
+    return starts(c.detail, "not run") || starts(c.detail, "timed out") || starts(c.detail, "died") ||
            starts(c.detail, "CUDA error") || starts(c.detail, "exited ");
   };
   auto failed = [&](int id) { const CaseResult* c = row(id); return c && !c->passed && !unjudged(*c); };
@@ -95,7 +95,7 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
     if (starts(c.detail, "timed out")) add({c.id}, kHintTimeout);
     else if (starts(c.detail, "died") || starts(c.detail, "CUDA error")) add({c.id}, kHintFault);
     else if (starts(c.detail, "exited 3")) add({c.id}, kHintNoDevice);
-    else if (starts(c.detail, "not run: stage")) add({c.id}, "");
+    else if (starts(c.detail, "not run")) add({c.id}, "");
   for (const auto& c : gate_cases())
     if (*c.entry_point && stub(c.id))
       return {"case " + std::to_string(c.id) + " is not implemented yet: write " + c.entry_point + " next"};

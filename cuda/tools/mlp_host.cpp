@@ -20,10 +20,9 @@
 //   mlp_host precision                                    the precision this program's link declares
 //                                                         (cuda/common/declared_precision.h; no submission
 //                                                         is linked: the weak default, fp32) as JSON
-//   mlp_host hints < SETS        the gate's hints (cuda/gate/hints.h) of sets on stdin, sets separated by an empty
-//                                line; a line is "ID PASSED DETAIL" (a case row), "path FAILURE" (a path that
-//                                fails its parity or rerun) or "ended HOW" (a stage that did not end by itself):
-//                                a JSON array of hints per set
+//   mlp_host verdict [RUN.json ...]   the gate's verdict (cuda/gate/verdict.h: PASS or FAIL, what failed, the hints)
+//                                of each run.json named, else of each JSON document on stdin, one a line: one
+//                                JSON object a line, in order (spec/verdict.py asks it for every report)
 // Each command takes only the flags listed above (kFlags); another flag, one given twice, or a flag
 // whose value is missing or starts with `--` is one line, exit 2.
 // Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
@@ -38,7 +37,8 @@
 #include "common/declared_precision.h"
 #include "gate/cpu_reference.h"
 #include "gate/catalog.h"
-#include "gate/hints.h"
+#include "gate/verdict.h"
+#include "common/json_read.h"
 #include "kernels/tiled_plan.h"
 #include "paths/registry.h"
 #include "io/dataset.h"
@@ -93,7 +93,7 @@ std::string need(std::map<std::string, std::string>& f, const char* k) {
 }
 int run(int argc, char** argv) {
   if (argc < 2)
-    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|tolerances|stats|catalog|precision|hints|plan-gemm [--flag value ...]");
+    throw UserError("usage: mlp_host init|order|dump|grad|train|reference|limits|parse-args|recipe|tolerances|stats|catalog|precision|verdict|plan-gemm [--flag value ...]");
   std::string cmd = argv[1];
   if (cmd == "limits") {
     std::printf("%s\n", limits_json().c_str());
@@ -115,36 +115,23 @@ int run(int argc, char** argv) {
     std::printf("%s\n", Json::object().set("gate", catalog_json()).set("paths", path_registry_json()).done().c_str());
     return 0;
   }
-  if (cmd == "hints") {  // the supervisor's merged runs (harness/gate/stages.py) take their hints from here
-    std::vector<CaseResult> cases;
-    std::vector<std::string> path_failures, endings;
-    char buf[8192];
-    bool any = false;
-    auto flush_set = [&]() {
-      if (!any) return;
-      Json a = Json::array();
-      for (const auto& h : hints_for(cases, path_failures, endings)) a.add(Json::str(h));
-      std::printf("%s\n", a.done().c_str());
-      cases.clear();
-      path_failures.clear();
-      endings.clear();
-      any = false;
+  if (cmd == "verdict") {  // the supervisor, the reports and the leaderboard take their verdicts from here
+    auto answer = [](const std::string& text, const std::string& where) {
+      std::printf("%s\n", verdict_json(gate_verdict(parse_json(text, where), where)).c_str());
     };
-    while (std::fgets(buf, sizeof buf, stdin)) {
-      std::string line(buf);
-      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-      if (line.empty()) { flush_set(); continue; }
-      any = true;
-      if (line.rfind("path ", 0) == 0) { path_failures.push_back(line.substr(5)); continue; }
-      if (line.rfind("ended ", 0) == 0) { endings.push_back(line.substr(6)); continue; }
-      CaseResult c;
-      int passed = 0, used = 0;
-      if (std::sscanf(line.c_str(), "%d %d %n", &c.id, &passed, &used) < 2) throw UserError("hints: bad line '" + line + "'");
-      c.passed = passed != 0;
-      c.detail = line.substr((size_t)used);
-      cases.push_back(c);
+    if (argc > 2) {
+      for (int i = 2; i < argc; ++i) answer(read_file(argv[i]), argv[i]);
+      return 0;
     }
-    flush_set();
+    std::string line;
+    int n = 0;
+    for (int ch; (ch = std::getchar()) != EOF;) {
+      if (ch != '\n') { line += (char)ch; continue; }
+      ++n;
+      if (line.find_first_not_of(" \t\r") != std::string::npos) answer(line, "stdin line " + std::to_string(n));
+      line.clear();
+    }
+    if (line.find_first_not_of(" \t\r") != std::string::npos) answer(line, "stdin line " + std::to_string(n + 1));
     return 0;
   }
   if (cmd == "plan-gemm") {

@@ -5,7 +5,7 @@
 #include "common/common.h"
 #include "io/npy.h"
 #include "io/sha256.h"
-#include "transformer/json_read.h"
+#include "common/json_read.h"
 
 namespace {
 constexpr const char* kFormat = "mlp-gate/vit-weights";

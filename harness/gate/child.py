@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spec import catalog
+from spec.verdict import Verdict
 from spec.files import RESULTS_DIR, ROOT
 
 # The table's rows as the binary prints them (cuda/gate/cases.cu print_case).
@@ -198,3 +199,13 @@ def rel(p: Path) -> str:
     return os.path.relpath(Path(p).resolve(), ROOT)
 
 
+def print_verdict(v: Verdict, how: str) -> None:
+    """The hints, the failing paths and the one "gate: PASS|FAIL" line of a decided run.json."""
+    for h in v.hints:
+        print(f"hint: {h}", flush=True)
+    for p in v.reasons:
+        if p.startswith("path "):
+            print(f"FAIL {p}", flush=True)
+    cases = ", ".join(str(i) for i in v.required_cases)
+    print(f"gate: PASS (cases {cases} in {how}; every path's checks)" if v.passed else
+          f"gate: FAIL ({'; '.join(v.reasons[:3])}{'; ...' if len(v.reasons) > 3 else ''})", flush=True)

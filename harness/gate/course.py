@@ -23,7 +23,8 @@ seeing its GPU alone; the stages that time epochs or read the free memory run al
 run.json records the GPU a submission ran on ("gate_gpu": index, name, UUID).
 
 The leaderboard (leaderboard.csv, leaderboard.md, written together or not at all) has one row per
-submission: cases passed, each case's verdict, the submission path's median epoch (none when the
+submission: the gate's verdict (its one owner's, spec/verdict.py; PASS rows first), cases passed,
+each case's row, the submission path's median epoch (none when the
 stream contract failed: its work may have escaped the timed stream), its ratio to our fastest
 path (results/run.json, read when the board is written), the first hint (never empty for a FAIL),
 the notes and the GPU, and the precision cases 1-5 and 9 held it to (its mlp_precision(), fp32 by
@@ -53,7 +54,7 @@ from harness.build import DEFAULT_ARCH, ENTRY_POINTS
 from harness.gate import schedule
 from harness.gate.child import fastest_ms
 from harness.gate.supervisor import supervise_run
-from spec import catalog, validate
+from spec import catalog, validate, verdict
 from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, InputError, replace_folder, write_all, write_json
 
 GATE_ARGS = ("--paths", "submission", "--reference", "shipped")
@@ -171,9 +172,35 @@ def build_one(sub: Submission, arch: str, common: Path, jobs: int = 2) -> tuple[
 STREAM_CASE = "stream-contract"   # a submission that fails it gets no time: its work may escape the timed stream
 
 
-def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None = None) -> dict:
-    """One leaderboard row: every verdict case, the submission path's median epoch and its ratio to
-    ours, the first hint (never empty for a FAIL), the run's notes and the GPU it ran on."""
+def run_doc(folder: Path) -> dict | None:
+    """FOLDER/run.json when the folder's verdict is a gate run's (not a build failure, a refusal or a
+    Slurm task that wrote none), else None."""
+    folder = Path(folder)
+    if _slurm_ending(folder) is not None or (folder / "build.json").exists():
+        return None
+    try:
+        doc = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def verdicts_of(folders) -> dict[Path, verdict.Verdict | str]:
+    """Each gate run's verdict, from the owner (spec/verdict.py) in one call; a folder whose run.json
+    records a verdict its evidence does not give maps to why (its row then FAILs naming that)."""
+    docs = {Path(f): d for f in folders if (d := run_doc(f)) is not None}
+    out: dict[Path, verdict.Verdict | str] = {}
+    for (f, doc), v in zip(docs.items(), verdict.decide_all(docs.values())):
+        why = verdict.disagreement(doc, v)
+        out[f] = f"run.json was changed after its verdict: {why}" if why else v
+    return out
+
+
+def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None = None,
+           v: verdict.Verdict | str | None = None) -> dict:
+    """One leaderboard row: the verdict (the owner's, `v`: verdicts_of's; decided here when None),
+    every verdict case's row, the submission path's median epoch and its ratio to ours, the first
+    hint (never empty for a FAIL), the run's notes and the GPU it ran on."""
     folder = Path(folder)
     case_ids = case_ids or catalog.verdict_case_ids()
     row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL", "precision": "",
@@ -190,11 +217,12 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
         row["first_hint"] = ("refused: " + str(doc["refused"]) if doc.get("refused")
                              else "does not build: " + str(doc.get("build_error", "")))
         return row
-    try:
-        doc = json.loads((folder / "run.json").read_text())
-    except (OSError, ValueError):
+    doc = run_doc(folder)
+    if doc is None:
         row["first_hint"] = "no run.json"
         return row
+    if v is None:
+        v = verdicts_of([folder])[folder]
     row["file"] = str((doc.get("gate_submission") or {}).get("file", ""))
     # The precision cases 1-5 and 9 were held to (mlp_precision(); a run before it: fp32; none without a recipe).
     row["precision"] = str(doc.get("gate_precision") or ("fp32" if doc.get("recipe") else ""))
@@ -204,14 +232,14 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     n = 0
     for i in case_ids:
         c = cases.get(i)
-        v = "-" if c is None else ("PASS" if c["passed"] else "FAIL")
-        row[f"case{i}"] = v
-        n += v == "PASS"
+        shown = "-" if c is None else ("PASS" if c.get("passed") is True else "FAIL")
+        row[f"case{i}"] = shown
+        n += shown == "PASS"
     row["passed"] = f"{n}/{len(case_ids)}"
-    sup = doc.get("supervisor") or {}
-    # A path whose parity or rerun fails, or a stage that did not end by itself, fails it too.
-    row["verdict"] = "PASS" if n == len(case_ids) and not sup.get("path_failures") and \
-        not sup.get("stage_failures") else "FAIL"
+    if isinstance(v, str):   # the recorded verdict disagrees with the evidence: never a PASS
+        row["verdict"], row["first_hint"] = "FAIL", v
+    else:
+        row["verdict"], row["first_hint"] = v.word, v.first_hint
     stream_failed = any(c.get("name") == STREAM_CASE and c.get("passed") is not True for c in cases.values())
     sub = doc.get("paths", {}).get("submission", {})
     ms = sub.get("median_ms") if isinstance(sub, dict) else None
@@ -219,15 +247,6 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
         row["median_ms"] = f"{ms:.3f}"
         if ours_ms:
             row["ratio"] = f"{ms / ours_ms:.2f}"
-    hints = list(doc.get("hints") or [])
-    ended = sup.get("ended", "")
-    first = hints[0] if hints else ""
-    if row["verdict"] == "FAIL" and not first:  # never a FAIL without a reason
-        failed = [c for c in cases.values() if c.get("passed") is not True and c.get("id") in case_ids]
-        first = (sup.get("path_failures") or [""])[0] or (
-            f"case {failed[0]['id']} {failed[0].get('name', '')}: {failed[0].get('detail', '')}"[:200] if failed else
-            "a case is missing from run.json (the run did not finish)")
-    row["first_hint"] = (f"{ended}: " if ended and not ended.startswith("exited") else "") + first
     notes = list(doc.get("notes") or [])
     if stream_failed and isinstance(ms, (int, float)):
         notes.append(f"no time: case 13 {STREAM_CASE} failed (work outside the timed stream)")
@@ -310,20 +329,22 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
             render_report(f)
     ours = fastest_ms(results)
     case_ids = catalog.verdict_case_ids()
-    rows = sorted((row_of(f, ours, case_ids) for f in folders),
-                  key=lambda r: (-int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"), r["submission"]))
+    verdicts = verdicts_of(folders)
+    rows = sorted((row_of(f, ours, case_ids, verdicts.get(Path(f))) for f in folders),
+                  key=lambda r: (r["verdict"] != "PASS", -int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"),
+                                 r["submission"]))
     cols = list(rows[0]) if rows else ["submission"]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    head = ["submission", "passed", "precision", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes",
+    head = ["submission", "verdict", "passed", "precision", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes",
             "GPU"]
     md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch (results/run.json).\n" if ours else
           "# Gate leaderboard\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         shown = r["submission"] + (f" ({_md(r['file'])})" if r["file"] and r["file"] != r["submission"] + ".cu" else "")
-        cells = [shown, r["passed"], r["precision"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
+        cells = [shown, f"**{r['verdict']}**" if r["verdict"] == "FAIL" else r["verdict"], r["passed"], r["precision"], *[r[f"case{i}"] for i in case_ids], r["median_ms"], r["ratio"],
                  _md(r["first_hint"]), _md(r["notes"]), _md(r["gpu"])]
         md.append("| " + " | ".join(cells) + " |")
     if skipped:

@@ -31,9 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.gate import hints
-from harness.gate.child import how_ended
-from spec import catalog
+from harness.gate.child import how_ended, print_verdict
+from spec import catalog, verdict
 from spec.recipe import load_recipe
 from spec.files import DATA_DIR, ROOT, write_json
 
@@ -241,15 +240,12 @@ def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None
     return rows
 
 
-def merge(doc: dict, rows: list[dict]) -> dict:
-    """`doc` with rows 11-12 in place of any it had, their hints, and the runs in its supervisor
-    block's stages (when it has one)."""
+def merge(doc: dict, rows: list[dict]) -> tuple[dict, verdict.Verdict]:
+    """(`doc` with rows 11-12 in place of any it had and the runs in its supervisor block's stages
+    (when it has one), stamped with the owner's verdict and hints; that verdict)."""
     doc = dict(doc)
     doc["cases"] = [c for c in doc.get("cases", []) if c.get("id") not in case_ids()] + rows
     sup = doc.get("supervisor")
-    endings = [s.get("ended", "") for s in (sup or {}).get("stages", []) if s.get("ended") not in ("exited 0", "exited 1")
-               and s.get("name") not in {t["name"] for t in sanitizer_stages()}]
-    doc["hints"] = hints.hints_for(doc["cases"], (sup or {}).get("path_failures", []), endings)
     if isinstance(sup, dict) and isinstance(sup.get("stages"), list):
         sup = dict(sup)
         sup["stages"] = [s for s in sup["stages"] if s.get("name") not in {t["name"] for t in sanitizer_stages()}] + [
@@ -257,21 +253,14 @@ def merge(doc: dict, rows: list[dict]) -> dict:
              "ended": r.get("ended", r["detail"])}
             for r in rows]
         doc["supervisor"] = sup
-    return doc
-
-
-def verdict(doc: dict) -> bool:
-    """Every case but 8 passed, and the supervisor (when it ran stages) saw no path fail and no
-    stage end badly (harness/gate/stages.py)."""
-    ok = all(c.get("passed") is True for c in doc.get("cases", []) if c.get("id") != 8)
-    sup = doc.get("supervisor") or {}
-    return ok and not sup.get("path_failures") and not sup.get("stage_failures")
+    return verdict.stamped(doc)
 
 
 def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, logs: Path | None = None,
           env: dict[str, str] | None = None, guard=None) -> int:
-    """Cases 11-12 added to OUT/run.json (the tools' logs and parts in LOGS, default OUT); the new
-    exit status (1 when they fail, else `rc`)."""
+    """Cases 11-12 added to OUT/run.json (the tools' logs and parts in LOGS, default OUT) and the
+    document decided again; the new exit status: the verdict's (0 PASS, 1 FAIL), or `rc` when it
+    says the run never judged (2 bad input, 3 no GPU, 4 internal error)."""
     run_json = Path(out) / "run.json"
     try:
         doc = json.loads(run_json.read_text())
@@ -282,17 +271,10 @@ def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, l
     for r in rows:   # the log as a path from run.json's folder
         if "log" in r:
             r["log"] = os.path.relpath(Path(logs or out) / r["log"], Path(out))
-    doc = merge(doc, rows)
+    doc, v = merge(doc, rows)
     write_json(run_json, doc)
-    failed = [f"{r['id']} {r['name']}" for r in rows if not r["passed"]]
-    if failed:
-        for h in doc["hints"]:
-            print(f"hint: {h}", flush=True)
-        print(f"gate: FAIL (case {', '.join(failed)})", flush=True)
-        return 1 if rc in (0, 1) else rc
-    print(f"gate: cases 11-12 pass (memcheck and racecheck: 0 errors); the verdict: {'PASS' if rc == 0 else 'FAIL'}",
-          flush=True)
-    return rc
+    print_verdict(v, "the run with compute-sanitizer")
+    return rc if rc not in (0, 1) else (0 if v.passed else 1)
 
 
 def main(argv=None) -> int:

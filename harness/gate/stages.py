@@ -12,9 +12,10 @@ the float64 reference and the paths that fail); the supervisor keeps it as LOGS/
 beside LOGS/stage-NAME.stdout.log and .stderr.log (LOGS: OUT for a gate folder). A stage that
 ends without its part keeps the rows it printed; its running case fails with what happened and
 its later cases are FAIL "not run", and the stage fails the verdict even where every row it
-printed passed (supervisor.stage_failures). The hints are the binary's (harness/gate/hints.py asks
-`mlp_host hints`) over the merged cases, the paths that fail and how the stages ended; the notes
-(a declined odd shape, a submission's nondeterministic rerun) are the cases' and the paths'.
+printed passed (supervisor.stage_failures). The merged run.json's verdict and hints are the gate's
+one owner's (cuda/gate/verdict.h through spec/verdict.py) over the merged cases, the paths and how
+the stages ended, and the exit status is that verdict; the notes (a declined odd shape, a
+submission's nondeterministic rerun) are the cases' and the paths'.
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.gate import hints
-from harness.gate.child import (FACTOR, Outcome, binary_case_order, fastest_ms, limit_for, n_paths_of, parse_rows, rel,
-                                run_child, what_happened)
+from harness.gate.child import (FACTOR, Outcome, binary_case_order, fastest_ms, limit_for, n_paths_of, parse_rows,
+                                print_verdict, rel, run_child, what_happened)
 from spec import catalog
-from harness.gate.sanitizer_cases import format_row, verdict
+from harness.gate.sanitizer_cases import format_row
+from spec import verdict
 from spec.files import DATA_DIR, RESULTS_DIR, ROOT, write_json, write_text
 
 SETUP_S = 30.0       # one stage's own start: data loaded and checked, the context, the data on the device
@@ -147,7 +148,7 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
     records = [r["record"] for r in results]
     bad = [s for s in records if s["ended"] not in ("exited 0", "exited 1")]
     path_failures = list((train or {}).get("path_failures", []))
-    doc["hints"] = hints.hints_for(cases, path_failures, [s["ended"] for s in bad])
+    doc["hints"] = []   # the verdict's (run_staged stamps the merged document)
     doc["notes"] = [f"case {c['id']} {c['name']}: {c['note']}" for c in cases if c.get("note")] + \
         list((train or {}).get("path_notes", []))
     doc["paths"] = train["paths"] if train else {}
@@ -196,21 +197,11 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
     first = done[0]
     if not started and not write_unstarted:
         return Outcome(1, False, first["record"]["ended"], first["rc"])
-    doc = merge(done, run_id, " ".join(base))
+    doc, v = verdict.stamped(merge(done, run_id, " ".join(base)))
     write_json(out / "run.json", doc)
-    ok = verdict(doc)
-    for h in doc["hints"]:
-        print(f"hint: {h}", flush=True)
-    for f in doc["supervisor"]["path_failures"]:
-        print(f"FAIL {f}", flush=True)
-    failed = [f"{c['id']} {c['name']}" for c in doc["cases"] if c["id"] != 8 and c.get("passed") is not True]
-    why = "; ".join(x for x in ((f"case {', '.join(failed)}" if failed else ""),
-                                (f"{len(doc['supervisor']['path_failures'])} path(s) fail" if
-                                 doc["supervisor"]["path_failures"] else ""), doc["supervisor"]["ended"]) if x)
-    print(f"gate: PASS (cases {', '.join(str(c['id']) for c in doc['cases'] if c['id'] != 8)} in {len(stages)} "
-          f"stages; every path's parity and rerun)" if ok else
-          f"gate: FAIL ({why})", flush=True)
-    return Outcome(0 if ok else 1, started, doc["supervisor"]["ended"], first["rc"])
+    print_verdict(v, f"{len(stages)} stages")
+    return Outcome(0 if v.passed else 1, started, doc["supervisor"]["ended"], first["rc"])
+
 
 
 def _not_run(stage: Stage, why: str) -> dict:

@@ -26,8 +26,9 @@ import sys
 import uuid
 from pathlib import Path
 
-from harness.gate import hints
-from harness.gate.child import Outcome, binary_case_order, rel, limit_for, parse_rows, run_child, what_happened
+from harness.gate.child import (Outcome, binary_case_order, limit_for, parse_rows, print_verdict, rel, run_child,
+                                what_happened)
+from spec import verdict
 from spec.files import DATA_DIR, ROOT, write_json
 
 
@@ -87,8 +88,9 @@ def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, da
             doc = None
         if isinstance(doc, dict) and doc.get("run_id") == run_id:
             doc["supervisor"] = {"limit_s": round(limit, 1), "seconds": seconds, "ended": "exited %d" % rc}
+            doc, v = verdict.stamped(doc)
             write_json(run_json, doc)
-            return Outcome(rc, True, "exited %d" % rc, rc)
+            return Outcome(0 if v.passed else 1, True, "exited %d" % rc, rc)
     if not timed_out and rc == 2:
         return Outcome(2, False, "exited 2: bad input", rc)
     what = what_happened(rc, timed_out, limit, stderr)
@@ -101,17 +103,14 @@ def _supervise(binary: Path, out: Path, args: list[str], limit: float | None, da
         rows.append({"id": i, "name": n, "value": None, "limit": None, "passed": False,
                      "detail": what if k == 0 else f"not run: the run ended at case {pending[0][0]} ({what})"})
     print(f"supervisor: {what}; case {pending[0][0] if pending else '-'} FAIL", flush=True)
-    found = hints.hints_for(rows, endings=[what]) if done else []
-    found = found or [f"the run stopped before its first case ({what}): the binary's message is in "
-                      f"{rel(logs / 'stderr.log')}"]
     doc = {"schema": 1, "run_id": run_id, "mode": "supervised", "run_command": " ".join(cmd[:-2]),
            "supervisor": {"limit_s": round(limit, 1), "seconds": seconds, "ended": what,
                           "stderr_tail": stderr[-2000:]},
-           "cases": rows, "hints": found, "paths": {}}
+           "cases": rows, "hints": [], "paths": {}}
+    doc, v = verdict.stamped(doc)
     write_json(run_json, doc)
-    for h in found:
-        print(f"hint: {h}", flush=True)
-    print(f"gate: FAIL ({what})", flush=True)
+    print(f"supervisor: the binary's own words: {rel(logs / 'stderr.log')}", flush=True)
+    print_verdict(v, "one process")
     return Outcome(1, bool(done), what, rc)
 
 

@@ -1,6 +1,7 @@
-// cuda/transformer/json_read.h — a small strict JSON reader (RFC 8259: objects, arrays, strings with
-// their escapes, numbers, true, false, null) for the weights manifest; the project's writer is
-// cuda/common/json.h. A malformed text is a UserError "<where>: malformed JSON at byte N: ...".
+// cuda/common/json_read.h — a small strict JSON reader (RFC 8259: objects, arrays, strings with
+// their escapes, numbers, true, false, null): the transformer's weights manifest, and the run.json documents the
+// gate's verdict reads (gate/verdict.h); the project's writer is cuda/common/json.h. A malformed text is a
+// UserError "<where>: malformed JSON at byte N: ...".
 #pragma once
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "transformer/json_read.h"
+#include "common/json_read.h"
 
 #include <cstdlib>
 #include <cstring>
