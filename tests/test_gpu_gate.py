@@ -30,6 +30,7 @@ EXPECTED = {  # mutant -> the case that must fail
     "mutant_leak_epoch": "stream-contract",
     "mutant_undeclared_tf32": "onebatch-forward",   # and batch-forward, grad-check, epoch-check (below)
     "mutant_bf16_no_relu_mask": "grad-check",        # at bfloat16's tolerances (it declares bf16)
+    "mutant_unchecked_args": "invalid-args",
 }
 HINT = {  # mutant -> words its failure output must carry
     "mutant_no_relu_mask": "missing ReLU mask",
@@ -46,6 +47,7 @@ HINT = {  # mutant -> words its failure output must carry
     "mutant_leak_epoch": "no cudaMalloc inside an entry point",
     "mutant_undeclared_tf32": "declare it with mlp_precision()",
     "mutant_bf16_no_relu_mask": "missing ReLU mask",
+    "mutant_unchecked_args": "return MLP_ERR_INVALID_ARGUMENT before enqueuing",
 }
 ROW = re.compile(r"^(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(PASS|FAIL)\s*(.*)$")
 
@@ -76,10 +78,10 @@ def build_and_gate(submission: str, *args: str):
     return res, rows
 
 
-def test_naive_submission_passes_cases_1_to_6_9_10_13():
+def test_naive_submission_passes_cases_1_to_6_9_10_13_14():
     res, rows = build_and_gate("tests/submissions/naive.cu", "--paths", "submission")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert len(rows) == 9 and all(v[0] == "PASS" for v in rows.values()), rows
+    assert len(rows) == 10 and all(v[0] == "PASS" for v in rows.values()), rows   # 1-6, 9, 10, 13, 14
     assert "odd shape 37-19-3" in rows["batch-forward"][1] and "declined" not in rows["batch-forward"][1]
 
 
@@ -221,7 +223,7 @@ def test_flipped_update_also_fails_overfit():
 def test_starter_fails_every_case_gracefully():
     res, rows = build_and_gate("cuda/contract/submission_starter.cu", "--paths", "submission")
     assert res.returncode == 1, res.stderr
-    assert len(rows) == 9
+    assert len(rows) == 10
     for name, (verdict, detail) in rows.items():
         if name == "guard-bands":
             assert verdict == "PASS"
@@ -338,7 +340,7 @@ def test_a_declared_precision_passes_the_quick_gate_at_its_tolerances(submission
     precision, up = DECLARED[submission]
     res, rows = build_and_gate(f"tests/submissions/{submission}.cu", "--paths", "submission")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert len(rows) == 9 and all(v[0] == "PASS" for v in rows.values()), rows
+    assert len(rows) == 10 and all(v[0] == "PASS" for v in rows.values()), rows   # 1-6, 9, 10, 13, 14
     named = f"u_p = {up} ({precision}, declared by mlp_precision())"
     for case in ("onebatch-forward", "batch-forward", "loss-extreme", "grad-check", "step", "epoch-check"):
         assert named in rows[case][1], (case, rows[case][1])

@@ -17,8 +17,10 @@ args = sys.argv[1:]
 out = args[args.index("--out") + 1]
 run_id = args[args.index("--run-id") + 1] if "--run-id" in args else None
 mode = os.environ["FAKE_MODE"]
-if mode == "write":
-    json.dump({{"run_id": run_id, "gpu": {{"name": "fake"}}, "cases": []}}, open(out + "/run.json", "w"))
+if mode == "write":   # every case the gate runs, all passing for status 0, case 1 failing for 1
+    rows = [{{"id": i, "name": "x", "passed": not (i == 1 and os.environ["FAKE_RC"] == "1"), "value": 0, "limit": 1}}
+            for i in json.loads(os.environ["FAKE_CASES"])]
+    json.dump({{"run_id": run_id, "gpu": {{"name": "fake"}}, "cases": rows}}, open(out + "/run.json", "w"))
 if mode in ("hang", "segv"):
     print("1  onebatch-forward 1e-07 6.2e-05  PASS   fine", flush=True)
     import signal, time
@@ -47,6 +49,7 @@ def setup(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "driver_version", lambda: "test-driver")
 
     (results / "run.json").write_text(json.dumps(STALE))
+    monkeypatch.setenv("FAKE_CASES", json.dumps([i for st in catalog.stages("mlp_train") for i in st["cases"]]))
 
     def go(mode, rc, limit=None):
         monkeypatch.setenv("FAKE_MODE", mode)

@@ -1,7 +1,9 @@
 """CPU: gate cases 11 (memcheck) and 12 (racecheck) of harness/gate/sanitizer_cases.py with stand-in
-compute-sanitizer programs on PATH: the real tool's summary lines parsed, errors, a hang, a crash
-and a missing tool each FAIL naming what happened, the short run has a tail batch, and the
-cases join run.json, its hints and the exit status (issue 15)."""
+compute-sanitizer programs on PATH and a stand-in mlp_train (tests/fakes/staged_mlp_train.py) for the
+workload: the real tool's summary lines parsed; errors, a crash and a missing tool each FAIL naming
+what happened; a tool out of time is inconclusive (never a race or a hang) and a workload that hangs
+unsanitized is a hang; the limits derive from the workload's measured launches and seconds; and the
+cases join run.json, its hints and the exit status (issues 15, 40)."""
 from __future__ import annotations
 
 import json
@@ -47,26 +49,77 @@ def calls(tmp_path) -> list[list[str]]:
     return [json.loads(ln) for ln in (tmp_path / "argv.json").read_text().splitlines() if ln.strip()]
 
 
-def cases(tmp_path, doc=None, batch=128):
-    return {r["name"]: r for r in sc.sanitizer_cases(tmp_path / "bin" / "mlp_train", tmp_path / "out", "submission",
-                                                     doc, batch=batch)}
+def fake_binary(tmp_path):
+    from spec.files import ROOT
+    exe = tmp_path / "bin" / "mlp_train"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'fakes' / 'staged_mlp_train.py'} \"$@\"\n")
+    exe.chmod(0o755)
+    return exe
 
 
-def test_clean_runs_pass_with_value_0_and_the_short_run_has_a_tail_batch(tmp_path, monkeypatch):
+def cases(tmp_path, doc=None):
+    return {r["name"]: r for r in sc.sanitizer_cases(fake_binary(tmp_path), tmp_path / "out", "submission", doc)}
+
+
+def test_clean_runs_pass_with_value_0_on_the_workload_after_its_measurement(tmp_path, monkeypatch):
     fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool]); sys.exit(0)")
     rows = cases(tmp_path)
     assert rows["memcheck"]["id"] == 11 and rows["racecheck"]["id"] == 12
     for r in rows.values():
         assert r["passed"] is True and r["value"] == 0 and r["limit"] == 0, r
+        assert r["workload"] == {"calls": 19, "launches": 40, "memory_ops": 0, "seconds": 0.05}
+        assert "19 calls, 40 launches, 0.050 s unsanitized" in r["detail"] and "fake workload" in r["detail"]
     argv = calls(tmp_path)
     assert [a[a.index("--tool") + 1] for a in argv] == ["memcheck", "racecheck"]
     target = argv[0][argv[0].index("--error-exitcode") + 2:]
-    # The gate's stages entry (cases 1-5: every entry point) and epoch-check (case 9: 2 full
-    # batches and a tail) of the submission, nothing of ours.
-    assert target[0].endswith("mlp_train") and target[-4:] == ["--stage", "entry,epoch-check", "--paths", "submission"]
-    assert target[target.index("--out") + 1].endswith("memcheck")     # its parts apart from the gate's
-    assert sc.short_train_size(128) == 300 and sc.short_train_size(128) % 128 == 44
-    assert "300-row epoch with a 44-row tail batch" in rows["memcheck"]["detail"]
+    # The workload of the submission's entry points (cuda/gate/sanitizer_workload.h), nothing of ours.
+    assert target[0].endswith("mlp_train") and target[-2:] == ["--sanitizer-workload", "once"]
+    assert target[target.index("--out") + 1].endswith("memcheck")     # its outputs apart from the gate's
+    assert (tmp_path / "out" / "workload" / "sanitizer-workload.json").exists()   # the measured run's
+
+
+def test_a_workload_that_hangs_unsanitized_is_a_hang_and_the_tools_do_not_run(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch, "raise SystemExit('must not run')")
+    monkeypatch.setattr(sc, "WORKLOAD_LIMIT_S", 1.0)
+    monkeypatch.setenv("FAKE_WORKLOAD", "hang")
+    rows = cases(tmp_path)
+    for r in rows.values():
+        assert not r["passed"] and r["detail"].startswith("timed out after 1 s without a sanitizer"), r
+        assert "not a sanitizer finding" in r["detail"] and "inconclusive" not in r["detail"]
+    assert not (tmp_path / "argv.json").exists()
+    assert all(h.startswith("timeout:") for h in hints.hints_for(list(rows.values()))[:1])
+
+
+def test_a_tool_out_of_time_is_inconclusive_never_a_race_or_a_hang(tmp_path, monkeypatch):
+    """The workload finishes unsanitized; the tool does not within its limit: the row says
+    inconclusive, how to reproduce it and what makes it slow; the verdict fails with its own hint."""
+    monkeypatch.setattr(sc, "floor_s", lambda tool: 1.0)
+    monkeypatch.setattr(sc, "SETUP_S", {"memcheck": 1.0, "racecheck": 1.0})
+    monkeypatch.setattr(sc, "PER_LAUNCH_S", {"memcheck": 0.0, "racecheck": 0.0})
+    monkeypatch.setattr(sc, "SLOWDOWN", {"memcheck": 0.0, "racecheck": 0.0})
+    fake_sanitizer(tmp_path, monkeypatch, f"time.sleep(30) if tool == 'racecheck' else print({CLEAN!r}[tool])")
+    rows = cases(tmp_path)
+    assert rows["memcheck"]["passed"]
+    r = rows["racecheck"]
+    assert not r["passed"] and r["inconclusive"] is True and r["value"] is None and r["seconds"] < 10
+    assert r["detail"].startswith("inconclusive: racecheck did not finish within its limit of 1 s")
+    assert "neither a race nor a hang" in r["detail"] and "Reproduce: `" in r["detail"] and "--sanitizer-workload once" in r["detail"]
+    found = hints.hints_for(list(rows.values()))
+    assert found and found[0].startswith("inconclusive:") and "race" not in found[0].split(":")[0]
+    assert not any(h.startswith(("timeout:", "racecheck: a shared-memory race")) for h in found), found
+
+
+def test_the_time_limit_derives_from_the_measured_workload():
+    floor = sc.floor_s("racecheck")
+    assert sc.time_limit("racecheck")[0] == floor                       # nothing measured
+    assert sc.time_limit("racecheck", {"launches": -1, "seconds": 1.0})[0] == floor   # not captured
+    big = {"launches": 100000, "seconds": 5.0}
+    want = sc.SETUP_S["racecheck"] + sc.PER_LAUNCH_S["racecheck"] * 100000 + sc.SLOWDOWN["racecheck"] * 5.0
+    limit, why = sc.time_limit("racecheck", big)
+    assert limit == pytest.approx(max(floor, want)) and "100000 launches" in why and "5.000 s" in why
+    # more work, a longer limit: a slow correct submission gets time, not a failure
+    assert sc.time_limit("racecheck", {"launches": 200000, "seconds": 5.0})[0] > limit
 
 
 def test_errors_fail_the_case_with_their_count_and_first_line(tmp_path, monkeypatch):
@@ -94,14 +147,10 @@ def test_racecheck_warnings_alone_fail_the_case(tmp_path, monkeypatch):
     assert rows["memcheck"]["passed"] and not rows["racecheck"]["passed"] and rows["racecheck"]["value"] == 25
 
 
-def test_a_hang_and_a_crash_fail_naming_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(sc, "floor_s", lambda tool: 1.0)
-    fake_sanitizer(tmp_path, monkeypatch,
-                   "time.sleep(30) if tool == 'memcheck' else os.kill(os.getpid(), signal.SIGSEGV)")
+def test_a_crash_fails_naming_it(tmp_path, monkeypatch):
+    fake_sanitizer(tmp_path, monkeypatch, "os.kill(os.getpid(), signal.SIGSEGV)")
     rows = cases(tmp_path)
-    assert rows["memcheck"]["passed"] is False and rows["memcheck"]["detail"].startswith("timed out after 1 s")
-    assert rows["racecheck"]["passed"] is False and rows["racecheck"]["detail"].startswith("died: SIGSEGV")
-    assert rows["memcheck"]["seconds"] < 10
+    assert all(not r["passed"] and r["detail"].startswith("died: SIGSEGV") for r in rows.values())
 
 
 def test_no_summary_or_a_run_that_did_not_finish_fails(tmp_path, monkeypatch):
@@ -123,20 +172,6 @@ def test_a_missing_tool_is_a_fail_with_its_own_hint(tmp_path, monkeypatch):
     assert len(found) == 1 and found[0].startswith("cases 11-12 need compute-sanitizer")
 
 
-def test_a_hang_in_the_repeated_cases_skips_the_runs(tmp_path, monkeypatch):
-    fake_sanitizer(tmp_path, monkeypatch, "raise SystemExit('must not run')")
-    doc = {"cases": [{"id": 9, "name": "epoch-check", "passed": False, "detail": "timed out after 30 s"}]}
-    rows = cases(tmp_path, doc)
-    assert all(not r["passed"] and "timed out after 30 s without a sanitizer" in r["detail"] for r in rows.values())
-    assert not (tmp_path / "argv.json").exists()
-
-
-def test_the_time_limit_has_a_floor_and_scales_with_the_unsanitized_time():
-    assert sc.time_limit("racecheck")[0] == sc.floor_s("racecheck") == 300.0
-    assert sc.time_limit("racecheck", 100.0)[0] == pytest.approx(100.0 * sc.FACTOR["racecheck"])
-    assert "60 x 100.0 s unsanitized" in sc.time_limit("racecheck", 100.0)[1]
-
-
 def test_the_parsers_read_the_real_summaries():
     assert sc.parse("memcheck", "========= ERROR SUMMARY: 12 errors\n")[0] == 12
     assert sc.parse("memcheck", "========= ERROR SUMMARY: 1 error\n")[0] == 1
@@ -145,7 +180,13 @@ def test_the_parsers_read_the_real_summaries():
 
 
 FAKE_GATE = """#!/bin/sh
-for a; do id=$a; done
+prev=""; out=""; wl=""
+for a; do [ "$prev" = "--out" ] && out=$a; [ "$prev" = "--sanitizer-workload" ] && wl=$a; prev=$a; id=$a; done
+if [ -n "$wl" ]; then
+  mkdir -p "$out"
+  [ "$wl" = measure ] && printf '{"calls": 19, "launches": 40, "memory_ops": 0, "seconds": 0.05, "capture": "ok", "statuses": [], "workload": "fake"}' > "$out/sanitizer-workload.json"
+  exit 0
+fi
 printf '1  onebatch-forward 1e-07 6.2e-05  PASS   fine\\n'
 printf '{"run_id": "%s", "gated_path": "submission", "recipe": {"batch": 128}, "hints": [], "cases": [{"id": 1, "name": "onebatch-forward", "passed": true, "value": 0, "limit": 1, "detail": ""}], "paths": {}}' "$id" > "$4/run.json"
 exit 0
@@ -172,8 +213,8 @@ def test_supervised_gate_with_sanitizers_fails_on_a_race(tmp_path, monkeypatch):
 
 
 def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(tmp_path, monkeypatch):
-    """In stages: the sanitizer limits derive from stages entry and epoch-check's unsanitized
-    seconds, and the two runs join the supervisor block's stages."""
+    """In stages: the sanitizer limits derive from the workload measured unsanitized (its launches
+    and seconds), and the two runs join the supervisor block's stages."""
     from spec.files import ROOT
     fake_sanitizer(tmp_path, monkeypatch, f"print({CLEAN!r}[tool]); sys.exit(0)")
     exe = tmp_path / "mlp_train"
@@ -186,8 +227,6 @@ def test_staged_gate_with_sanitizers_derives_their_limits_and_lists_their_runs(t
     assert [c["id"] for c in doc["cases"]][-2:] == [11, 12] and doc["verdict"]["word"] == "PASS"
     names = [s["name"] for s in doc["supervisor"]["stages"]]
     assert names == [s["name"] for s in catalog.stages()]
-    t = sc.unsanitized_seconds(doc)
-    stage_s = {s["name"]: s["seconds"] for s in doc["supervisor"]["stages"]}
-    assert t == pytest.approx(stage_s["entry"] + stage_s["epoch-check"])
     race = [s for s in doc["supervisor"]["stages"] if s["name"] == "racecheck"][0]
-    assert race["ended"] == "exited 0" and race["limit_s"] == pytest.approx(max(300.0, 60 * t), abs=0.1)
+    want = sc.time_limit("racecheck", {"launches": 40, "seconds": 0.05})[0]
+    assert race["ended"] == "exited 0" and race["limit_s"] == pytest.approx(want, abs=0.1)

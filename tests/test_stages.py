@@ -83,7 +83,7 @@ def test_a_hang_a_signal_and_a_fault_fail_their_stages_and_the_rest_still_run(ga
     assert c[7]["detail"] == "train cuda" and c[7]["passed"]
     assert not c[8]["passed"] and c[8]["detail"] == "CUDA error: cudaErrorIllegalAddress"
     ended = {s["name"]: s["ended"] for s in doc["supervisor"]["stages"]}
-    assert ended == {"entry": "exited 0", "epoch-check": "timed out after 2 s", "contract": "exited 0",
+    assert ended == {"entry": "exited 0", "epoch-check": "timed out after 2 s", "contract": "exited 0", "invalid-args": "exited 0",
                      "overfit": "died: SIGSEGV", "train": "CUDA error: cudaErrorIllegalAddress",
                      "guard-bands": "exited 0"}
     assert doc["supervisor"]["ended"] == "stage epoch-check: timed out after 2 s"

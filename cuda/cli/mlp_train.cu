@@ -55,6 +55,7 @@ int run_main(int argc, char** argv) {
 
   if (!opt.profile.empty()) return run_profile(ctx);
   if (!opt.stages.empty()) return run_stages(ctx);
+  if (!opt.sanitizer_workload.empty()) return run_sanitizer_workload_mode(ctx);
   if (opt.quick) return run_quick(ctx);
   return opt.perf_only ? run_perf_only(ctx) : run_gate(ctx);
 }

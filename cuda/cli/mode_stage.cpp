@@ -88,6 +88,8 @@ bool run_stage(const RunContext& ctx, const std::string& stage) {
     run(case_epoch_check(g));
   } else if (stage == "contract") {
     run(case_stream_contract(g));
+  } else if (stage == "invalid-args") {
+    run(case_invalid_arguments(g));
   } else if (stage == "overfit") {
     run(overfit_of(ctx, g, overfit_path(ctx)));
   } else if (stage == "train") {

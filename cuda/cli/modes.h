@@ -43,6 +43,12 @@ std::string notes_json(const std::vector<CaseResult>& cases, const std::vector<s
 // and --smoke (--quick without case 6 and the bitwise rerun, for racecheck). Writes nothing.
 int run_quick(const RunContext& ctx);
 
+// cuda/cli/mode_sanitizer_workload.cpp: --sanitizer-workload once|measure (gate/sanitizer_workload.h):
+// one pass of the workload compute-sanitizer runs for cases 11-12; "measure" also times a pass and
+// counts its launches into OUT/sanitizer-workload.json. 0 once the pass ran (the statuses are the
+// cases' to judge), 3 on a CUDA error.
+int run_sanitizer_workload_mode(const RunContext& ctx);
+
 // cuda/cli/mode_perf_only.cpp: --perf-only (case 8 alone, for the sweeps): every path trains and is
 // timed; then writes OUT/init_params.npy, OUT/order.npy and OUT/run.json ("mode": "perf-only").
 int run_perf_only(const RunContext& ctx);

@@ -24,6 +24,8 @@
 //  * Return MLP_ERR_NOT_IMPLEMENTED from an entry point you have not written yet: the gate then
 //    reports that case as "not implemented" instead of comparing garbage.
 //  * Any shape the implementation does not support: return MLP_ERR_UNSUPPORTED.
+//  * A NULL required pointer (dX of mlp_backward may be NULL) or batch <= 0: return
+//    MLP_ERR_INVALID_ARGUMENT before enqueuing anything.
 #ifndef MLP_SUBMISSION_H
 #define MLP_SUBMISSION_H
 

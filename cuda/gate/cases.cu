@@ -45,7 +45,7 @@ std::vector<CaseResult> run_entry_cases(const GateInputs& g) {
   print_table_header();
   std::vector<CaseResult> cases;
   for (auto fn : {case_onebatch_forward, case_batch_forward, case_loss_extreme, case_grad_check, case_step,
-                  case_epoch_check, case_stream_contract}) {
+                  case_epoch_check, case_stream_contract, case_invalid_arguments}) {
     cases.push_back(fn(g));
     print_case(cases.back());
   }

@@ -45,6 +45,10 @@ CaseResult case_step(const GateInputs& g);
 // 32 images, 200 steps of `path` (one 32-image epoch each), final loss < 0.01.
 CaseResult case_overfit32(const GateInputs& g, mlp::KernelPath& path);
 
+// Case 14 (cuda/gate/invalid_args.cu): every entry point with each required pointer NULL and with
+// batch 0 and −1 returns MLP_ERR_INVALID_ARGUMENT without enqueuing or writing anything.
+CaseResult case_invalid_arguments(const GateInputs& g);
+
 // Case 9: 2 full batches and a tail batch (300 rows at batch 128) of mlp_train_epoch from the
 // initial parameters and a seeded velocity U(±1e-3); every parameter, velocity element and step
 // loss against float64 within twice the propagated bound of cuda/gate/epoch_check.h (float32's, plus

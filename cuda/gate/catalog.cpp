@@ -23,14 +23,19 @@ const std::vector<CaseInfo>& gate_cases() {
       {13, "stream-contract", "contract", true, "",
        "every entry point captured into a CUDA graph on the caller's stream: no other stream, host synchronisation "
        "or allocation inside, nothing printed, and no device-memory growth over repeated calls"},
+      {14, "invalid-args", "invalid-args", true, "",
+       "every entry point with each required pointer NULL, and with batch 0 and -1, returns "
+       "MLP_ERR_INVALID_ARGUMENT without enqueuing or writing anything"},
       {6, "overfit-32", "overfit", true, "mlp_train_epoch (stage 5)", "200 steps on 32 images: loss < 0.01"},
       {7, "train", "train", true, "mlp_train_epoch (stage 5)",
        "the recipe's 20 epochs: mean test accuracy of the last 5 within 1 pp of float64's"},
       {8, "perf", "train", false, "", "every path timed (epochs after the warm-up), finite"},
       {10, "guard-bands", "guard-bands", true, "", "no write outside any buffer in cases 1-6, 9 and 13"},
-      {11, "memcheck", "memcheck", true, "", "compute-sanitizer memcheck on stages entry and epoch-check: 0 errors"},
+      {11, "memcheck", "memcheck", true, "",
+       "compute-sanitizer memcheck on the sanitizer workload (every entry point, two short epochs, both shapes; "
+       "exact-size buffers): 0 errors"},
       {12, "racecheck", "racecheck", true, "",
-       "compute-sanitizer racecheck on stages entry and epoch-check: 0 hazards, warnings included"},
+       "compute-sanitizer racecheck on the sanitizer workload: 0 hazards, warnings included"},
   };
   return cases;
 }
@@ -43,11 +48,12 @@ const std::vector<StageInfo>& gate_stages() {
       {"entry", {1, 2, 3, 4, 5}, "mlp_train", 30.0, 1.0, false},
       {"epoch-check", {9}, "mlp_train", 30.0, 1.0, false},
       {"contract", {13}, "mlp_train", 30.0, 2.0, true},
+      {"invalid-args", {14}, "mlp_train", 30.0, 0.0, false},
       {"overfit", {6}, "mlp_train", 30.0, 5.0, false},
       {"train", {7, 8}, "mlp_train", 120.0, 0.0, true},
       {"guard-bands", {10}, "mlp_train", 30.0, 6.0, false},
-      {"memcheck", {11}, "compute-sanitizer", 180.0, 0.0, false},
-      {"racecheck", {12}, "compute-sanitizer", 300.0, 0.0, false},
+      {"memcheck", {11}, "compute-sanitizer", 60.0, 0.0, false},
+      {"racecheck", {12}, "compute-sanitizer", 90.0, 0.0, false},
   };
   return stages;
 }

@@ -20,7 +20,7 @@ struct CaseInfo {
 struct StageInfo {
   const char* name;
   std::vector<int> cases;    // in run order
-  const char* runner;        // "mlp_train" (mlp_train --stage NAME) or "compute-sanitizer" (the tool on stages entry, epoch-check)
+  const char* runner;        // "mlp_train" (mlp_train --stage NAME) or "compute-sanitizer" (the tool on `mlp_train --sanitizer-workload once`, gate/sanitizer_workload.h)
   double floor_s;            // the time limit's floor, seconds
   double epochs;             // its GPU work in our fastest path's epochs (per trained path for guard-bands; the
                              // train stage's limit is the whole run's, harness/gate/child.py)

@@ -130,6 +130,10 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
              "tensor updated each step (the step covers all n parameters), the short last batch (its rows, and the "
              "mean over its own size), the velocity carried from the previous step, the lr and momentum arguments");
   if (failed(13)) add({13}, contract_hint(row(13)->detail));
+  if (failed(14))
+    add({14}, "invalid-args: check the arguments first and return MLP_ERR_INVALID_ARGUMENT before enqueuing "
+              "anything when a required pointer is NULL or batch <= 0 (dX of mlp_backward may be NULL: then skip "
+              "dX); the row names the first call that did otherwise");
   if (failed(10))
     add({10}, "guard-bands: a kernel wrote outside its buffer (an index past a buffer: a grid or bound check off by "
               "one); run `invoke sanitize` (memcheck names the kernel and the address)");
@@ -149,6 +153,12 @@ std::vector<std::string> hints_for(const std::vector<CaseResult>& cases, const s
     if (!failed(id)) continue;
     const std::string& d = row(id)->detail;
     if (starts(d, "compute-sanitizer not found")) add({id}, kHintNoSanitizer);
+    else if (starts(d, "inconclusive"))
+      add({id}, "inconclusive: compute-sanitizer ran out of time on the sanitizer workload, which finishes without "
+                "it, so nothing was concluded (no race, no memory error, no hang was seen): run the command in the "
+                "row to see how long it takes; the tools' cost grows with the shared-memory (racecheck) or global "
+                "(memcheck) accesses of each launch and with the launches per call: larger tiles, fewer re-reads, "
+                "fewer launches bring it within its limit");
     else if (id == 11 && has(d, "error(s)"))
       add({id}, "memcheck: an index past a buffer (a grid or a bound check off by one): the log names the kernel, "
                 "the access and the address");

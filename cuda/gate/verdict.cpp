@@ -46,16 +46,16 @@ std::string named_path(const std::string& failure) {
 std::vector<int> required_cases(const JsonValue& run) {
   std::vector<std::string> stages;
   const std::string part = string_of(run.get("stage"));
+  const JsonValue* recs = member_of(run.get("supervisor"), "stages");
   if (!part.empty()) {
     stages.push_back(part);
+  } else if (recs && recs->kind == JsonValue::kArray && !recs->items.empty()) {
+    for (const auto& s : recs->items) {
+      const std::string name = string_of(member_of(&s, "name"));
+      if (!name.empty() && !contains(stages, name)) stages.push_back(name);
+    }
   } else {
     for (const auto& name : binary_stage_names()) stages.push_back(name);
-    const JsonValue* recs = member_of(run.get("supervisor"), "stages");
-    if (recs && recs->kind == JsonValue::kArray)
-      for (const auto& s : recs->items) {
-        const std::string name = string_of(member_of(&s, "name"));
-        if (!name.empty() && !contains(stages, name)) stages.push_back(name);
-      }
   }
   std::vector<int> ids;
   for (const auto& name : stages) {
@@ -66,6 +66,11 @@ std::vector<int> required_cases(const JsonValue& run) {
       if (c && c->decides && !contains(ids, id)) ids.push_back(id);
     }
   }
+  // What the owner required when it wrote the document's verdict (the gate of that run) holds too.
+  const JsonValue* held = member_of(run.get("verdict"), "required_cases");
+  if (held && held->kind == JsonValue::kArray)
+    for (const auto& x : held->items)
+      if (x.kind == JsonValue::kNumber && !contains(ids, (int)x.number)) ids.push_back((int)x.number);
   return ids;
 }
 

@@ -6,9 +6,11 @@
 //
 // The rule. A run passes when nothing below fails:
 //   - every case that decides the verdict (the catalog's; all but 8) has a row with "passed": true;
-//     a row false or null (not run), or a required case with no row, fails. The required cases: a
-//     stage part's ("stage": NAME) are that stage's; a whole run's are every case mlp_train's stages run
-//     and every case of a stage the supervisor block records (the sanitizer stages when they ran);
+//     a row false or null (not run), or a required case with no row, fails. The required cases are
+//     the deciding cases of the stages the document ran: a stage part's ("stage": NAME) its stage's;
+//     a supervised run's, those of every stage its supervisor block records (the sanitizer stages
+//     when they ran); otherwise (the binary deciding the run.json it writes, one process) every stage
+//     mlp_train runs today; and always those its own recorded verdict required (the gate of its day);
 //   - every trained path passes its checks: a record under "paths" that is not skipped has
 //     "passed": true, and no string of "path_failures" (top level or the supervisor block's) names
 //     it; the gated path skipped fails too;

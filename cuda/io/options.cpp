@@ -20,7 +20,7 @@ const char* kSynopsis =
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
     "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--smoke] [--perf-only]\n"
     "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]]\n"
-    "                 [--strict-determinism] [--parity] [--help]\n"
+    "                 [--strict-determinism] [--parity] [--sanitizer-workload once|measure] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --out DIR       an existing directory, or a new one whose parent exists (default results)\n"
     "  --paths a,b     the kernel paths to run (default every path but the opt-in persistent2)\n"
@@ -38,6 +38,9 @@ const char* kSynopsis =
     "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json);\n"
     "                  harness/gate/supervisor.py runs each in a fresh process and merges them into\n"
     "                  run.json (the stages and their cases: `mlp_host catalog`)\n"
+    "  --sanitizer-workload once|measure  the workload compute-sanitizer runs for cases 11-12: every\n"
+    "                  entry point and two short epochs at each code path the cases reach (once: one pass;\n"
+    "                  measure: also a timed pass and the launches, into OUT/sanitizer-workload.json)\n"
     "  --strict-determinism  a linked submission's one-epoch rerun must be bitwise identical, as our\n"
     "                  paths' must (default: within the parity limit, with a note)\n"
     "  Every input is checked before the GPU is touched. Recipe values and their overrides:\n";
@@ -45,7 +48,7 @@ const char* kSynopsis =
 // Flags that take a value, and the recipe key a numeric one overrides ("" for none).
 const std::map<std::string, std::string> kValueFlags = {
     {"--data", ""}, {"--recipe", ""}, {"--out", ""}, {"--init", ""}, {"--profile", ""}, {"--paths", ""},
-    {"--reference", ""}, {"--run-id", ""}, {"--stage", ""}, {"--epochs", "epochs"}, {"--batch", "batch"}, {"--lr", "lr"},
+    {"--reference", ""}, {"--run-id", ""}, {"--stage", ""}, {"--sanitizer-workload", ""}, {"--epochs", "epochs"}, {"--batch", "batch"}, {"--lr", "lr"},
     {"--momentum", "momentum"}, {"--seed", "seed"}, {"--hidden", "hidden_dim"}, {"--train-size", "train_size"},
 };
 
@@ -129,6 +132,10 @@ Options parse_args(const std::vector<std::string>& args) {
       o.stages = split_names(a, v, "stage");
       check_stage_names(o.stages, "--stage");
     }
+    else if (a == "--sanitizer-workload") {
+      if (v != "once" && v != "measure") throw UserError("--sanitizer-workload: '" + v + "' is neither once nor measure");
+      o.sanitizer_workload = v;
+    }
     else if (a == "--reference") {
       if (v != "same-run" && v != "shipped") throw UserError("--reference: '" + v + "' is neither same-run nor shipped");
       o.reference = v;
@@ -138,6 +145,11 @@ Options parse_args(const std::vector<std::string>& args) {
     }
   }
   // Modes that cannot be combined: each would silently drop the other's work.
+  if (!o.sanitizer_workload.empty() && (!o.profile.empty() || o.perf_only || o.quick || !o.stages.empty() ||
+                                        o.reference == "shipped"))
+    throw UserError("--sanitizer-workload runs alone: drop " +
+                    std::string(!o.profile.empty() ? "--profile" : o.perf_only ? "--perf-only" : o.quick ? "--quick"
+                                : !o.stages.empty() ? "--stage" : "--reference shipped"));
   const char* mode = !o.profile.empty() ? "--profile" : o.perf_only ? "--perf-only" : nullptr;
   if (!o.profile.empty() && o.perf_only) throw UserError("--profile and --perf-only cannot be combined");
   if (o.parity && !o.perf_only) throw UserError("--parity needs --perf-only (a gate run checks parity already)");
@@ -229,6 +241,6 @@ std::string options_json(const Options& o) {
       .set("out", Json::str(o.out)).set("init", Json::str(o.init)).set("profile", Json::str(o.profile))
       .set("reference", Json::str(o.reference)).set("run_id", Json::str(o.run_id)).set("paths", paths.done())
       .set("quick", Json::boolean(o.quick)).set("smoke", Json::boolean(o.smoke))
-      .set("perf_only", Json::boolean(o.perf_only)).set("strict_determinism", Json::boolean(o.strict_determinism)).set("parity", Json::boolean(o.parity)).set("overrides", ov.done()).set("stage", stages.done())
+      .set("perf_only", Json::boolean(o.perf_only)).set("strict_determinism", Json::boolean(o.strict_determinism)).set("parity", Json::boolean(o.parity)).set("sanitizer_workload", Json::str(o.sanitizer_workload)).set("overrides", ov.done()).set("stage", stages.done())
       .done();
 }

@@ -21,6 +21,10 @@ struct Options {
   // steps run, so a few steps of each kernel (a full batch and a tail batch) cover them.
   bool smoke = false;
   bool perf_only = false;  // --perf-only: case 8 alone (sweeps): no gate cases, no float64 reference
+  // --sanitizer-workload once|measure: the workload compute-sanitizer runs for cases 11-12
+  // (gate/sanitizer_workload.h): one pass ("once"), or a measured one writing
+  // OUT/sanitizer-workload.json ("measure"); "" when not given.
+  std::string sanitizer_workload;
   bool parity = false;     // --parity (with --perf-only): one epoch of each path against float64
   // --stage a,b: only these stages of the gate (binary_stage_names, cuda/gate/catalog.h), each
   // writing OUT/stage-<name>.json; harness/gate/supervisor.py runs each in a fresh process and

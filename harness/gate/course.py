@@ -189,7 +189,9 @@ def verdicts_of(folders) -> dict[Path, verdict.Verdict | str]:
     """Each gate run's verdict, from the owner (spec/verdict.py) in one call; a folder whose run.json
     records a verdict its evidence does not give maps to why (its row then FAILs naming that)."""
     docs = {Path(f): d for f in folders if (d := run_doc(f)) is not None}
-    out: dict[Path, verdict.Verdict | str] = {}
+    out: dict[Path, verdict.Verdict | str] = {f: "run.json holds no case rows" for f, d in docs.items()
+                                              if not isinstance(d.get("cases"), list)}
+    docs = {f: d for f, d in docs.items() if f not in out}
     for (f, doc), v in zip(docs.items(), verdict.decide_all(docs.values())):
         why = verdict.disagreement(doc, v)
         out[f] = f"run.json was changed after its verdict: {why}" if why else v
@@ -416,7 +418,8 @@ def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | Non
     tmp = out / f".{sub.name}.running-{uuid.uuid4().hex[:8]}"
     env = {**(gpu.env() if gpu else {}), **(env_extra or {})}
     guard = lock.stage if lock else None
-    outcome = supervise_run(binary, tmp, gate_args(strict), limit, sanitize=GATED, env=env or None, guard=guard)
+    outcome = supervise_run(binary, tmp, gate_args(strict), limit, sanitize=GATED, env=env or None, guard=guard,
+                            sanitizer_guard=lock.sanitizer if lock else None)
     final = out / sub.name
     if not outcome.started and outcome.rc == EXIT_BAD_INPUT:   # our arguments are valid: the submission's doing
         line = _refusal(tmp)

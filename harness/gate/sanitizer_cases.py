@@ -1,19 +1,31 @@
-"""Gate cases 11 (memcheck) and 12 (racecheck): compute-sanitizer on a short run of the gated
-binary itself, their error counts as cases (value = errors, limit 0).
+"""Gate cases 11 (memcheck) and 12 (racecheck): compute-sanitizer on the sanitizer workload of the
+gated binary itself, their error counts as cases (value = errors, limit 0).
 
-The short run (short_run_args) calls every entry point and a short epoch with a tail batch, and
-nothing of ours: the gate's first two stages, `mlp_train --stage entry,epoch-check --paths G`
-(cases 1-5, then case 9: the submission's mlp_train_epoch on 2 full batches and a tail, 300 rows
-at batch 128, a 44-row tail batch). Races that a normal run does not show then fail the gate.
+The workload (`mlp_train --sanitizer-workload once`, cuda/gate/sanitizer_workload.h) calls every
+entry point of the linked submission, and its epoch, on each code path the gate's cases reach (a
+full batch and a short tail at the recipe's shape, batches 7 and 129 at the odd shape, epochs with a
+short last step) with the fewest calls and rows that reach them, on buffers of exactly their size:
+bounded by construction, where the whole stages entry and epoch-check took minutes under racecheck
+for a submission of shared-memory tiled GEMMs. Before the tools run, the same workload runs once
+unsanitized (`--sanitizer-workload measure`: its calls, its kernel launches counted in a captured
+graph, its seconds), and each tool's time limit derives from that (time_limit), stated in the row.
 
 A case PASSes iff the tool ran to completion (its summary line is in its output: memcheck's
 `========= ERROR SUMMARY: N errors`, racecheck's `========= RACECHECK SUMMARY: H hazards
 displayed (E errors, W warnings)`), it counted 0 errors (racecheck: 0 hazards, its warnings
 included: a warp-synchronous reduction without __syncwarp() is reported as a warning, and it is a
-real race under independent thread scheduling) and the run under it ended with status 0 or 1 (a
-gate case of the short run may fail; the other cases judge that). A tool that is not
-found, times out, dies or stops without its summary is FAIL naming that. Each run has its own
-time limit (time_limit), printed; its output is kept in OUT/<tool>.log.
+real race under independent thread scheduling) and the run under it ended with status 0. Else it
+FAILs, naming why:
+  - errors: their count and the first one;
+  - the workload hangs without a sanitizer (its measured run timed out): "timed out ... without a
+    sanitizer", a hang, and the tools are not run;
+  - the tool ran out of its time limit on a workload that finishes unsanitized: "inconclusive", never
+    a race or a hang: nothing was concluded. Inconclusive fails the verdict (a race the tool did not
+    get to see must not pass), which is why the workload is bounded and the limit scales with the
+    submission's own measured work: a correct submission that is merely slow gets a longer limit,
+    not a failure. The row says how to reproduce the run and what makes it slow;
+  - a tool that is not found, dies or stops without its summary.
+Each run's output is kept in OUT/<tool>.log.
 
     python -m harness.gate.sanitizer_cases --binary B --out DIR [--path G]   cases 11-12 into DIR/run.json
 """
@@ -31,9 +43,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.gate.child import how_ended, print_verdict
+from harness.gate.child import how_ended, print_verdict, run_child
 from spec import catalog, verdict
-from spec.recipe import load_recipe
 from spec.files import DATA_DIR, ROOT, write_json
 
 def sanitizer_stages() -> list[dict]:
@@ -54,13 +65,17 @@ RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) 
 # hardware exception ("Stack overflow", "Warp Illegal Address").
 FIRST_ERROR = re.compile(r"^=+\s+((?:Invalid|Error|Program hit|Warp|Stack overflow|Malloc|Misaligned|Race)\b.*)$",
                          re.M)
-# Time limits: max(floor, factor x the unsanitized seconds of the same work in this run), the
-# floor alone when that is unknown. memcheck slows a run a few times, racecheck (every
-# shared-memory access instrumented) tens of times: on the H200 racecheck of our stationary
-# path's --smoke run took 63.6 s and memcheck of its --quick run 12.3 s
-# (results/sanitize_stationary.json), against seconds unsanitized.
+# Time limits: max(floor, SETUP_S + PER_LAUNCH_S x launches + SLOWDOWN x seconds) of the workload
+# measured unsanitized in the same run (the floor alone when the measurement has no launch count).
+# The terms are calibrated on the H200 (docs/PERFLOG.md, the sanitizer calibration): each tool's
+# time over the workload of the realistic submissions, with a margin of several times the worst.
 # (The floors are the catalog's.)
-FACTOR = {"memcheck": 20.0, "racecheck": 60.0}
+SETUP_S = {"memcheck": 20.0, "racecheck": 20.0}
+PER_LAUNCH_S = {"memcheck": 0.05, "racecheck": 0.2}
+SLOWDOWN = {"memcheck": 50.0, "racecheck": 500.0}
+WORKLOAD_LIMIT_S = 60.0       # the unsanitized measured run: past this the workload hangs
+WORKLOAD_ARGS = ("--sanitizer-workload", "once")
+MEASURE_ARGS = ("--sanitizer-workload", "measure")
 
 
 def find_sanitizer() -> str | None:
@@ -75,40 +90,47 @@ def find_sanitizer() -> str | None:
     return str(cand) if cand.exists() else None
 
 
-def recipe_batch(args=()) -> int:
-    """The batch of the run: --batch in `args`, else recipe.toml's."""
-    args = list(args)
-    if "--batch" in args and args.index("--batch") + 1 < len(args):
-        return int(args[args.index("--batch") + 1])
-    return int(load_recipe()["batch"])
-
-
-def short_train_size(batch: int) -> int:
-    """Case 9's rows: 2 full batches and a tail of batch x 11/32 rows (300 at batch 128;
-    cuda/gate/cases.cu case_epoch_check)."""
-    return 2 * batch + max(1, batch * 11 // 32)
-
-
-SHORT_RUN_STAGES = ("entry", "epoch-check")   # every entry point, and case 9's short epochs
-
-
-def short_run_args(gated: str, batch: int) -> list[str]:
-    """The stages entry and epoch-check of `gated`'s binary (`batch` only names the tail)."""
-    return ["--stage", ",".join(SHORT_RUN_STAGES), "--paths", gated]
-
-
 def floor_s(tool: str) -> float:
     """The tool's time-limit floor (the catalog's)."""
     return float(next(s["floor_s"] for s in sanitizer_stages() if s["name"] == tool))
 
 
-def time_limit(tool: str, unsanitized_s: float | None = None) -> tuple[float, str]:
+def time_limit(tool: str, workload: dict | None = None) -> tuple[float, str]:
+    """(limit, its words) of `tool` over the workload measured unsanitized (measure_workload)."""
     floor = floor_s(tool)
-    if not unsanitized_s:
-        return floor, f"{floor:.0f} s (the floor; no unsanitized time of the short run)"
-    derived = FACTOR[tool] * unsanitized_s
+    launches = (workload or {}).get("launches")
+    seconds = (workload or {}).get("seconds")
+    if not isinstance(launches, int) or launches < 0 or not isinstance(seconds, (int, float)):
+        return floor, f"{floor:.0f} s (the floor; the workload's launches were not counted)"
+    derived = SETUP_S[tool] + PER_LAUNCH_S[tool] * launches + SLOWDOWN[tool] * seconds
     limit = max(floor, derived)
-    return limit, f"{limit:.0f} s = max({floor:.0f} s, {FACTOR[tool]:.0f} x {unsanitized_s:.1f} s unsanitized)"
+    return limit, (f"{limit:.0f} s = max({floor:.0f} s, {SETUP_S[tool]:.0f} s + {PER_LAUNCH_S[tool]:g} s x {launches} "
+                   f"launches + {SLOWDOWN[tool]:g} x {seconds:.3f} s: the workload unsanitized)")
+
+
+def measure_workload(binary: Path, out: Path, data: Path = DATA_DIR, env: dict[str, str] | None = None,
+                     guard=None) -> dict:
+    """The workload once unsanitized: {"launches", "seconds", "calls", ...} (OUT/workload/
+    sanitizer-workload.json), or {"hang": "timed out after N s"} / {"error": why} when it did not
+    finish by itself."""
+    target = Path(out) / "workload"
+    Path(out).mkdir(parents=True, exist_ok=True)
+    cmd = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(target), *MEASURE_ARGS]
+    print(f"sanitizer workload: {' '.join(cmd)} (time limit {WORKLOAD_LIMIT_S:.0f} s)", flush=True)
+    try:
+        with (guard(False) if guard else contextlib.nullcontext()):
+            ch = run_child(cmd, WORKLOAD_LIMIT_S, Path(out) / "workload.stdout.log", Path(out) / "workload.stderr.log",
+                           env=env)
+    except OSError as exc:
+        return {"error": f"cannot run {binary}: {exc.strerror or exc}"}
+    if ch.timed_out:
+        return {"hang": how_ended(ch.rc, True, WORKLOAD_LIMIT_S)}
+    try:
+        doc = json.loads((target / "sanitizer-workload.json").read_text())
+    except (OSError, ValueError):
+        last = [ln for ln in ch.stderr.splitlines() if ln.strip()]
+        return {"error": f"{how_ended(ch.rc, False, WORKLOAD_LIMIT_S)}: {last[-1][:200] if last else 'no message'}"}
+    return doc if isinstance(doc, dict) else {"error": "sanitizer-workload.json is not an object"}
 
 
 def parse(tool: str, text: str) -> tuple[int | None, int | None, str]:
@@ -137,25 +159,25 @@ def _ended(rc: int | None, timed_out: bool, limit: float, text: str) -> str:
     return f"{how}: {last[-1].strip()[:200] if last else 'no message'}"
 
 
-def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: float, why: str,
+def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, limit: float, why: str,
              sanitizer: str | None, data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None) -> dict:
-    """One tool on the short run: its case row (plus "seconds", "limit_s", "log", "command")."""
+    """One tool on the workload: its case row (plus "seconds", "limit_s", "log", "command", "ended",
+    "workload": the unsanitized measurement, and "inconclusive" when the tool ran out of time)."""
     cid = case_of(tool)
     if sanitizer is None:
         return _case(tool, cid, False, None, "compute-sanitizer not found (PATH, $COMPUTE_SANITIZER, "
                                              "/usr/local/cuda/bin)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    # The stages' parts go to OUT/<tool>/ (the gate's own stage-*.json beside run.json stay).
     target = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(out / tool),
-              *short_run_args(gated, batch)]
+              *WORKLOAD_ARGS]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
     log = out / f"{tool}.log"
     print(f"{tool}: {' '.join(cmd)}", flush=True)
     print(f"{tool}: time limit {why}", flush=True)
     t0 = time.time()
     timed_out = False
-    with open(log, "w") as fh, (guard(False) if guard else contextlib.nullcontext()):
+    with open(log, "w") as fh, (guard() if guard else contextlib.nullcontext()):
         child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
                                  env={**os.environ, **env} if env else None)
         try:
@@ -167,13 +189,23 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     seconds = round(time.time() - t0, 1)
     text = log.read_text(errors="replace")
     errors, warnings, first = parse(tool, text)
+    measured = {k: workload.get(k) for k in ("calls", "launches", "memory_ops", "seconds")}
     extra = {"seconds": seconds, "limit_s": round(limit, 1), "log": log.name, "command": " ".join(cmd),
-             "ended": how_ended(rc, timed_out, limit)}
+             "ended": how_ended(rc, timed_out, limit), "workload": measured}
     if warnings is not None:
         extra["warnings"] = warnings
-    what = f"compute-sanitizer {tool} on `{' '.join(target[1:])}`"
-    if timed_out or errors is None or (rc is not None and rc < 0):
-        row = _case(tool, cid, False, None, f"{_ended(rc, timed_out, limit, text)} ({what}; no summary: "
+    what = f"compute-sanitizer {tool} on the sanitizer workload (`{' '.join(target[1:])}`)"
+    work = (f"{workload.get('calls')} calls, {workload.get('launches')} launches, "
+            f"{float(workload.get('seconds') or 0):.3f} s unsanitized")
+    if timed_out:
+        row = _case(tool, cid, False, None,
+                    f"inconclusive: {tool} did not finish within its limit of {why} ({work}); nothing was concluded "
+                    f"about {'races' if tool == 'racecheck' else 'memory errors'}: the same workload finishes "
+                    f"unsanitized, so this is neither a {'race' if tool == 'racecheck' else 'memory error'} nor a "
+                    f"hang. Reproduce: `{' '.join(cmd)}`; what makes it slow: {SLOW_WHY[tool]} ({log.name})",
+                    inconclusive=True, **extra)
+    elif errors is None or (rc is not None and rc < 0):
+        row = _case(tool, cid, False, None, f"{_ended(rc, False, limit, text)} ({what}; no summary: "
                                             f"the tool did not finish; {log.name})", **extra)
     elif tool == "racecheck" and errors + (warnings or 0) > 0:
         hazards = errors + (warnings or 0)
@@ -182,16 +214,23 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     elif errors > 0:
         row = _case(tool, cid, False, errors, f"{errors} error(s); first: {first or 'see the log'} ({what}; "
                                               f"{log.name})", **extra)
-    elif rc not in (0, 1, 99):
+    elif rc != 0:
         row = _case(tool, cid, False, errors, f"0 errors, but the run under it {_ended(rc, False, limit, text)} "
                                               f"before its end ({what}; {log.name})", **extra)
     else:
-        row = _case(tool, cid, True, 0, f"0 {'hazards' if tool == 'racecheck' else 'errors'} in "
-                                        f"{seconds:.0f} s ({what}: every entry point, and case 9's "
-                                        f"{short_train_size(batch)}-row epoch with a "
-                                        f"{short_train_size(batch) % batch}-row tail batch)", **extra)
+        row = _case(tool, cid, True, 0, f"0 {'hazards' if tool == 'racecheck' else 'errors'} in {seconds:.0f} s "
+                                        f"(limit {why}) ({what}: {workload.get('workload') or 'every entry point'}; "
+                                        f"{work})", **extra)
     print(format_row(row), flush=True)
     return row
+
+
+# What makes a tool slow on this workload, for an inconclusive row.
+SLOW_WHY = {"memcheck": "memcheck checks every global and shared access of every launch: kernels that re-read "
+                        "global memory many times per output (an untiled GEMM of the 784-wide input) or thousands of "
+                        "tiny launches",
+            "racecheck": "racecheck instruments every shared-memory access of every launch: small tiles re-read many "
+                         "times, or many launches per call (a row at a time); larger tiles, fewer launches"}
 
 
 def format_row(c: dict) -> str:
@@ -202,41 +241,25 @@ def format_row(c: dict) -> str:
             f"{'PASS' if c['passed'] else 'FAIL'}   {c['detail']}")
 
 
-def skip_reason(doc: dict) -> str | None:
-    """Why the sanitizer runs would only repeat a hang: a case they repeat (1-5, 9) timed out."""
-    repeated = {i for s in catalog.stages("mlp_train") if s["name"] in SHORT_RUN_STAGES for i in s["cases"]}
-    for c in doc.get("cases", []):
-        if c.get("id") in repeated and str(c.get("detail", "")).startswith("timed out"):
-            return (f"not run: case {c['id']} {c.get('name', '')} {c['detail']} without a sanitizer "
-                    f"(the short run would repeat the hang)")
-    return None
-
-
-def unsanitized_seconds(doc: dict) -> float | None:
-    """The seconds of the short run's work unsanitized in this run: stages entry and epoch-check."""
-    stages = {s.get("name"): s for s in (doc.get("supervisor") or {}).get("stages", [])}
-    try:
-        return float(stages["entry"]["seconds"]) + float(stages["epoch-check"]["seconds"])
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None, batch: int | None = None,
-                    tools=None, data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None) -> list[dict]:
-    """Case rows 11 and 12 for `binary` (the gated path `gated`); `doc`, the run's run.json, gives
-    the unsanitized time the limits derive from and says when a hang makes the runs pointless."""
-    doc = doc or {}
+def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None, tools=None,
+                    data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None,
+                    sanitizer_guard=None) -> list[dict]:
+    """Case rows 11 and 12 for `binary` (the gated path `gated`): the workload measured unsanitized
+    (under `guard(False)`: a shared stage), then each tool on it under `sanitizer_guard()` (the
+    course's one-sanitizer-at-a-time queue of its GPU). `doc` is accepted for the callers' sake."""
     sanitizer = find_sanitizer()
-    batch = batch or int((doc.get("recipe") or {}).get("batch") or recipe_batch())
-    skip = skip_reason(doc)
+    tools = tools or [s["name"] for s in sanitizer_stages()]
     rows = []
-    for tool in tools or [s["name"] for s in sanitizer_stages()]:
-        limit, why = time_limit(tool, unsanitized_seconds(doc))
-        if skip:
-            rows.append(_case(tool, case_of(tool), False, None, skip))
+    workload = measure_workload(binary, Path(out), data, env, guard) if sanitizer else {}
+    for tool in tools:
+        if "hang" in workload:
+            rows.append(_case(tool, case_of(tool), False, None,
+                              f"{workload['hang']} without a sanitizer: the sanitizer workload hangs (`{binary} "
+                              f"{' '.join(MEASURE_ARGS)}`), so {tool} was not run: a hang, not a sanitizer finding"))
             print(format_row(rows[-1]), flush=True)
             continue
-        rows.append(run_case(tool, binary, out, gated, batch, limit, why, sanitizer, data, env, guard))
+        limit, why = time_limit(tool, workload)
+        rows.append(run_case(tool, binary, out, gated, workload, limit, why, sanitizer, data, env, sanitizer_guard))
     return rows
 
 
@@ -257,7 +280,7 @@ def merge(doc: dict, rows: list[dict]) -> tuple[dict, verdict.Verdict]:
 
 
 def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, logs: Path | None = None,
-          env: dict[str, str] | None = None, guard=None) -> int:
+          env: dict[str, str] | None = None, guard=None, sanitizer_guard=None) -> int:
     """Cases 11-12 added to OUT/run.json (the tools' logs and parts in LOGS, default OUT) and the
     document decided again; the new exit status: the verdict's (0 PASS, 1 FAIL), or `rc` when it
     says the run never judged (2 bad input, 3 no GPU, 4 internal error)."""
@@ -267,7 +290,8 @@ def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, l
     except (OSError, ValueError):
         print(f"error: {run_json}: no run.json to add cases 11-12 to", file=sys.stderr)
         return rc or 1
-    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data, env=env, guard=guard)
+    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data, env=env, guard=guard,
+                           sanitizer_guard=sanitizer_guard)
     for r in rows:   # the log as a path from run.json's folder
         if "log" in r:
             r["log"] = os.path.relpath(Path(logs or out) / r["log"], Path(out))

@@ -7,8 +7,9 @@
 Each GPU has a GpuLock. A stage that needs the GPU to itself (the catalog's "exclusive" stages: the
 timed train stage, and the contract stage, which reads the device's free memory) takes it alone: no
 other stage runs on that GPU meanwhile, and a waiting exclusive stage holds back new shared ones so it
-is not starved. The other stages (and the compute-sanitizer runs) share the GPU, up to `jobs` at once,
-one submission per worker. A child runs with CUDA_VISIBLE_DEVICES set to its GPU's UUID, so it sees
+is not starved. The other stages share the GPU, up to `jobs` at once, one submission per worker; the
+compute-sanitizer runs share it too, but queue for its sanitizer slots (one by default): one queue
+of sanitized runs per GPU, beside the other submissions' unsanitized stages. A child runs with CUDA_VISIBLE_DEVICES set to its GPU's UUID, so it sees
 that GPU alone (as device 0). `jobs` is per GPU: on one GPU it keeps its old meaning, submissions
 gated at once, and their timed stages are undisturbed by each other.
 """
@@ -22,6 +23,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from spec.files import InputError
+
+# Sanitized runs at once on one GPU. compute-sanitizer runs from separate processes time-slice the
+# GPU rather than share it (four racechecks side by side took four times one on the H200), so one
+# at a time keeps each run's limit honest and loses nothing (docs/PERFLOG.md: the measurement of one
+# against two).
+SANITIZER_SLOTS = 1
 
 
 @dataclass(frozen=True)
@@ -81,13 +88,22 @@ def select_gpus(spec: str | None, available: list[Gpu] | None = None) -> list[Gp
 
 
 class GpuLock:
-    """Shared or exclusive use of one GPU; a waiting exclusive user blocks new shared ones."""
+    """Shared or exclusive use of one GPU; a waiting exclusive user blocks new shared ones. A
+    compute-sanitizer run (sanitizer()) is a shared user that also holds one of the GPU's
+    `sanitizer_slots` (default SANITIZER_SLOTS): sanitized runs queue for the GPU while other
+    submissions' unsanitized stages run beside them."""
 
-    def __init__(self) -> None:
+    def __init__(self, sanitizer_slots: int | None = None) -> None:
         self._cond = threading.Condition()
         self._shared = 0
         self._exclusive = False
         self._waiting_exclusive = 0
+        self._sanitizers = threading.Semaphore(sanitizer_slots or SANITIZER_SLOTS)
+
+    @contextmanager
+    def sanitizer(self):
+        with self._sanitizers, self.stage(False):
+            yield
 
     @contextmanager
     def stage(self, exclusive: bool):
@@ -111,12 +127,12 @@ class GpuLock:
                 self._cond.notify_all()
 
 
-def run_on_gpus(items: list, gpus: list[Gpu | None], jobs: int, work) -> list:
+def run_on_gpus(items: list, gpus: list[Gpu | None], jobs: int, work, sanitizer_slots: int | None = None) -> list:
     """work(item, gpu, lock) for every item, in `jobs` workers per GPU pulling from one queue (an
     item goes to whichever GPU frees a worker first); results in the items' order. `gpus` empty:
     one pseudo-GPU None (the children then see whatever CUDA sees)."""
     gpus = list(gpus) or [None]
-    locks = {id(g): GpuLock() for g in gpus}
+    locks = {id(g): GpuLock(sanitizer_slots) for g in gpus}
     todo: queue.Queue = queue.Queue()
     for k, item in enumerate(items):
         todo.put((k, item))

@@ -34,7 +34,7 @@ from spec.files import DATA_DIR, ROOT, write_json
 
 def supervise(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
               sanitize: str | None = None, logs: Path | None = None, staged: bool = True,
-              env: dict[str, str] | None = None, guard=None) -> int:
+              env: dict[str, str] | None = None, guard=None, sanitizer_guard=None) -> int:
     """The gate of `binary` into OUT/run.json, in stages (harness/gate/stages.py: each a fresh process
     under its own time limit) or, with `staged` False, in one child under one limit; with
     `sanitize` (the gated path's name) also cases 11-12, compute-sanitizer memcheck and racecheck
@@ -42,15 +42,19 @@ def supervise(binary: Path, out: Path, args: list[str], limit: float | None = No
     time limit instead of the derived ones. `env`: on top of ours for every child (the course's
     CUDA_VISIBLE_DEVICES); `guard(exclusive)`: a context each child runs in (the course's GPU lock).
     The exit status: 0 pass, 1 fail, 2 bad input, 3 no GPU reached."""
-    return supervise_run(binary, out, args, limit, data, sanitize, logs, staged=staged, env=env, guard=guard).rc
+    return supervise_run(binary, out, args, limit, data, sanitize, logs, staged=staged, env=env, guard=guard,
+                         sanitizer_guard=sanitizer_guard).rc
 
 
 def supervise_run(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
                   sanitize: str | None = None, logs: Path | None = None, write_unstarted: bool = True,
-                  staged: bool = True, env: dict[str, str] | None = None, guard=None) -> Outcome:
+                  staged: bool = True, env: dict[str, str] | None = None, guard=None,
+                  sanitizer_guard=None) -> Outcome:
     """supervise(), with what happened. `logs`: where the logs (and the stages' parts) go
     (default OUT). `write_unstarted` False: a run that stopped before any case leaves
-    OUT/run.json as it was (`invoke run`: a machine without a GPU keeps the committed results)."""
+    OUT/run.json as it was (`invoke run`: a machine without a GPU keeps the committed results).
+    `sanitizer_guard()`: a context each compute-sanitizer run holds (the course's queue of one
+    sanitized run at a time per GPU)."""
     if staged:
         from harness.gate.stages import run_staged
         outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted, env=env, guard=guard)
@@ -58,7 +62,8 @@ def supervise_run(binary: Path, out: Path, args: list[str], limit: float | None 
         outcome = _supervise(binary, out, args, limit, data, logs, write_unstarted, env)
     if sanitize and outcome.rc != 2 and outcome.started:
         from harness.gate import sanitizer_cases
-        outcome.rc = sanitizer_cases.apply(binary, out, sanitize, outcome.rc, data, logs, env=env, guard=guard)
+        outcome.rc = sanitizer_cases.apply(binary, out, sanitize, outcome.rc, data, logs, env=env, guard=guard,
+                                           sanitizer_guard=sanitizer_guard)
     if not outcome.started and outcome.child_rc == 3:
         outcome.rc = 3   # no GPU reached (or no code for it): not a verdict on the submission
     return outcome

@@ -6,7 +6,10 @@ with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevic
 any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_REFUSE (a name): a run whose
 --out holds it exits 2 at once with mlp_train's line for an mlp_precision() out of range. FAKE_PATH_FAILURES (JSON list)
 goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
-gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times."""
+gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times.
+`--sanitizer-workload measure|once` (the sanitizer cases' workload): FAKE_WORKLOAD "ok" (the
+default: measure writes OUT/sanitizer-workload.json with FAKE_LAUNCHES launches, default 40, and
+0.05 s), "hang" (sleeps 60 s) or "crash" (exit 3 with a CUDA error line)."""
 import json
 import os
 import signal
@@ -22,6 +25,20 @@ CASES = {s["name"]: [(i, NAMES[i]) for i in s["cases"]] for s in catalog.stages(
 args = sys.argv[1:]
 get = lambda f: args[args.index(f) + 1] if f in args else None  # noqa: E731
 stage, out, run_id = get("--stage"), get("--out"), get("--run-id")
+if get("--sanitizer-workload"):
+    how = os.environ.get("FAKE_WORKLOAD", "ok")
+    if how == "hang":
+        time.sleep(60)
+    if how == "crash":
+        print("mlp_train: CUDA error: sanitizer_workload.cu:99: cudaErrorIllegalAddress", file=sys.stderr)
+        sys.exit(3)
+    if get("--sanitizer-workload") == "measure":
+        os.makedirs(out, exist_ok=True)
+        json.dump({"calls": 19, "launches": int(os.environ.get("FAKE_LAUNCHES", "40")), "memory_ops": 0,
+                   "seconds": 0.05, "capture": "ok", "statuses": [], "workload": "fake workload"},
+                  open(os.path.join(out, "sanitizer-workload.json"), "w"))
+    print("sanitizer workload: 19 calls", flush=True)
+    sys.exit(0)
 mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
 t_start = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))

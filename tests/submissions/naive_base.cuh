@@ -22,6 +22,7 @@
 //   MUTANT_LEAK_EPOCH       a 64 MiB cudaMalloc in every mlp_train_epoch, never freed   -> case 13
 //   MUTANT_WARP_RACE        the bias column sums as a warp-synchronous reduction without
 //                           __syncwarp() (racecheck reports its hazards as warnings)    -> case 12
+//   MUTANT_UNCHECKED_ARGS   mlp_forward launches whatever it is given (no NULL or batch check) -> case 14
 //   VARIANT_ATOMIC_BIAS     correct, not a mutant: the bias gradients summed with atomicAdd, so reruns
 //                           differ in the last bits -> passes, with the gate's nondeterminism note
 //   VARIANT_TF32_PRODUCTS   every matrix product's two inputs rounded to TF32 first (round to nearest, ties
@@ -31,7 +32,8 @@
 //                           tf32_products.cu and bf16_products.cu declare what they round to and pass at
 //                           it; mutant_undeclared_tf32.cu rounds to TF32 and declares nothing -> cases 1,
 //                           2, 4, 9 (the float32 gate); mutant_bf16_no_relu_mask.cu declares bf16 -> case 4
-// Every entry point only enqueues work on `stream`: no allocation (mlp_loss reduces its row losses in
+// Every entry point first returns MLP_ERR_INVALID_ARGUMENT for a NULL required pointer or batch <= 0
+// (case 14), before enqueuing anything. Every entry point only enqueues work on `stream`: no allocation (mlp_loss reduces its row losses in
 // one block instead of keeping a scratch buffer), no host synchronisation.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -220,6 +222,9 @@ constexpr bool kOffByOne = false;
 
 extern "C" int mlp_forward(MlpShape s, const float* params, const float* X, int batch, float* H, float* Z,
                            cudaStream_t st) {
+#ifndef MUTANT_UNCHECKED_ARGS
+  if (!params || !X || !H || !Z || batch <= 0) return MLP_ERR_INVALID_ARGUMENT;
+#endif
 #ifdef MUTANT_SILENT_FORWARD
   return MLP_OK;
 #endif
@@ -252,6 +257,7 @@ int loss_rows(MlpShape s, const float* Z, const int* labels, int batch, int deno
 
 extern "C" int mlp_loss(MlpShape s, const float* Z, const int* labels, int batch, float* dZ, float* loss,
                         cudaStream_t st) {
+  if (!Z || !labels || !dZ || !loss || batch <= 0) return MLP_ERR_INVALID_ARGUMENT;
   return loss_rows(s, Z, labels, batch, batch, dZ, loss, st);
 }
 
@@ -271,6 +277,7 @@ void bias_sum(int rows, int cols, const float* M, float* out, cudaStream_t st) {
 
 extern "C" int mlp_backward(MlpShape s, const float* params, const float* X, const float* H, const float* dZ,
                             int batch, float* grads, float* dH, float* dX, cudaStream_t st) {
+  if (!params || !X || !H || !dZ || !grads || !dH || batch <= 0) return MLP_ERR_INVALID_ARGUMENT;
   MlpOffsets o = mlp_offsets(s);
   int e = gemm(s.hidden, s.out, batch, H, true, dZ, false, grads + o.w2, nullptr, false, nullptr, st);
   bias_sum(batch, s.out, dZ, grads + o.b2, st);
@@ -283,6 +290,7 @@ extern "C" int mlp_backward(MlpShape s, const float* params, const float* X, con
 
 extern "C" int mlp_step(float* params, float* velocity, const float* grads, size_t n, float lr, float momentum,
                         cudaStream_t st) {
+  if (!params || !velocity || !grads) return MLP_ERR_INVALID_ARGUMENT;
 #ifdef MUTANT_FIXED_HYPERPARAMS
   lr = 0.1f, momentum = 0.9f;  // the recipe's values, whatever the caller passed
 #endif
@@ -293,6 +301,8 @@ extern "C" int mlp_step(float* params, float* velocity, const float* grads, size
 extern "C" int mlp_train_epoch(MlpShape s, float* params, float* velocity, const float* X_all,
                                const int* labels_all, const int* order, int n, int batch, float lr, float momentum,
                                float* ws, float* step_loss, cudaStream_t st) {
+  if (!params || !velocity || !X_all || !labels_all || !order || !ws || !step_loss || batch <= 0)
+    return MLP_ERR_INVALID_ARGUMENT;
   const MlpWorkspaceOffsets w = mlp_workspace_offsets(s, batch);  // model.h
   float* Xb = ws + w.x;
 #ifdef MUTANT_FAULT_EPOCH

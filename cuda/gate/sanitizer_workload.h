@@ -1,0 +1,41 @@
+// cuda/gate/sanitizer_workload.h — the workload compute-sanitizer runs for cases 11 (memcheck) and 12
+// (racecheck): every entry point of the linked submission, and its epoch, on each code path the gate's
+// cases reach, with the fewest calls and rows that reach them. A sanitizer's cost grows with the
+// work it instruments (racecheck: every shared-memory access of every launch), so the workload is
+// bounded by construction instead of being whole stages of the gate.
+//
+//   the recipe's shape (real images, the seed's initial weights, epoch 0's order), batch B (the
+//   recipe's) and a tail T = max(1, B·11/32) (case 9's: 44 at B = 128):
+//     forward, loss, backward with dX, step at B; forward, loss, backward without dX at T;
+//     mlp_train_epoch over B + T rows (one full step and one short one)
+//   the odd shape 37-19-3 (gate/odd_shape.h, seeded data), batches 7 and 129 (one tile row and past it):
+//     forward, loss, backward with dX, step at 7; forward, loss, backward without dX at 129;
+//     mlp_train_epoch over 7 + 3 rows at batch 7 and over 129 + 7 rows at batch 129
+//
+// Each call takes the previous calls' outputs as its inputs (H and Z from forward, dZ from loss,
+// grads from backward), so every value is a real one, never zeros. Buffers are exactly their size
+// (plain cudaMalloc, no guard bands): an index past a buffer is an error memcheck names. A status
+// other than MLP_OK is recorded and the calls go on (the odd shape declined with
+// MLP_ERR_UNSUPPORTED skips its other calls); the cases judge statuses, the sanitizers only errors.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "gate/cases.h"
+
+struct SanitizerWorkload {
+  int calls = 0;                     // entry-point calls in one pass
+  std::vector<std::string> statuses; // "label: status" of each call not MLP_OK
+  // measure only (run_sanitizer_workload(g, true)):
+  double seconds = 0;                // one eager pass after a warm-up one, synchronised after each call
+  int launches = -1;                 // kernel nodes of the pass captured into a CUDA graph; -1 when it
+                                     // could not be captured (`capture` says why)
+  int memory_ops = -1;               // memset and memcpy nodes of that graph
+  std::string capture = "";          // "ok", or why the capture failed
+};
+
+// One pass of the workload (what a sanitizer runs); with `measure`, a warm-up pass, a timed pass and
+// a captured pass for the launch count.
+SanitizerWorkload run_sanitizer_workload(const GateInputs& g, bool measure);
+// The workload's calls as one line, for the sanitizer cases' rows.
+std::string sanitizer_workload_words(const GateInputs& g);
