@@ -20,7 +20,7 @@
 //                         6000 = 46·128 + 112 rows); every number bitwise equal to the file without it
 //                         (each output element is the same thread's same sum whatever the row count)
 // The defects (one per file), each with the gate cases that must fail it; harness/gate/course_gen.py
-// reads the cases after "->" from these lines (keep one entry per macro, the cases on its last line):
+// reads them from these lines (one entry per macro, its cases after its last "->"):
 //   MUTANT_MASK_GE_ZERO     dH masked with (H >= 0), true for every unit after the ReLU -> case 4
 //   MUTANT_DB_ROW_SUMS      each bias gradient summed along a row of dZ or dH, not down its column
 //                           -> case 4

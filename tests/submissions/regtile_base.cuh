@@ -9,7 +9,7 @@
 // slab's depth [8]; RT_TM, RT_TN, a thread's outputs [4, 4]. RT_TM divides RT_BM, RT_TN divides
 // RT_BN, and the block has 32 to 1024 threads.
 // The defects (one per file), each with the gate cases that must fail it; harness/gate/course_gen.py
-// reads the cases after "->" from these lines (keep one entry per macro, the cases on its last line):
+// reads them from these lines (one entry per macro, its cases after its last "->"):
 //   MUTANT_RT_NO_SYNC     no __syncthreads() after each slab's products: a fast warp stages the next
 //                         slab over one a slow warp still reads -> case 12
 //   MUTANT_RT_K_FLOOR     the K loop runs whole slabs only (k0 + RT_BK <= K): the last K mod RT_BK

@@ -8,7 +8,7 @@
 //
 // Parameter (macro): TILE, the tile's side and the block's, 8, 16 or 32 (TILE² threads) [16].
 // The defects (one per file), each with the gate cases that must fail it; harness/gate/course_gen.py
-// reads the cases after "->" from these lines (keep one entry per macro, the cases on its last line):
+// reads them from these lines (one entry per macro, its cases after its last "->"):
 //   MUTANT_TILE_NO_SYNC         no __syncthreads() after each tile's products: a fast warp stages the
 //                               next tile over one a slow warp still reads -> case 12
 //   MUTANT_TILE_K_EDGE          the tiles staged without the k < K check: the last tile of a K that TILE
