@@ -1,20 +1,25 @@
 // tests/submissions/naive_base.cuh — a second, deliberately plain implementation of
 // cuda/contract/submission.h (one thread per output element, no tiling), written independently of
 // cuda/kernels/stepwise.cuh. Built as is (naive.cu) it must pass the gate; each mutant_*.cu defines ONE
-// of the MUTANT_* macros below, and the gate must catch it in the case named beside it.
+// of the MUTANT_* macros below, and the gate must catch it in the case named beside it
+// (harness/gate/course_gen.py reads them from these lines: one entry per macro, its cases after its
+// last "->").
 //   MUTANT_NO_RELU_MASK     dH = dZ·W2ᵀ without ⊙(H > 0)             -> case 4 (grad-check)
 //   MUTANT_FLIPPED_UPDATE   p = p − v instead of p + v               -> case 5 (step), case 6
 //   MUTANT_NO_MAX_SHIFT     exp(z) without subtracting the row max     -> case 3 (loss-extreme)
 //   MUTANT_DB_WRONG_AXIS    db = row sums instead of column sums     -> case 4 (grad-check)
 //   MUTANT_SILENT_FORWARD   mlp_forward returns MLP_OK, writes nothing -> cases 1, 2 (poisoned NaN)
-//   MUTANT_NAN_EPOCH        mlp_train_epoch's losses turn NaN on step 3 -> the run names epoch and step
+//   MUTANT_NAN_EPOCH        mlp_train_epoch's losses turn NaN on step 3 -> case 7 (training stops; the run
+//                           names epoch and step)
 //   MUTANT_FROZEN_B2        the epoch's step covers W1..W2 only (n = o.b2): b2 never moves -> case 9
 //   MUTANT_TAIL_MEAN        the tail batch's loss and dZ averaged over `batch`, not its rows -> case 9
 //   MUTANT_FORWARD_OVERRUN  forward's bound check `m > M` (not >=): one row past H and Z -> cases 1, 2, 10
 //   MUTANT_RACY_TILE        forward's layer 1 as a shared-memory tiled GEMM missing the
-//                           __syncthreads() after each tile's products -> racecheck (invoke sanitize)
-//   MUTANT_SPIN_EPOCH       the epoch waits on a step counter no kernel increments -> a stage timeout
-//   MUTANT_FAULT_EPOCH      the labels scratch taken as `(int*)offset`, not ws + offset -> illegal address
+//                           __syncthreads() after each tile's products -> case 12 (racecheck; invoke sanitize)
+//   MUTANT_SPIN_EPOCH       the epoch waits on a step counter no kernel increments -> case 9, by its stage's
+//                           time limit (a spin)
+//   MUTANT_FAULT_EPOCH      the labels scratch taken as `(int*)offset`, not ws + offset -> case 9 (an
+//                           illegal address)
 //   MUTANT_FIXED_HYPERPARAMS  mlp_step uses 0.1f and 0.9f, not its lr and momentum     -> cases 5, 9
 //   MUTANT_STRIDE_784       forward reads X with the literal 784 as its row stride      -> case 2 (odd shape)
 //   MUTANT_LEGACY_STREAM    every launch on the legacy default stream, not `stream`     -> case 13
