@@ -68,7 +68,7 @@ def main() -> int:
             r["workload"] = None
         for tool in ("memcheck", "racecheck"):
             r[tool] = timed([sanitizer(), "--tool", tool, "--error-exitcode", "99", str(exe), "--data", "data",
-                             "--out", str(wdir / tool), "--sanitizer-workload", "once"], wdir / f"{tool}.log", 300)
+                             "--out", str(wdir / tool), "--sanitizer-workload", "once"], wdir / f"{tool}.log", 150)
         rows[n] = r
         w = r["workload"] or {}
         print(f"{n:24s} workload {r['measure']['seconds']:6.1f} s wall (rc {r['measure']['rc']}), "
