@@ -52,8 +52,8 @@ const std::vector<StageInfo>& gate_stages() {
       {"overfit", {6}, "mlp_train", 30.0, 5.0, false},
       {"train", {7, 8}, "mlp_train", 120.0, 0.0, true},
       {"guard-bands", {10}, "mlp_train", 30.0, 6.0, false},
-      {"memcheck", {11}, "compute-sanitizer", 60.0, 0.0, false},
-      {"racecheck", {12}, "compute-sanitizer", 90.0, 0.0, false},
+      {"memcheck", {11}, "compute-sanitizer", 120.0, 0.0, false},
+      {"racecheck", {12}, "compute-sanitizer", 300.0, 0.0, false},
   };
   return stages;
 }
