@@ -23,6 +23,9 @@ from tests.test_gpu_gate import build_and_gate, built
 
 pytestmark = pytest.mark.gpu
 
+# Under `compute-sanitizer --tool racecheck ... --smoke --train-size 300` on one H200 beside six other
+# such runs, tiled16 and regtile took about 300 s and tiled32 (1,024-thread blocks) over 420 s: issue
+# 40's slowness, which their course-gate test meets wherever the racecheck stage's limit is shorter.
 LEARNER = ["tiled16", "tiled32", "regtile", "launch_heavy"]
 QUICK_CASES = {1, 2, 3, 4, 5, 6, 9, 10, 13}   # the rows a --quick run prints
 SANITIZER_CASES = {11, 12}                     # the supervisor's compute-sanitizer runs
@@ -34,7 +37,9 @@ DEFECTS = ([("tiled16", m) for m in (*cg.defects_of("learner_common.cuh"), *cg.d
            + [("regtile", m) for m in cg.defects_of("regtile_base.cuh")])
 TABLE = {**cg.BASES["tiled"].defects(), **cg.BASES["regtile"].defects()}
 QUICK = [(f, m) for f, m in DEFECTS if set(TABLE[m].must_fail) <= QUICK_CASES]
-SANITIZED = [(f, m) for f, m in DEFECTS if set(TABLE[m].must_fail) & SANITIZER_CASES]
+# The races on tiled16 and regtile only: racecheck of tiled32's blocks runs longer than that stage's
+# limit (above), and a run that times out has no hazard count to check.
+SANITIZED = [(f, m) for f, m in DEFECTS if set(TABLE[m].must_fail) & SANITIZER_CASES and f != "tiled32"]
 COURSE = (6, 40)   # n, seed of the generated course gated whole
 
 
@@ -64,7 +69,8 @@ def course_gate(src: str, out: Path) -> tuple[subprocess.CompletedProcess, dict,
 def test_a_learner_style_submission_passes_the_quick_gate(name):
     res, rows = build_and_gate(f"tests/submissions/{name}.cu", "--paths", "submission")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert len(rows) == len(QUICK_CASES) and all(v[0] == "PASS" for v in rows.values()), rows
+    names = catalog.case_names()
+    assert {names[i] for i in QUICK_CASES} <= set(rows) and all(v[0] == "PASS" for v in rows.values()), rows
     assert "odd shape 37-19-3" in rows["batch-forward"][1] and "declined" not in rows["batch-forward"][1]
 
 
@@ -102,9 +108,7 @@ def test_a_learner_style_race_fails_its_sanitizer_case(file, macro, tmp_path):
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     by = {c["id"]: c for c in json.loads((tmp_path / "out" / "run.json").read_text())["cases"]}
     for case in TABLE[macro].must_fail:
-        assert not by[case]["passed"], by.get(case)
-        if case == 12:
-            assert by[12]["value"] > 0, by[12]
+        assert not by[case]["passed"] and by[case]["value"] is not None and by[case]["value"] > 0, by.get(case)
 
 
 def libmlp(submission: str) -> Path:

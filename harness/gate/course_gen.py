@@ -8,8 +8,8 @@ The bases (BASES): `naive` (naive_base.cuh: one thread per output, no parameters
 (tiled_base.cuh: shared-memory tiled GEMMs, TILE 16 or 32) and `regtile` (regtile_base.cuh:
 register-tiled GEMMs, block tile, slab depth and thread tile drawn); the last two also draw
 learner_common.cuh's block sizes and whether the short last batch's forward runs one row at a time
-(VARIANT_ROWWISE_TAIL, correct). A base is drawn uniformly for each file, then each parameter
-uniformly from its choices.
+(VARIANT_ROWWISE_TAIL, correct). A correct file's base is drawn uniformly, a failing file's comes
+with its defect (below); then each parameter is drawn uniformly from its choices.
 
 The defects are the MUTANT_* macros the bases' headers document: each header's leading comment has
 one entry per macro, `//   MUTANT_NAME  what it breaks -> case 4` (more lines may follow, deeper
