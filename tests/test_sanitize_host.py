@@ -71,11 +71,8 @@ def asan_env(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def asan_host(asan_env):
-    res = subprocess.run(["make", "--no-print-directory", "-s", f"-j{os.cpu_count() or 2}", "-C", str(ROOT),
-                          "build/asan/mlp_host"], capture_output=True, text=True)
-    assert res.returncode == 0, f"make build/asan/mlp_host failed:\n{res.stderr[-3000:]}"
-    return ASAN_HOST
+def asan_host(asan_env, built):
+    return built("asan/mlp_host")   # ASAN_HOST
 
 
 def run_asan(env, *args, cwd=ROOT) -> subprocess.CompletedProcess:

@@ -30,10 +30,6 @@ EMU = BUILD_DIR / "vit_forward_emu"
 N_TEST = 12
 
 
-def _build_emu():
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", str(EMU.relative_to(ROOT))],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
 
 
 def _small_config(tmp_path) -> Path:
@@ -77,8 +73,8 @@ def fake_profile(parts: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
-    _build_emu()
+def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch, built):
+    built("vit_forward_emu")   # EMU
     cfg_path = _small_config(tmp_path)
     monkeypatch.setenv("VIT_FORWARD", str(EMU))
     monkeypatch.setenv("VIT_CONFIG", str(cfg_path))
