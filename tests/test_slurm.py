@@ -293,7 +293,7 @@ def slurm_cluster():
                            *((lambda a=h: _stop_child(*a), "slurmscriptd") for h in helpers)]:
             try:
                 stop()
-            except Exception as exc:  # noqa: BLE001 - every daemon gets its stop, then the first error
+            except (OSError, subprocess.SubprocessError) as exc:   # every daemon gets its stop, then the errors
                 errors.append(f"{what}: {type(exc).__name__}: {exc}")
         shutil.rmtree(base, ignore_errors=True)
         if errors:
