@@ -67,6 +67,38 @@ def test_every_name_is_a_safe_folder_and_two_never_collide():
         assert Path(n).name == n and n not in (".", "..") and n[0].isalnum() and "leaderboard" != n.split("-")[0]
 
 
+def test_a_submission_named_like_the_leaderboard_in_any_case_is_gated_under_another_name(fake_gate):
+    """The course gate's loader of a folder of submissions: LEADERBOARD.md.cu and Leaderboard.cu are
+    gated under hashed names (the stems are reserved in every case, spec/validate.py), so their folders
+    never take the place of leaderboard.md or leaderboard.csv, on a case-insensitive file system too."""
+    files = ["LEADERBOARD.md.cu", "Leaderboard.CSV.cu", "LeaderBoard.cu", "naive.cu"]
+    names = [course.name_of(Path(f)) for f in files]
+    assert names[-1] == "naive"
+    for f, n in zip(files[:-1], names):
+        assert n.lower() not in ("leaderboard", "leaderboard.md", "leaderboard.csv"), (f, n)
+        assert n != f[:-3] and "-" in n, (f, n)                             # the stem's safe part and its hash
+    rc, out, _ = fake_gate(files)
+    assert rc == 0
+    made = sorted(p.name for p in out.iterdir())
+    assert made == sorted(names + ["leaderboard.csv", "leaderboard.md"]), made
+    for f, n in zip(files, names):
+        assert json.loads((out / n / "run.json").read_text())["gate_submission"] == {"file": f, "name": n}
+
+
+def test_the_aggregate_leaves_out_a_folder_named_like_the_leaderboard_in_any_case(fake_gate, tmp_path):
+    """The aggregate's loader of result folders: a gated folder renamed LEADERBOARD.MD (or
+    Leaderboard.csv) is left out as not a safe name, and the others are aggregated."""
+    rc, out, _ = fake_gate(["a.cu", "b.cu"])
+    assert rc == 0
+    (out / "a").rename(out / "LEADERBOARD.MD")
+    (out / "b").rename(out / "Leaderboard.csv")
+    shutil.copytree(out / "LEADERBOARD.MD", out / "c")
+    found, skipped = course.folders_of([out])
+    assert [p.name for p in found] == ["c"], found
+    assert sorted(s["name"] for s in skipped) == sorted([ascii("LEADERBOARD.MD"), ascii("Leaderboard.csv")]), skipped
+    assert all(s["why"] == "not a safe name" for s in skipped), skipped
+
+
 def test_hostile_names_are_gated_under_safe_folders_and_nothing_escapes(fake_gate, tmp_path):
     rc, out, _ = fake_gate(HOSTILE + ["naive.cu"])
     assert rc == 0

@@ -204,6 +204,30 @@ def test_a_sha256sums_line_that_leaves_the_folder_or_is_malformed_is_refused(tmp
         ds.verify_sha256(d)
 
 
+@pytest.mark.parametrize("how", ["the same line", "its binary-mode line", "another hash"])
+def test_a_file_listed_twice_in_sha256sums_is_refused_by_both_loaders(tmp_path, how):
+    """A second line for a file already listed -- whether it repeats the first, names the file in
+    sha256sum's binary mode ('*name') or gives another hash -- is refused where it stands, by the
+    binary's loader (cuda/io/dataset.cpp, through mlp_host dump) and the harness's
+    (harness/data/dataset.py), naming the line and the file: a listing never holds two verdicts on one
+    file, and the first two kinds would otherwise pass unnoticed."""
+    d = data_copy(tmp_path)
+    name = ds.TEST_LABELS
+    digest = hashlib.sha256((d / name).read_bytes()).hexdigest()
+    line = {"the same line": f"{digest}  {name}", "its binary-mode line": f"{digest} *{name}",
+            "another hash": f"{hashlib.sha256(b'another file').hexdigest()}  {name}"}[how]
+    with open(d / "SHA256SUMS", "a") as fh:
+        fh.write(line + "\n")                  # line 5, after the four files' own
+    out = tmp_path / "out"
+    out.mkdir()
+    assert f"{d}/SHA256SUMS:5: {name} listed twice" in one_error(run(HOST, "dump", "--data", d, "--out", out))
+    assert not any(out.iterdir())
+    with pytest.raises(ds.DataError, match=f"SHA256SUMS: line 5: {name} listed twice"):
+        ds.read_sha256sums(d)
+    with pytest.raises(ds.DataError, match=f"SHA256SUMS: line 5: {name} listed twice"):
+        ds.load_dataset(d)
+
+
 def test_the_shipped_reference_folder_must_list_every_file_in_it(tmp_path, built):
     built("mlp_train")
     d = data_copy(tmp_path)
