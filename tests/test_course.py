@@ -109,7 +109,7 @@ def test_hostile_names_are_gated_under_safe_folders_and_nothing_escapes(fake_gat
     assert not (ROOT / "PWNED").exists() and not (tmp_path / "PWNED").exists()
     assert BUILD_DIR.is_dir() and (BUILD_DIR / "mlp_host").exists()          # '...cu' did not remove build/
     board = (out / "leaderboard.md").read_text()
-    for f in HOSTILE:                                                        # shown as text, beside its safe name
+    for f in HOSTILE:                                                        # shown as text, and its safe name
         assert f in board and course.name_of(Path(f)) in board, f
     for f in HOSTILE:
         doc = json.loads((out / course.name_of(Path(f)) / "run.json").read_text())
