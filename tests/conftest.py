@@ -1,12 +1,19 @@
-"""Shared pytest setup: the repository root on sys.path, and the `gpu` marker.
+"""Shared pytest setup: the repository root on sys.path, the `gpu` marker, and the build.
 
 Tests marked `@pytest.mark.gpu` are skipped where `nvidia-smi -L` fails or lists no GPU.
+
+The build: a test never runs a stale or missing program of build/. The session fixture `built`
+brings a target of the Makefile up to date with make (incremental: a few tenths of a second when
+nothing changed) and fails the test that asked for it when make fails, never skips it; the host-only
+tools every CPU test may reach (build/mlp_host, which spec/catalog.py reads too, and build/mlp_fit)
+are made once per session by the autouse fixture `host_tools`.
 """
 from __future__ import annotations
 
 import functools
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,3 +46,57 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason=NO_GPU_REASON)
         for item in gpu_items:
             item.add_marker(skip)
+
+
+# ---------------------------------------------------------------------------------------- the build
+
+BUILD = ROOT / "build"
+CONFIG_KEYS = ("ARCH", "SUBMISSION", "ACCUM")
+
+
+def build_config() -> list[str]:
+    """The make variables of the existing build (build/config.stamp: "ARCH=sm_90 SUBMISSION=...
+    ACCUM=double"), so that make only brings targets up to date and never switches the build to
+    another architecture or submission; [] when there is none yet (the Makefile's defaults)."""
+    try:
+        words = (BUILD / "config.stamp").read_text().split()
+    except FileNotFoundError:
+        return []
+    return [w for w in words if w.partition("=")[0] in CONFIG_KEYS and w.partition("=")[2]]
+
+
+def make(*targets: str) -> None:
+    """make TARGETS (paths relative to the repository root) with the build's own configuration; a
+    failure fails the calling test, with make's output, and is never a skip."""
+    cmd = ["make", "--no-print-directory", "-s", "-j2", "-C", str(ROOT), *build_config(), *targets]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} exited {res.returncode}:\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}",
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def built():
+    """built("mlp_train") -> build/mlp_train, made up to date once per session (make, incremental);
+    built("asan/mlp_host") likewise. Make failing fails the test."""
+    done: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            make(f"build/{name}")
+            done[name] = BUILD / name
+        return done[name]
+    return get
+
+
+@dataclass(frozen=True)
+class HostTools:
+    host: Path   # build/mlp_host: the host-only parts (catalog, limits, tolerances, reference, ...)
+    fit: Path    # build/mlp_fit: each path's fit to a device's limits
+
+
+@pytest.fixture(scope="session", autouse=True)
+def host_tools(built) -> HostTools:
+    """build/mlp_host and build/mlp_fit, up to date, before any test runs (autouse: many tests reach
+    mlp_host through spec/catalog.py without naming it)."""
+    return HostTools(host=built("mlp_host"), fit=built("mlp_fit"))

@@ -38,9 +38,8 @@ REAL_KEYS = {"lr", "momentum"}
 
 
 @pytest.fixture(scope="session")
-def host_tool():
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
-    return HOST
+def host_tool(host_tools):
+    return host_tools.host   # HOST, made up to date by tests/conftest.py
 
 
 @pytest.fixture(scope="session")
@@ -106,10 +105,8 @@ def test_limits_cover_every_recipe_key_and_hold_the_recipe(limits):
     assert limits["batch"][1] <= 65536 and limits["train_size"][1] == 60000
 
 
-def test_help_states_the_bounds_and_exit_statuses(host_tool, limits):
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
-    res = run(TRAIN, "--help")
+def test_help_states_the_bounds_and_exit_statuses(host_tool, limits, built):
+    res = run(built("mlp_train"), "--help")
     assert res.returncode == 0 and res.stderr == ""
     def fmt(v):
         return str(v) if isinstance(v, int) else f"{v:g}"
@@ -332,12 +329,10 @@ def test_recipe_reader_rejects_in_one_line(host_tool, tmp_path, edit, message):
 
 # ---- build/mlp_train on this GPU-less machine ----------------------------------------------------
 @pytest.fixture(scope="session")
-def train_binary():
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def train_binary(built):
     if have_gpu():
         pytest.skip("a GPU is present: valid inputs would train; these check the checks before the GPU")
-    return TRAIN
+    return built("mlp_train")
 
 
 def snapshot(d: Path) -> dict[str, bytes]:

@@ -10,7 +10,6 @@ import json
 import shutil
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -45,13 +44,15 @@ def fake_gate(tmp_path, monkeypatch):
     log = tmp_path / "stages.jsonl"
     monkeypatch.setenv("FAKE_LOG", str(log))
 
-    def go(files, plan=None, gpus=None, jobs=1, sleep=0.0, available=GPUS):
+    def go(files, plan=None, gpus=None, jobs=1, rendezvous=False, available=GPUS):
         src = tmp_path / "subs"
         src.mkdir(exist_ok=True)
         for f in files:
             (src / f).write_text("// a submission\n")
         monkeypatch.setenv("FAKE_PLAN", json.dumps(plan or {}))
-        monkeypatch.setenv("FAKE_SLEEP", str(sleep))
+        if rendezvous:   # the stand-in's shared stages wait until two of them run on one GPU at once
+            (tmp_path / "rendezvous").mkdir(exist_ok=True)
+            monkeypatch.setenv("FAKE_RENDEZVOUS", str(tmp_path / "rendezvous"))
         out = tmp_path / "out"
         rc = course.gate_dir(src, out, jobs=jobs, limit=30, gpus=gpus, available=available)
         lines = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
@@ -67,6 +68,38 @@ def test_every_name_is_a_safe_folder_and_two_never_collide():
         assert Path(n).name == n and n not in (".", "..") and n[0].isalnum() and "leaderboard" != n.split("-")[0]
 
 
+def test_a_submission_named_like_the_leaderboard_in_any_case_is_gated_under_another_name(fake_gate):
+    """The course gate's loader of a folder of submissions: LEADERBOARD.md.cu and Leaderboard.cu are
+    gated under hashed names (the stems are reserved in every case, spec/validate.py), so their folders
+    never take the place of leaderboard.md or leaderboard.csv, on a case-insensitive file system too."""
+    files = ["LEADERBOARD.md.cu", "Leaderboard.CSV.cu", "LeaderBoard.cu", "naive.cu"]
+    names = [course.name_of(Path(f)) for f in files]
+    assert names[-1] == "naive"
+    for f, n in zip(files[:-1], names):
+        assert n.lower() not in ("leaderboard", "leaderboard.md", "leaderboard.csv"), (f, n)
+        assert n != f[:-3] and "-" in n, (f, n)                             # the stem's safe part and its hash
+    rc, out, _ = fake_gate(files)
+    assert rc == 0
+    made = sorted(p.name for p in out.iterdir())
+    assert made == sorted(names + ["leaderboard.csv", "leaderboard.md"]), made
+    for f, n in zip(files, names):
+        assert json.loads((out / n / "run.json").read_text())["gate_submission"] == {"file": f, "name": n}
+
+
+def test_the_aggregate_leaves_out_a_folder_named_like_the_leaderboard_in_any_case(fake_gate, tmp_path):
+    """The aggregate's loader of result folders: a gated folder renamed LEADERBOARD.MD (or
+    Leaderboard.csv) is left out as not a safe name, and the others are aggregated."""
+    rc, out, _ = fake_gate(["a.cu", "b.cu"])
+    assert rc == 0
+    (out / "a").rename(out / "LEADERBOARD.MD")
+    (out / "b").rename(out / "Leaderboard.csv")
+    shutil.copytree(out / "LEADERBOARD.MD", out / "c")
+    found, skipped = course.folders_of([out])
+    assert [p.name for p in found] == ["c"], found
+    assert sorted(s["name"] for s in skipped) == sorted([ascii("LEADERBOARD.MD"), ascii("Leaderboard.csv")]), skipped
+    assert all(s["why"] == "not a safe name" for s in skipped), skipped
+
+
 def test_hostile_names_are_gated_under_safe_folders_and_nothing_escapes(fake_gate, tmp_path):
     rc, out, _ = fake_gate(HOSTILE + ["naive.cu"])
     assert rc == 0
@@ -76,7 +109,8 @@ def test_hostile_names_are_gated_under_safe_folders_and_nothing_escapes(fake_gat
     assert not (ROOT / "PWNED").exists() and not (tmp_path / "PWNED").exists()
     assert BUILD_DIR.is_dir() and (BUILD_DIR / "mlp_host").exists()          # '...cu' did not remove build/
     board = (out / "leaderboard.md").read_text()
-    assert "x`touch PWNED`.cu" not in board or "\\`" not in board             # shown, not run
+    for f in HOSTILE:                                                        # shown as text, and its safe name
+        assert f in board and course.name_of(Path(f)) in board, f
     for f in HOSTILE:
         doc = json.loads((out / course.name_of(Path(f)) / "run.json").read_text())
         assert doc["gate_submission"] == {"file": f, "name": course.name_of(Path(f))}
@@ -103,7 +137,7 @@ def test_no_submission_that_builds_exits_1_and_writes_nothing(tmp_path, monkeypa
 
 def test_the_gpus_run_side_by_side_each_child_on_its_own_and_exclusive_stages_alone(fake_gate):
     files = [f"s{i}.cu" for i in range(6)]
-    rc, out, lines = fake_gate(files, gpus="all", jobs=2, sleep=0.15)
+    rc, out, lines = fake_gate(files, gpus="all", jobs=2, rendezvous=True)
     assert rc == 0
     uuids = {g.uuid: g for g in GPUS}
     assert {ln["gpu"] for ln in lines} == set(uuids)                         # both GPUs used
@@ -119,9 +153,10 @@ def test_the_gpus_run_side_by_side_each_child_on_its_own_and_exclusive_stages_al
                 continue
             others = [b for b in on if b is not a and b["t0"] < a["t1"] and a["t0"] < b["t1"]]
             assert not others, (a, others)                                   # alone on its GPU
-    shared_overlap = any(a["t0"] < b["t1"] and b["t0"] < a["t1"] for a in lines for b in lines
-                         if a is not b and a["gpu"] == b["gpu"])
-    assert shared_overlap                                                    # jobs 2: shared stages did overlap
+    for gpu in uuids:   # jobs 2: two shared stages ran at once on each GPU (the rendezvous waited for it)
+        on = [ln for ln in lines if ln["gpu"] == gpu]
+        assert any(ln["met"] for ln in on), on
+        assert any(a["t0"] < b["t1"] and b["t0"] < a["t1"] for a in on for b in on if a is not b), on
     import csv
     rows = list(csv.DictReader(open(out / "leaderboard.csv")))
     assert len(rows) == len(files) and all(r["gpu"] in ("0: Fake GPU A", "1: Fake GPU B") for r in rows), rows
@@ -148,34 +183,59 @@ def test_bad_options_are_one_line_and_exit_2(argv, words, capsys, tmp_path, monk
 
 
 def test_the_lock_keeps_an_exclusive_user_alone_and_is_not_starved():
+    """Three shared users hold the GPU; an exclusive user comes and waits; three more shared users come
+    after it. The exclusive one gets the GPU as soon as the first three leave, alone, before any of the
+    later three, who then share it. Each step waits on the state it needs (events, the lock's count of
+    waiting exclusive users), never on a sleep: the order is the lock's, not the scheduler's."""
     lock = schedule.GpuLock()
-    events: list[tuple[str, float]] = []
+    order: list[str] = []                       # who got the GPU, in the order they got it
     active = {"shared": 0, "exclusive": 0}
     guard = threading.Lock()
+    errors: list[str] = []
 
-    def use(kind, hold):
+    def use(kind: str, name: str, inside: threading.Event, leave: threading.Event) -> None:
         with lock.stage(kind == "exclusive"):
             with guard:
                 active[kind] += 1
-                assert active["exclusive"] <= 1 and not (active["exclusive"] and active["shared"])
-            events.append((kind, time.time()))
-            time.sleep(hold)
+                if active["exclusive"] > 1 or (active["exclusive"] and active["shared"]):
+                    errors.append(f"{name} got the GPU while {active}")
+                order.append(name)
+            inside.set()
+            if not leave.wait(30):
+                errors.append(f"{name}: never told to leave")
             with guard:
                 active[kind] -= 1
 
-    threads = [threading.Thread(target=use, args=("shared", 0.2)) for _ in range(3)]
-    threads += [threading.Thread(target=use, args=("exclusive", 0.05))]
-    threads += [threading.Thread(target=use, args=("shared", 0.05)) for _ in range(3)]
-    for t in threads[:3]:
+    def start(kind: str, name: str, leave: threading.Event):
+        inside = threading.Event()
+        t = threading.Thread(target=use, args=(kind, name, inside, leave), daemon=True)
         t.start()
-    time.sleep(0.05)
-    for t in threads[3:]:
-        t.start()
-        time.sleep(0.01)
-    for t in threads:
-        t.join(5)
-    kinds = [k for k, _ in events]
-    assert kinds.index("exclusive") == 3   # after the first three shared users, before the later ones
+        return t, inside
+
+    def until(condition, what: str) -> None:    # the lock's state, read under its own condition
+        with lock._cond:
+            assert lock._cond.wait_for(condition, timeout=30), what
+
+    first_leave, excl_leave, later_leave = threading.Event(), threading.Event(), threading.Event()
+    first = [start("shared", f"shared{i}", first_leave) for i in range(3)]
+    for _, inside in first:
+        assert inside.wait(30), "a first shared user never got the GPU"
+    excl, excl_inside = start("exclusive", "exclusive", excl_leave)
+    until(lambda: lock._waiting_exclusive == 1, "the exclusive user never queued")
+    later = [start("shared", f"later{i}", later_leave) for i in range(3)]
+    assert not excl_inside.is_set() and not any(inside.is_set() for _, inside in later)   # all three still hold it
+    first_leave.set()
+    assert excl_inside.wait(30), "the exclusive user never got the GPU after the first three left"
+    assert not any(inside.is_set() for _, inside in later), order      # nobody joins an exclusive user
+    excl_leave.set()
+    for _, inside in later:
+        assert inside.wait(30), "a later shared user never got the GPU"
+    later_leave.set()
+    for t, _ in first + [(excl, excl_inside)] + later:
+        t.join(30)
+    assert not errors, errors
+    assert set(order[:3]) == {"shared0", "shared1", "shared2"}, order
+    assert order[3] == "exclusive" and set(order[4:]) == {"later0", "later1", "later2"}, order
 
 
 def test_aggregate_keeps_every_folder_and_names_what_it_left_out(tmp_path, fake_gate, capsys):
@@ -197,11 +257,10 @@ def test_aggregate_keeps_every_folder_and_names_what_it_left_out(tmp_path, fake_
 
 
 @pytest.mark.slow
-def test_a_hostile_file_name_builds_from_its_safe_copy_and_never_reaches_a_shell(tmp_path):
+def test_a_hostile_file_name_builds_from_its_safe_copy_and_never_reaches_a_shell(tmp_path, built):
     """The real make: a learner's valid file named like a shell command builds (make sees only the
     copy under its safe name, beside the headers it includes) and runs nothing."""
-    if not (BUILD_DIR / "mlp_train").exists():
-        pytest.skip("build/mlp_train missing: `invoke build --arch sm_90` first")
+    built("mlp_train")   # course.build_one links build/'s objects
     src = tmp_path / "subs"
     src.mkdir()
     shutil.copy(ROOT / "tests" / "submissions" / "naive_base.cuh", src)

@@ -65,9 +65,11 @@ def test_bad_input_files_are_one_line_exit_2(tmp_path):
 
 
 @pytest.fixture
-def scratch_repo(tmp_path):
-    """A copy of the working tree (build/ included, .git left out) to break recipe.toml in."""
+def scratch_repo(tmp_path, built):
+    """A copy of the working tree (build/ included, mlp_train made up to date first; .git left out) to
+    break recipe.toml in."""
     import shutil
+    built("mlp_train")
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".git", "__pycache__", "full", "asan", "f32acc"),
                     symlinks=True)
@@ -88,8 +90,7 @@ def _hashes(root):
 ])
 @pytest.mark.parametrize("task", [["run", "--one-process", "--no-pytorch"], ["reference"]])
 def test_invoke_with_a_bad_or_missing_recipe_is_one_line_exit_2(scratch_repo, breakage, words, task):
-    if not (scratch_repo / "build" / "mlp_train").exists():
-        pytest.skip("build/mlp_train missing")
+    assert (scratch_repo / "build" / "mlp_train").is_file()   # scratch_repo copied it, made up to date
     recipe = scratch_repo / "recipe.toml"
     if breakage is None:
         recipe.unlink()

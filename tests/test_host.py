@@ -22,9 +22,8 @@ SHAPE = (784, 256, 10)
 
 
 @pytest.fixture(scope="session")
-def host_tool():
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
-    return HOST
+def host_tool(host_tools):
+    return host_tools.host   # HOST, made up to date by tests/conftest.py
 
 
 def host(*args, check=True):
@@ -128,9 +127,8 @@ def test_fp64_training_matches_numpy(host_tool, tmp_path, data):
     (["--paths", "nope"], "no path named 'nope'"),
     (["--recipe", "/nonexistent.toml"], "/nonexistent.toml: cannot open"),
 ])
-def test_mlp_train_rejects_bad_arguments_in_one_line(args, message):
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def test_mlp_train_rejects_bad_arguments_in_one_line(args, message, built):
+    built("mlp_train")
     res = subprocess.run([str(TRAIN), *args], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2
     assert message in res.stderr
@@ -179,9 +177,8 @@ def _data_copy(tmp_path, mutate) -> Path:
     (lambda b: b[:8] + (29).to_bytes(4, "big") + b[12:], "images are 29x28"),
     (lambda b: b + b"\x00", "trailing bytes"),
 ])
-def test_mlp_train_rejects_damaged_data_before_the_gpu(tmp_path, mutate, message):
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def test_mlp_train_rejects_damaged_data_before_the_gpu(tmp_path, mutate, message, built):
+    built("mlp_train")
     res = subprocess.run([str(TRAIN), "--data", str(_data_copy(tmp_path, mutate))], capture_output=True,
                          text=True, cwd=ROOT)
     assert res.returncode == 2
@@ -195,9 +192,8 @@ def test_mlp_train_rejects_damaged_data_before_the_gpu(tmp_path, mutate, message
     (np.ones(203530, np.int32), "dtype is not <f4"),
     (b"not a numpy file", "not a .npy file"),
 ])
-def test_mlp_train_rejects_bad_init_weights(tmp_path, content, message):
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def test_mlp_train_rejects_bad_init_weights(tmp_path, content, message, built):
+    built("mlp_train")
     path = tmp_path / "init.npy"
     if isinstance(content, np.ndarray):
         np.save(path, content)
@@ -209,9 +205,8 @@ def test_mlp_train_rejects_bad_init_weights(tmp_path, content, message):
     assert str(path) in line and message in line
 
 
-def test_mlp_train_without_a_gpu_says_so_in_one_line():
-    if not TRAIN.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def test_mlp_train_without_a_gpu_says_so_in_one_line(built):
+    built("mlp_train")
     from tests.conftest import have_gpu
     if have_gpu():
         pytest.skip("a GPU is present: this checks the GPU-less message")

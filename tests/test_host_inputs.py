@@ -21,7 +21,6 @@ HOST = ROOT / "build" / "mlp_host"
 TRAIN = ROOT / "build" / "mlp_train"
 N_PARAMS = 203_530
 
-pytestmark = pytest.mark.skipif(not HOST.exists(), reason="build/mlp_host missing: `invoke build --arch sm_90` first")
 
 
 def run(binary: Path, *args, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -112,8 +111,8 @@ def test_hostile_npy_headers_are_one_line(tmp_path, weights, header, message, nu
     assert tree_hashes(tmp_path) == before
 
 
-@pytest.mark.skipif(not TRAIN.exists(), reason="build/mlp_train missing")
-def test_mlp_train_init_refuses_a_pickle_dressed_as_float32(tmp_path, weights):
+def test_mlp_train_init_refuses_a_pickle_dressed_as_float32(tmp_path, weights, built):
+    built("mlp_train")
     f = tmp_path / "init.npy"
     f.write_bytes(npy(HOSTILE[0][0], weights))
     line = one_error(run(TRAIN, "--init", f, "--out", tmp_path), "mlp_train")
@@ -163,7 +162,7 @@ def data_copy(tmp_path: Path, listed=ds.SHIPPED) -> Path:
     return d
 
 
-def test_a_read_file_missing_from_sha256sums_is_an_error_in_both_loaders(tmp_path):
+def test_a_read_file_missing_from_sha256sums_is_an_error_in_both_loaders(tmp_path, built):
     d = data_copy(tmp_path, listed=(ds.TEST_IMAGES, ds.TEST_LABELS))
     images = d / ds.TRAIN_IMAGES
     raw = bytearray(images.read_bytes())
@@ -176,8 +175,7 @@ def test_a_read_file_missing_from_sha256sums_is_an_error_in_both_loaders(tmp_pat
     assert not any(out.iterdir())
     with pytest.raises(ds.DataError, match=f"{ds.TRAIN_IMAGES}: not listed in"):
         ds.load_dataset(d)
-    if TRAIN.exists():
-        assert "not listed in" in one_error(run(TRAIN, "--data", d, "--out", out), "mlp_train")
+    assert "not listed in" in one_error(run(built("mlp_train"), "--data", d, "--out", out), "mlp_train")
 
 
 def test_the_full_split_folder_is_covered_the_same_way(tmp_path):
@@ -206,8 +204,32 @@ def test_a_sha256sums_line_that_leaves_the_folder_or_is_malformed_is_refused(tmp
         ds.verify_sha256(d)
 
 
-@pytest.mark.skipif(not TRAIN.exists(), reason="build/mlp_train missing")
-def test_the_shipped_reference_folder_must_list_every_file_in_it(tmp_path):
+@pytest.mark.parametrize("how", ["the same line", "its binary-mode line", "another hash"])
+def test_a_file_listed_twice_in_sha256sums_is_refused_by_both_loaders(tmp_path, how):
+    """A second line for a file already listed -- whether it repeats the first, names the file in
+    sha256sum's binary mode ('*name') or gives another hash -- is refused where it stands, by the
+    binary's loader (cuda/io/dataset.cpp, through mlp_host dump) and the harness's
+    (harness/data/dataset.py), naming the line and the file: a listing never holds two verdicts on one
+    file, and the first two kinds would otherwise pass unnoticed."""
+    d = data_copy(tmp_path)
+    name = ds.TEST_LABELS
+    digest = hashlib.sha256((d / name).read_bytes()).hexdigest()
+    line = {"the same line": f"{digest}  {name}", "its binary-mode line": f"{digest} *{name}",
+            "another hash": f"{hashlib.sha256(b'another file').hexdigest()}  {name}"}[how]
+    with open(d / "SHA256SUMS", "a") as fh:
+        fh.write(line + "\n")                  # line 5, after the four files' own
+    out = tmp_path / "out"
+    out.mkdir()
+    assert f"{d}/SHA256SUMS:5: {name} listed twice" in one_error(run(HOST, "dump", "--data", d, "--out", out))
+    assert not any(out.iterdir())
+    with pytest.raises(ds.DataError, match=f"SHA256SUMS: line 5: {name} listed twice"):
+        ds.read_sha256sums(d)
+    with pytest.raises(ds.DataError, match=f"SHA256SUMS: line 5: {name} listed twice"):
+        ds.load_dataset(d)
+
+
+def test_the_shipped_reference_folder_must_list_every_file_in_it(tmp_path, built):
+    built("mlp_train")
     d = data_copy(tmp_path)
     shutil.copytree(DATA_DIR / "reference", d / "reference")
     (d / "reference" / "SHA256SUMS").write_text("".join(

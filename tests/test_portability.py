@@ -23,13 +23,7 @@ H200 = ["--cc", "90", "--sms", "132", "--smem-per-block", str(227 * KB), "--smem
         "--reserved", "1024", "--threads-per-sm", "2048", "--max-blocks-per-sm", "32", "--clusters", "1"]
 
 
-def need(path):
-    if not path.is_file():
-        pytest.skip(f"{path} not built (invoke build)")
-
-
 def fit(args, env=None):
-    need(FIT)
     out = subprocess.run([str(FIT), *args], capture_output=True, text=True,
                          env={**{k: v for k, v in os.environ.items() if not k.startswith("MLP_CAP_")}, **(env or {})})
     assert out.returncode == 0, out.stderr
@@ -118,7 +112,6 @@ def test_caps_lower_the_limits_and_are_recorded():
                                         ("MLP_CAP_SMEM_PER_BLOCK", "64K"), ("MLP_CAP_THREADS_PER_SM", ""),
                                         ("MLP_CAP_CC", "7.5"), ("MLP_CAP_SMEM_PER_BLOCK", "99999999999999")])
 def test_a_malformed_cap_is_bad_input(name, value):
-    need(FIT)
     out = subprocess.run([str(FIT), *H200, "--caps-from-env"], capture_output=True, text=True,
                          env={**os.environ, name: value})
     assert out.returncode == 2 and out.stdout == ""
@@ -126,8 +119,8 @@ def test_a_malformed_cap_is_bad_input(name, value):
     assert len(lines) == 1 and name in lines[0] and "expected a decimal integer" in lines[0]
 
 
-def test_mlp_train_rejects_a_malformed_cap_before_the_gpu(tmp_path):
-    need(TRAIN)
+def test_mlp_train_rejects_a_malformed_cap_before_the_gpu(tmp_path, built):
+    built("mlp_train")
     out = subprocess.run([str(TRAIN), "--data", str(ROOT / "data"), "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "MLP_CAP_SMS": "forty"},
                          timeout=300)
@@ -138,7 +131,6 @@ def test_mlp_train_rejects_a_malformed_cap_before_the_gpu(tmp_path):
 
 # ---- README's table ---------------------------------------------------------------------------------
 def test_readme_path_table_is_the_fit_tools_output():
-    need(FIT)
     text = (ROOT / "README.md").read_text()
     m = re.search(r"<!-- paths-table:start -->\n(.*?)<!-- paths-table:end -->", text, re.S)
     assert m, "README.md lost its paths-table markers"
@@ -163,8 +155,8 @@ def test_portability_unknown_class_is_bad_input(capsys):
 # ---- on a GPU: the main job under each class's caps -------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("cls", ["t4", "l4"])
-def test_main_job_under_smaller_gpus_limits(cls, tmp_path):
-    need(TRAIN)
+def test_main_job_under_smaller_gpus_limits(cls, tmp_path, built):
+    built("mlp_train")
     rc = pt.run_class(cls, tmp_path, report=True, extra_args=("--reference", "shipped"))
     dest = tmp_path / cls
     log = (dest / "run.log").read_text()
@@ -190,10 +182,10 @@ def test_main_job_under_smaller_gpus_limits(cls, tmp_path):
     assert (dest / "RESULTS.md").is_file() and "skipped" in (dest / "RESULTS.md").read_text()
 
 
-def test_a_class_run_that_does_not_finish_replaces_nothing(tmp_path):
+def test_a_class_run_that_does_not_finish_replaces_nothing(tmp_path, built):
     """A bad flag (exit 2 on any machine; no GPU ends the same way): the committed class folder stays
     byte for byte, this run's log goes to <class>.failed/ (issue 28: a failed run destroys no evidence)."""
-    need(TRAIN)
+    built("mlp_train")
     import hashlib
     shutil.copytree(ROOT / "results" / "portability", tmp_path / "p")
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp_path / "p").rglob("*")) if p.is_file()}

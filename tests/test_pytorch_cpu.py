@@ -99,26 +99,17 @@ def test_manual_mlp_matches_reference():
 # One epoch on the CPU against the float64 reference
 # --------------------------------------------------------------------------------------------
 
-def _synthetic_data(rng):
-    return {"train_images": rng.uniform(0, 1, (N_TRAIN, 784)).astype(np.float32),
-            "train_labels": rng.integers(0, 10, N_TRAIN).astype(np.int32),
-            "test_images": rng.uniform(0, 1, (N_TEST, 784)).astype(np.float32),
-            "test_labels": rng.integers(0, 10, N_TEST).astype(np.int32)}
-
-
 @pytest.fixture(scope="module")
 def small():
-    """A 512-image slice (the real data when data/ loads, else synthetic), init and order."""
+    """A 512-image slice of the shipped data (data/, committed: a loader that fails fails these
+    tests), init and order."""
+    from harness.data.dataset import load_dataset
     rng = np.random.default_rng(20260829)
-    try:
-        from harness.data.dataset import load_dataset
-        full = load_dataset()
-        data = {"train_images": full["train_images"][:N_TRAIN],
-                "train_labels": full["train_labels"][:N_TRAIN],
-                "test_images": full["test_images"][:N_TEST],
-                "test_labels": full["test_labels"][:N_TEST]}
-    except Exception:  # noqa: BLE001 - the equations are under test here, not the data files
-        data = _synthetic_data(rng)
+    full = load_dataset()
+    data = {"train_images": full["train_images"][:N_TRAIN],
+            "train_labels": full["train_labels"][:N_TRAIN],
+            "test_images": full["test_images"][:N_TEST],
+            "test_labels": full["test_labels"][:N_TEST]}
     shape = (784, HIDDEN, 10)
     o = layout.offsets(shape)
     init = np.zeros(o.total, dtype=np.float32)

@@ -40,10 +40,8 @@ def test_shipped_reference_hashes_and_recipe():
     assert (np.sort(order, axis=1) == np.arange(r["train_size"])).all()
 
 
-def test_mlp_train_refuses_a_shipped_reference_of_another_recipe():
-    train = Path(reference.ROOT) / "build" / "mlp_train"
-    if not train.exists():
-        pytest.skip("build/mlp_train not built (run invoke build)")
+def test_mlp_train_refuses_a_shipped_reference_of_another_recipe(built):
+    train = built("mlp_train")
     res = subprocess.run([str(train), "--reference", "shipped", "--epochs", "3"], capture_output=True, text=True,
                          cwd=reference.ROOT)
     assert res.returncode == 2

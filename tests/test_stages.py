@@ -21,7 +21,14 @@ FAKE = ROOT / "tests" / "fakes" / "staged_mlp_train.py"
 UNSTAGED_KEYS = ["schema", "date_utc", "run_id", "gpu", "device_limits", "submission", "gated_path", "run_command",
                  "recipe", "reference_source", "gate_precision", "gate_unit_roundoff", "gate_precision_declared",
                  "memory", "cases", "hints", "notes", "paths", "reference_fp64"]
-STAGE_NAMES = [s["name"] for s in catalog.stages("mlp_train")]
+
+
+def mlp_train_stages() -> list[str]:
+    """The stages `mlp_train --stage` runs, from build/mlp_host's catalog: read in the tests, after
+    tests/conftest.py's host_tools made mlp_host up to date (never at collection, from a stale one)."""
+    return [s["name"] for s in catalog.stages("mlp_train")]
+
+
 TIMEOUT = "timeout: a kernel spinning"
 FAULT = "an illegal address or a fault"
 
@@ -61,12 +68,12 @@ def test_every_stage_passing_merges_into_the_unstaged_shape(gate, capsys):
     assert (doc["gate_precision"], doc["gate_unit_roundoff"], doc["gate_precision_declared"]) == ("tf32", 2.0 ** -11, True)
     sup = doc["supervisor"]
     assert sup["staged"] and sup["ended"] == "exited 0" and sup["path_failures"] == sup["stage_failures"] == []
-    assert [s["name"] for s in sup["stages"]] == STAGE_NAMES
+    assert [s["name"] for s in sup["stages"]] == mlp_train_stages()
     assert all(s["ended"] == "exited 0" and s["limit_s"] == 2.0 for s in sup["stages"])
     assert "--stage" not in doc["run_command"] and "--run-id" not in doc["run_command"]
     validate(doc, "run", "run.json")
     shown = capsys.readouterr().out
-    assert shown.count("time limit 2 s (--limit)") == len(STAGE_NAMES) and "gate: PASS" in shown
+    assert shown.count("time limit 2 s (--limit)") == len(mlp_train_stages()) and "gate: PASS" in shown
     assert (out / "stage-train.json").exists() and (out / "stage-entry.stdout.log").exists()
     assert "== stage guard-bands (exited 0)" in (out / "stdout.log").read_text()
 
@@ -129,14 +136,14 @@ def test_bad_input_stops_at_once_with_status_2(gate):
 
 
 def test_no_stage_that_started_writes_a_short_doc_or_nothing(gate):
-    plan = {s: "nodevice" for s in STAGE_NAMES}
+    plan = {s: "nodevice" for s in mlp_train_stages()}
     outcome, doc, _ = gate(plan, write_unstarted=False)
     assert not outcome.started and outcome.child_rc == 3 and doc is None
     outcome, doc, _ = gate(plan)
     # no GPU reached: exit 3, and the later stages were not started (they would say the same)
     assert doc["mode"] == "supervised" and "gpu" not in doc and outcome.rc == 3
     assert [s["ended"] for s in doc["supervisor"]["stages"]][1:] == \
-        ["not run: exited 3: mlp_train: CUDA error: no CUDA device found"] * (len(STAGE_NAMES) - 1)
+        ["not run: exited 3: mlp_train: CUDA error: no CUDA device found"] * (len(mlp_train_stages()) - 1)
     assert all(not c["passed"] for c in doc["cases"])
     assert doc["supervisor"]["ended"].startswith("stage entry: exited 3: mlp_train: CUDA error: no CUDA device")
     validate(doc, "run_supervised", "run.json")

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from spec.files import BUILD_DIR, ROOT
+from spec.files import ROOT
 
 CUDA = ROOT / "cuda"
 
@@ -23,9 +23,8 @@ def build(target, includes: str = "") -> None:
     subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
 
 
-def test_the_kernels_match_float64_on_the_emulated_device():
-    exe = BUILD_DIR / "tiled_emu"
-    build(exe)
+def test_the_kernels_match_float64_on_the_emulated_device(built):
+    exe = built("tiled_emu")
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     print(out.stdout)
     lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]

@@ -23,9 +23,8 @@ def _make(target, *extra):
 
 
 @pytest.fixture(scope="module")
-def emu():
-    _make(EMU.relative_to(ROOT))
-    return EMU
+def emu(built):
+    return built("vit_forward_emu")   # EMU, up to date (tests/conftest.py)
 
 
 def _run(binary, *args, env=None, timeout=600):
@@ -41,9 +40,8 @@ def test_the_binary_builds(tmp_path, arch):
     assert (build / "vit_forward").exists()
 
 
-def test_exit_statuses_without_a_gpu(tmp_path):
-    if not BIN.exists():
-        pytest.skip("build/vit_forward missing: run `invoke build`")
+def test_exit_statuses_without_a_gpu(tmp_path, built):
+    built("vit_forward")   # BIN, up to date
     assert _run(BIN, "--help").returncode == 0
     for args, code, text in ((("nope",), 2, "unknown mode"), (("check", "--random", "1", "--bogus", "2"), 2, "unknown flag"),
                              (("check",), 2, "exactly one of --weights"),

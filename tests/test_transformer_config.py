@@ -16,9 +16,13 @@ from spec.files import load_toml
 BIN = BUILD_DIR / "vit_forward"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _vit_forward_up_to_date(built):
+    """BIN (build/vit_forward), made up to date by tests/conftest.py's `built` before this module's tests."""
+    built("vit_forward")
+
+
 def _bin(*args):
-    if not BIN.exists():
-        pytest.skip("build/vit_forward missing: run `invoke build`")
     return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 

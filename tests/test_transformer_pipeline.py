@@ -30,10 +30,6 @@ EMU = BUILD_DIR / "vit_forward_emu"
 N_TEST = 12
 
 
-def _build_emu():
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", str(EMU.relative_to(ROOT))],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
 
 
 def _small_config(tmp_path) -> Path:
@@ -77,8 +73,8 @@ def fake_profile(parts: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
-    _build_emu()
+def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch, built):
+    built("vit_forward_emu")   # EMU
     cfg_path = _small_config(tmp_path)
     monkeypatch.setenv("VIT_FORWARD", str(EMU))
     monkeypatch.setenv("VIT_CONFIG", str(cfg_path))
@@ -128,16 +124,15 @@ def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch):
     assert "error: RuntimeError: No available kernel." in section and "ln2+fc1+gelu" in section
 
 
-def _gpu_binary():
-    if not (BUILD_DIR / "vit_forward").exists():
-        pytest.skip("build/vit_forward missing: run `invoke build`")
-    return BUILD_DIR / "vit_forward"
+@pytest.fixture
+def gpu_binary(built):
+    return built("vit_forward")
 
 
 @pytest.mark.gpu
-def test_gpu_checks_pass_on_random_weights(tmp_path):
+def test_gpu_checks_pass_on_random_weights(tmp_path, gpu_binary):
     out = tmp_path / "check.json"
-    res = subprocess.run([str(_gpu_binary()), "check", "--random", "5", "--layer-batch", "8", "--logits-batch", "64",
+    res = subprocess.run([str(gpu_binary), "check", "--random", "5", "--layer-batch", "8", "--logits-batch", "64",
                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     doc = json.loads(out.read_text())
@@ -145,9 +140,9 @@ def test_gpu_checks_pass_on_random_weights(tmp_path):
 
 
 @pytest.mark.gpu
-def test_gpu_timing_writes_every_batch(tmp_path):
+def test_gpu_timing_writes_every_batch(tmp_path, gpu_binary):
     out = tmp_path / "time.json"
-    res = subprocess.run([str(_gpu_binary()), "time", "--random", "5", "--batches", "128,1024", "--repeats", "20",
+    res = subprocess.run([str(gpu_binary), "time", "--random", "5", "--batches", "128,1024", "--repeats", "20",
                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     rows = json.loads(out.read_text())["timing"]["rows"]

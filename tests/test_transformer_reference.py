@@ -19,6 +19,12 @@ from spec.files import BUILD_DIR, ROOT
 from spec.transformer import load_config, shape
 
 BIN = BUILD_DIR / "vit_forward"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _vit_forward_up_to_date(built):
+    """BIN (build/vit_forward), made up to date by tests/conftest.py's `built` before this module's tests."""
+    built("vit_forward")
 N = 3
 TOL = 1e-12
 
@@ -54,8 +60,6 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_reference_matches_pytorch_float64(tmp_path, seed):
-    if not BIN.exists():
-        pytest.skip("build/vit_forward missing: run `invoke build`")
     config = load_config()
     s = shape(config)
     flat = random_flat(s, seed)

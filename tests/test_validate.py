@@ -31,6 +31,19 @@ def test_hostile_stems_are_refused(stem):
         validate.safe_name(stem, "submission")
 
 
+@pytest.mark.parametrize("name", ["LEADERBOARD.md", "Leaderboard.csv", "leaderboard.MD", "LeaderBoard"])
+def test_the_gates_own_file_names_are_refused_in_any_case(name):
+    """leaderboard.md and leaderboard.csv are the gate's own files beside the submissions' folders; on a
+    case-insensitive file system (macOS, Windows) LEADERBOARD.md is the same file, so no case of them
+    is a safe name: not as a name, not as a submission's stem."""
+    assert not validate.is_safe_name(name)
+    with pytest.raises(InputError, match="not a safe name"):
+        validate.safe_name(name, "folder")
+    with pytest.raises(InputError, match="not a safe name"):
+        validate.submission_stem(Path(f"subs/{name}.cu"))
+    assert validate.is_safe_name(name + "-1") and validate.is_safe_name("x" + name)   # only the names themselves
+
+
 def test_submission_stems():
     assert validate.submission_stem(Path("d/naive.cu")) == "naive"
     for bad in ("...cu", "..cu", "x`id`.cu", "leaderboard.csv.cu", "a.cuh"):

@@ -6,10 +6,15 @@ with a cudaErrorIllegalAddress line), "nopart" (rows, exit 0, no part), "nodevic
 any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_REFUSE (a name): a run whose
 --out holds it exits 2 at once with mlp_train's line for an mlp_precision() out of range. FAKE_PATH_FAILURES (JSON list)
 goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
-gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times.
+gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times, and whether it met
+a peer. FAKE_RENDEZVOUS (a folder): a stage that shares its GPU (not the catalog's exclusive ones)
+marks itself running there (GPU.PID, removed before it ends) and, until some stage on its GPU has met
+a peer (GPU.met), waits for another stage's mark on the same GPU: two shared stages provably overlap
+there (or, after 60 s without one, it goes on, met false, and the test that asked fails).
 `--sanitizer-workload measure|once` (the sanitizer cases' workload): FAKE_WORKLOAD "ok" (the
 default: measure writes OUT/sanitizer-workload.json with FAKE_LAUNCHES launches, default 40, and
 0.05 s), "hang" (sleeps 60 s) or "crash" (exit 3 with a CUDA error line)."""
+import atexit
 import json
 import os
 import signal
@@ -22,6 +27,7 @@ from spec import catalog  # noqa: E402 - the stages and their cases are the real
 
 NAMES = catalog.case_names()
 CASES = {s["name"]: [(i, NAMES[i]) for i in s["cases"]] for s in catalog.stages("mlp_train")}
+EXCLUSIVE = {s["name"]: s["exclusive"] for s in catalog.stages("mlp_train")}
 args = sys.argv[1:]
 get = lambda f: args[args.index(f) + 1] if f in args else None  # noqa: E731
 stage, out, run_id = get("--stage"), get("--out"), get("--run-id")
@@ -42,6 +48,20 @@ if get("--sanitizer-workload"):
 mode = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(stage, "pass")
 t_start = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+met, mark = None, None
+if os.environ.get("FAKE_RENDEZVOUS") and not EXCLUSIVE.get(stage, True):
+    where, gpu = Path(os.environ["FAKE_RENDEZVOUS"]), os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+    mark = where / f"{gpu}.{os.getpid()}"
+    mark.touch()
+    atexit.register(mark.unlink, missing_ok=True)   # on every way out but a signal (FAKE_PLAN's segv)
+    met, deadline = (where / f"{gpu}.met").exists(), time.monotonic() + 60
+    while not met and time.monotonic() < deadline:
+        if any(p != mark for p in where.glob(f"{gpu}.[0-9]*")):   # another shared stage runs on this GPU now
+            (where / f"{gpu}.met").touch()
+            met = True
+        else:
+            met = (where / f"{gpu}.met").exists()
+            time.sleep(0.01)
 print("#  case value limit verdict", flush=True)
 if os.environ.get("FAKE_REFUSE") and os.environ["FAKE_REFUSE"] in (out or ""):
     print("mlp_train: error: the submission's mlp_precision() returned 7, which is no precision: ...", file=sys.stderr)
@@ -75,8 +95,10 @@ if stage == "train":
              "reference_fp64": {"test_accuracy": 0.8}, "path_failures": json.loads(os.environ.get("FAKE_PATH_FAILURES", "[]"))}
 if mode != "nopart":
     json.dump(part, open(os.path.join(out, f"stage-{stage}.json"), "w"))
+if mark is not None:
+    mark.unlink()   # before t1: the mark lives inside [t0, t1]
 if os.environ.get("FAKE_LOG"):
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(json.dumps({"stage": stage, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "t0": t_start,
-                              "t1": time.time(), "out": out}) + "\n")
+                              "t1": time.time(), "out": out, "met": met}) + "\n")
 sys.exit(1 if mode == "fail" or part.get("path_failures") else 0)

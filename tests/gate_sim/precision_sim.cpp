@@ -13,6 +13,9 @@
 //   precision_sim DATA --parity --train  and case 7: 20 epochs, last-5 mean test accuracy vs float64 (minutes)
 //   precision_sim DATA --parity-at H,B,N  only the one-epoch parity at 784-H-10, batch B, N images,
 //                                         and the rounded-input reference's (gate/cpu_reference.h)
+//   precision_sim DATA --worst-case      only the bound model's worst case, attained (a few seconds):
+//                                         cases 1, 2 and 9 where every term of every sum has one sign
+//                                         and every product input is off by exactly lambda·u_p
 //
 // VALUE is the case's value over its limit (≤ 1 passes) for case1, case2, case4 and case9; for
 // case4 also "case4-c": the least c with which rtol = 1e-4 + c·u_p, atol = 1e-6 + c·u_p would pass
@@ -43,11 +46,19 @@ struct Emu {
   Precision arith = Precision::FP32;
   std::string bug;  // "", or a mutant of naive_base.cuh: no_relu_mask, db_wrong_axis, frozen_b2, tail_mean,
                     // fixed_hyperparams, flipped_update
+  // > 0: instead of rounding to `arith`, every product input is moved away from zero by exactly this
+  // relative amount, x -> x·(1 + inflate) (the worst case of a rounding with unit roundoff `inflate`
+  // when every term of a sum has one sign; --worst-case). The float32 value of x·(1 + inflate) is
+  // itself rounded, so the move is inflate ± 2^-24 relative.
+  double inflate = 0;
 };
 
-std::vector<float> rounded(const float* a, size_t n, Precision p) {
+std::vector<float> rounded(const float* a, size_t n, const Emu& e) {
   std::vector<float> r(a, a + n);
-  for (auto& x : r) x = mlp::round_to_precision(x, p);
+  if (e.inflate > 0)
+    for (auto& x : r) x = (float)((double)x * (1 + e.inflate));
+  else
+    for (auto& x : r) x = mlp::round_to_precision(x, e.arith);
   return r;
 }
 
@@ -55,7 +66,7 @@ std::vector<float> rounded(const float* a, size_t n, Precision p) {
 // per element in k order, then + bias, ReLU, mask; the inputs rounded to the arithmetic first.
 void gemm(int M, int N, int K, const float* A0, bool ta, const float* B0, bool tb, float* C, const float* bias,
           bool relu, const float* mask, const Emu& e) {
-  const std::vector<float> A = rounded(A0, (size_t)M * K, e.arith), B = rounded(B0, (size_t)K * N, e.arith);
+  const std::vector<float> A = rounded(A0, (size_t)M * K, e), B = rounded(B0, (size_t)K * N, e);
 #pragma omp parallel for schedule(static)
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
@@ -78,7 +89,12 @@ void colsum(int rows, int cols, const float* M, float* out, const Emu& e) {
     if (e.bug == "db_wrong_axis")
       for (int k = 0; k < cols; ++k) acc += c < rows ? M[(size_t)c * cols + k] : 0.f;
     else
-      for (int r = 0; r < rows; ++r) acc += M[(size_t)r * cols + c];
+      for (int r = 0; r < rows; ++r) {
+      const float m = M[(size_t)r * cols + c];
+      // --worst-case: a column sum computed as a product with a ones vector, its summands moved once
+      // (the model's u_p of a column sum's terms, gate/epoch_check.h); otherwise a plain float32 sum.
+      acc += e.inflate > 0 ? (float)((double)m * (1 + e.inflate)) : m;
+    }
     out[c] = acc;
   }
 }
@@ -311,6 +327,210 @@ void line(Precision arith, Precision declared, const std::string& bug, const cha
   std::fflush(stdout);
 }
 
+// ---- --worst-case: the bound model's worst case, attained ----------------------------------------
+// The model (gate/tolerances.h, gate/epoch_check.h): every product input is rounded with relative
+// error at most u_p, so every product term lies within (1 + u_p)² − 1 of itself; the limits add up
+// those terms' magnitudes. That sum is attained where every term of every sum has one sign and every
+// input errs by exactly u_p away from zero (Emu::inflate = u_p): nothing cancels. These instances are
+// built so; with inflate = λ·u_p the same arithmetic errs λ times as far (λ > 1: more rounding than
+// the declared format does, a defect). tests/test_gate_precision.py reads the lines.
+//
+// Forward (cases 1 and 2): the gate's inputs X (images, every pixel >= 0) and the magnitudes of the
+// seed's initial weights, |W1| |b1| |W2| |b2|: every pre-activation is positive, so the ReLU passes
+// every unit, and the errors are, exactly (float32's own sums aside),
+//   H: ((1+λu_p)² − 1)·(X·|W1|)            (one product, both inputs moved)
+//   Z: ((1+λu_p)⁴ − 1)·(X·|W1|)·|W2| + ((1+λu_p)² − 1)·|b1|·|W2|   (H's error carried, H and W2 moved again)
+// printed as "case1-z@SHAPE" (the gate's error_of over abs_forward's scales, what case 1 compares
+// with its limit) beside "case1-z-model@SHAPE" (the formula above over the same scales); the same
+// for h, and for case 2 (norm-wise) at batches 128 (recipe) and 129 (odd shape).
+struct Rel {
+  double z = 0, h = 0;
+};
+
+double rel_error(const std::vector<double>& err, const std::vector<double>& scale, bool normwise) {
+  double worst = 0, num = 0, den = 0;
+  for (size_t i = 0; i < err.size(); ++i) {
+    worst = std::max(worst, std::fabs(err[i]) / scale[i]);
+    num += err[i] * err[i];
+    den += scale[i] * scale[i];
+  }
+  return normwise ? std::sqrt(num / den) : worst;
+}
+
+void worst_forward(const Work& w, int B, bool normwise, const Emu& e, Rel& got, Rel& model) {
+  const MlpShape s = w.s;
+  const MlpOffsets o = mlp_offsets(s);
+  std::vector<float> Xf;
+  std::vector<int> y;
+  take(w, B, Xf, y);
+  std::vector<float> P(w.init.size());
+  for (size_t i = 0; i < P.size(); ++i) P[i] = std::fabs(w.init[i]);
+  std::vector<float> H((size_t)B * s.hidden), Z((size_t)B * s.out);
+  forward(s, P.data(), Xf.data(), B, H.data(), Z.data(), e);
+  std::vector<double> Pd(P.begin(), P.end()), X(Xf.begin(), Xf.end()), Hr(H.size()), Zr(Z.size()), Hs, Zs;
+  ref_forward(s, Pd.data(), X.data(), B, Hr.data(), Zr.data());
+  gate::abs_forward(s, Pd, X, B, Hs, Zs);
+  got.z = gate::error_of(Z, Zr, Zs, normwise);
+  got.h = gate::error_of(H, Hr, Hs, normwise);
+  const double f2 = std::pow(1 + e.inflate, 2) - 1, f4 = std::pow(1 + e.inflate, 4) - 1;
+  std::vector<double> prod(H.size()), eh(H.size()), ez(Z.size());
+  for (int r = 0; r < B; ++r)
+    for (int j = 0; j < s.hidden; ++j) {
+      double acc = 0;
+      for (int i = 0; i < s.in; ++i) acc += X[(size_t)r * s.in + i] * Pd[o.w1 + (size_t)i * s.hidden + j];
+      prod[(size_t)r * s.hidden + j] = acc;
+      eh[(size_t)r * s.hidden + j] = f2 * acc;
+    }
+  for (int r = 0; r < B; ++r)
+    for (int k = 0; k < s.out; ++k) {
+      double a = 0, b = 0;
+      for (int j = 0; j < s.hidden; ++j) {
+        a += prod[(size_t)r * s.hidden + j] * Pd[o.w2 + (size_t)j * s.out + k];
+        b += Pd[o.b1 + j] * Pd[o.w2 + (size_t)j * s.out + k];
+      }
+      ez[(size_t)r * s.out + k] = f4 * a + f2 * b;
+    }
+  model.h = rel_error(eh, Hs, normwise);
+  model.z = rel_error(ez, Zs, normwise);
+}
+
+// Epoch (case 9): one step of the recipe's lr and momentum on 32 training images of one class y (the
+// class of epoch 0's first image; the first 32 of it in epoch 0's order), velocity drawn as case 9
+// draws it; W1 and b1 the magnitudes of the seed's initial weights, and a head whose signs follow the
+// loss's derivative dL/dz_k = p_k − [k = y]: column y of W2 and b2 negative, the others positive, all
+// scaled by 1/32 so that the logits are about ±1 (and the softmax far from saturating: there its
+// derivative's bound, p_k·(|δz_k| + Σ p·|δz|), is loose). Every row then has the same signs
+// everywhere: every logit's error has the sign of dL/dz_k, every dZ column one sign, every dH
+// element is positive, and the column sums are computed as products with a ones vector (their
+// summands moved once: the model's u_p of a column sum). Step 0's loss error is then the whole
+// first-order bound of the loss (gate/epoch_check.cpp: Σ_k |p_k − [k=y]|·E_z,k, E_z,k =
+// 2u_p·(|H|·|W2| + |b2|)_k + Σ_j E_a,j·|W2_jk|, E_a,j = 2u_p·(|X|·|W1| + |b1|)_j), and so are W2's
+// (H·dZ's terms, each one sign) and b2's (dZ's column sums), up to the biases' share of the
+// magnitudes, float32's terms of the bound and second-order terms: the gate's value for each,
+// |got − ref| / (2E), is λ/2. One step: a second one at this lr would start from a saturated softmax.
+// Printed: "case9" (the gate's value: the worst over every parameter, velocity element and step
+// loss), "case9-W1", "-b1", "-W2", "-b2", "-loss" (each tensor's worst, epoch_check_score's), and the
+// terms the model leaves out: "case9-fp32-share" (the part of the loss bound that float32's terms
+// make: the FP32 bound over this one), "case9-zmax" (max |z|, float64), "case9-bias-share" (the
+// largest share of |b1| in a pre-activation's magnitude, and of |b2| in a logit's),
+// "case9-ambiguous" (ReLU kinks within their bound: none, every pre-activation is far above zero).
+struct EpochWorst {
+  double worst = 0, fp32_share = 0, zmax = 0, bias_share = 0;
+  std::vector<std::pair<std::string, double>> tensors;  // W1, b1, W2, b2, loss: each one's worst
+  int ambiguous = 0;
+  std::string where;
+};
+
+EpochWorst worst_epoch(const Dataset& d, uint64_t seed, Precision declared, const Emu& e) {
+  const MlpShape s{d.dim, 256, 10};
+  const MlpOffsets o = mlp_offsets(s);
+  const int batch = 32, n = 32;  // one step
+  const std::vector<int32_t> all = epoch_order(d.n_train, seed, 0);
+  const int label = d.train_y[(size_t)all[0]];
+  EpochCheckInput in;
+  in.s = s;
+  in.n = n;
+  in.batch = batch;
+  in.lr = 0.1f;
+  in.momentum = 0.9f;
+  in.X_all = d.train_x.data();
+  in.y_all = d.train_y.data();
+  for (int32_t idx : all)
+    if (d.train_y[(size_t)idx] == label && (int)in.order.size() < n) in.order.push_back(idx);
+  in.p0 = init_params(s, seed);
+  for (size_t i = o.w1; i < o.w2; ++i) in.p0[i] = std::fabs(in.p0[i]);
+  for (size_t i = o.w2; i < o.total; ++i) {
+    const int k = (int)((i < o.b2 ? i - o.w2 : i - o.b2) % (size_t)s.out);
+    in.p0[i] = std::fabs(in.p0[i]) / 32 * (k == label ? -1.f : 1.f);
+  }
+  SplitMix64 rng(stream_seed(seed, kStreamTest, 9));
+  in.v0 = uniform(in.p0.size(), 1e-3, rng);
+  in.precision = declared;
+  std::vector<float> p = in.p0, v = in.v0, losses;
+  epoch(s, p, v, d.train_x.data(), d.train_y.data(), in.order.data(), n, batch, in.lr, in.momentum, losses, e);
+  const EpochCheckRef ref = epoch_check_reference(in);
+  const EpochCheckScore sc = epoch_check_score(ref, s, p, v, losses, 2.0);
+  EpochWorst w;
+  w.worst = sc.worst;
+  w.where = sc.where + "; " + sc.per_tensor;
+  // sc.per_tensor: "W1 0.487, b1 0.384, W2 0.499, b2 0.496, step losses 0.495".
+  for (const char* t : {"W1 ", "b1 ", "W2 ", "b2 ", "step losses "}) {
+    const size_t at = sc.per_tensor.find(t);
+    const double v = at == std::string::npos ? NAN : std::atof(sc.per_tensor.c_str() + at + std::strlen(t));
+    w.tensors.emplace_back(std::string(t) == "step losses " ? "loss" : std::string(t, 2), v);
+  }
+  w.ambiguous = ref.ambiguous;
+  EpochCheckInput f32 = in;
+  f32.precision = Precision::FP32;
+  w.fp32_share = epoch_check_reference(f32).el[0] / ref.el[0];
+  std::vector<double> P(in.p0.begin(), in.p0.end()), X((size_t)batch * s.in), H((size_t)batch * s.hidden),
+      Z((size_t)batch * s.out);
+  for (int r = 0; r < batch; ++r)
+    for (int i = 0; i < s.in; ++i) X[(size_t)r * s.in + i] = d.train_x[(size_t)in.order[(size_t)r] * s.in + i];
+  ref_forward(s, P.data(), X.data(), batch, H.data(), Z.data());
+  std::vector<double> Ha, Za;
+  gate::abs_forward(s, P, X, batch, Ha, Za);
+  for (size_t i = 0; i < Z.size(); ++i) {
+    w.zmax = std::max(w.zmax, std::fabs(Z[i]));
+    w.bias_share = std::max(w.bias_share, std::fabs(P[o.b2 + i % (size_t)s.out]) / Za[i]);
+  }
+  for (size_t i = 0; i < Ha.size(); ++i) w.bias_share = std::max(w.bias_share, P[o.b1 + i % (size_t)s.hidden] / Ha[i]);
+  return w;
+}
+
+std::string lambda_name(double lambda) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "worst%g", lambda);
+  return buf;
+}
+
+void worst_case(const Dataset& d, uint64_t seed) {
+  const Work rw = recipe_work(d, seed), ow = odd_work(seed);
+  struct Run {
+    Precision unit, declared;  // inputs moved by lambda·u_p of `unit`; the gate's limits of `declared`
+    double lambda;
+    bool forward, epoch;
+  };
+  const Precision T = Precision::TF32, B16 = Precision::BF16;
+  const std::vector<Run> runs = {
+      {T, T, 1, true, true},        {B16, B16, 1, true, true},        // legal: the model's worst case
+      {T, T, 1.75, true, false},    {B16, B16, 1.75, true, false},    // cases 1-2: past the one u_p allowance
+      {T, T, 2.5, false, true},     {B16, B16, 2.5, false, true},     // case 9: past the gate's 2·E
+      {B16, T, 1, true, true},                                         // bfloat16's worst case declared tf32
+  };
+  for (const Run& r : runs) {
+    const Emu e{Precision::FP32, "", r.lambda * mlp::unit_roundoff(r.unit)};
+    const std::string bug = lambda_name(r.lambda);
+    if (r.forward) {
+      for (const Work* w : {&rw, &ow}) {
+        const std::string at = "@" + std::to_string(w->s.in) + "-" + std::to_string(w->s.hidden) + "-" +
+                               std::to_string(w->s.out);
+        for (int c = 1; c <= 2; ++c) {
+          Rel got, model;
+          worst_forward(*w, c == 1 ? 1 : (w->odd ? 129 : 128), c == 2, e, got, model);
+          const std::string k = "case" + std::to_string(c);
+          line(r.unit, r.declared, bug, (k + "-z" + at).c_str(), got.z);
+          line(r.unit, r.declared, bug, (k + "-z-model" + at).c_str(), model.z);
+          line(r.unit, r.declared, bug, (k + "-h" + at).c_str(), got.h);
+          line(r.unit, r.declared, bug, (k + "-h-model" + at).c_str(), model.h);
+        }
+      }
+    }
+    if (r.epoch) {
+      const EpochWorst w = worst_epoch(d, seed, r.declared, e);
+      if (std::getenv("PRECISION_SIM_DEBUG"))
+        std::fprintf(stderr, "  %s %s %s: %.4g at %s\n", name(r.unit), name(r.declared), bug.c_str(), w.worst,
+                     w.where.c_str());
+      line(r.unit, r.declared, bug, "case9", w.worst);
+      for (const auto& [t, v] : w.tensors) line(r.unit, r.declared, bug, ("case9-" + t).c_str(), v);
+      line(r.unit, r.declared, bug, "case9-fp32-share", w.fp32_share);
+      line(r.unit, r.declared, bug, "case9-zmax", w.zmax);
+      line(r.unit, r.declared, bug, "case9-bias-share", w.bias_share);
+      line(r.unit, r.declared, bug, "case9-ambiguous", w.ambiguous);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -322,6 +542,11 @@ int main(int argc, char** argv) {
   }
   const Dataset d = load_dataset(data, false);
   const uint64_t seed = 20260829;  // recipe.toml's
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--worst-case") {
+      worst_case(d, seed);
+      return 0;
+    }
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::string(argv[i]) != "--parity-at") continue;
     // One epoch at another shape (784-H-10, batch B, the first N train images, the recipe's lr and

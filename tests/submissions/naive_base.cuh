@@ -28,8 +28,9 @@
 //   MUTANT_WARP_RACE        the bias column sums as a warp-synchronous reduction without
 //                           __syncwarp() (racecheck reports its hazards as warnings)    -> case 12
 //   MUTANT_UNCHECKED_ARGS   mlp_forward launches whatever it is given (no NULL or batch check) -> case 14
-//   VARIANT_ATOMIC_BIAS     correct, not a mutant: the bias gradients summed with atomicAdd, so reruns
-//                           differ in the last bits -> passes, with the gate's nondeterminism note
+//   VARIANT_ATOMIC_BIAS     correct, not a mutant: the bias gradients summed with atomicAdd in an order
+//                           that changes with every call, so reruns differ in the last bits, every time
+//                           -> passes, with the gate's nondeterminism note
 //   VARIANT_TF32_PRODUCTS   every matrix product's two inputs rounded to TF32 first (round to nearest, ties
 //                           away: what cvt.rna.tf32.f32 does, here in integer operations), float32 sums
 //   VARIANT_BF16_PRODUCTS   the same rounded to bfloat16 (round to nearest even)
@@ -147,11 +148,15 @@ __global__ void warp_sync_colsum(int rows, int cols, const float* M, float* out)
 #endif
 
 #ifdef VARIANT_ATOMIC_BIAS
-// out[c] += M[r, c] for every row, one thread each, with atomicAdd: the order of the additions
-// (hence the last bits of the sum) changes from run to run. `out` is zeroed first.
-__global__ void atomic_colsum(int rows, int cols, const float* M, float* out) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
-  if (c < cols && r < rows) atomicAdd(&out[c], M[(size_t)r * cols + c]);
+// out[c] += M[r, c] for every row with atomicAdd, one thread per column adding the rows in turn from
+// row `first`, wrapping around. Atomics from many threads add in whatever order the hardware takes
+// them, which may or may not differ between two runs; here the order is forced to differ: `first`
+// changes with every call (bias_sum's counter), so a rerun of an epoch adds every bias gradient in
+// other orders, and its last bits differ every time, not by chance. `out` is zeroed first.
+__global__ void atomic_colsum(int rows, int cols, const float* M, float* out, int first) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  for (int k = 0; k < rows; ++k) atomicAdd(&out[c], M[(size_t)((first + k) % rows) * cols + c]);
 }
 #endif
 
@@ -272,8 +277,10 @@ void bias_sum(int rows, int cols, const float* M, float* out, cudaStream_t st) {
 #if defined(MUTANT_WARP_RACE)
   warp_sync_colsum<<<cols, 64, 0, ON(st)>>>(rows, cols, M, out);
 #elif defined(VARIANT_ATOMIC_BIAS)
+  static unsigned calls = 0;  // every call starts its sums at another row (a multiplicative hash of the count)
+  const int first = (int)((++calls * 2654435761u) % (unsigned)rows);
   cudaMemsetAsync(out, 0, sizeof(float) * (size_t)cols, ON(st));
-  atomic_colsum<<<dim3((unsigned)((cols + 127) / 128), (unsigned)rows), 128, 0, ON(st)>>>(rows, cols, M, out);
+  atomic_colsum<<<(unsigned)((cols + 127) / 128), 128, 0, ON(st)>>>(rows, cols, M, out, first);
 #else
   naive_colsum<<<(cols + 127) / 128, 128, 0, ON(st)>>>(rows, cols, M, out);
 #endif
