@@ -8,7 +8,8 @@
 //      allocation then fails, and work on another stream either breaks the capture or runs at
 //      once): the capture must succeed and leave the outputs untouched;
 //   3. the graph replayed from the same inputs: it must reproduce the eager outputs (relative
-//      distance <= 1e-4: a submission that sums with atomics is not bitwise reproducible);
+//      distance <= 1e-4: a submission that sums with atomics is not bitwise reproducible; non-finite
+//      values at the same places in both runs count as reproduced: gate/replay_distance.h);
 //   4. four more eager calls: the device's free memory may fall by at most kGrowthLimit.
 // The row's detail starts with what broke first ("allocation", "host synchronisation", "another
 // stream", "capture", "printed", "memory growth"), which gate/hints.cpp reads. The memory figure
@@ -27,6 +28,7 @@
 #include "common/rng.h"
 #include "gate/call_watch.h"
 #include "gate/guard.h"
+#include "gate/replay_distance.h"
 #include "gate/workload.h"
 
 namespace {
@@ -83,16 +85,6 @@ struct Call {
   std::function<void()> reset;              // inputs and in-place state back to the start, outputs poisoned
   std::vector<DevBuf<float>*> outputs;
 };
-
-double rel_distance(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
-    d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    n += (double)b[i] * b[i];
-  }
-  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
-}
 
 std::vector<std::vector<float>> download_all(const Call& c) {
   std::vector<std::vector<float>> out;
@@ -198,12 +190,15 @@ std::string check_call(const Call& c, cudaStream_t st) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   for (size_t i = 0; i < replay.size(); ++i) {
-    const double d = rel_distance(replay[i], eager[i]);
+    const double d = gate::replay_distance(replay[i], eager[i]);
     if (!(d <= kReplayLimit)) {
       char b[96];
       std::snprintf(b, sizeof b, "%.3g", d);
+      const size_t bad = gate::non_finite_count(eager[i]);
       return std::string("another stream: the CUDA graph captured from ") + c.name + " on `stream` did not reproduce " +
-             c.outputs[i]->name + " (distance " + b + " > 1e-4): part of its work ran outside `stream`";
+             c.outputs[i]->name + " (distance " + b + " > 1e-4" +
+             (bad ? ", the eager run's own output holding " + std::to_string(bad) + " non-finite value(s)" : "") +
+             "): part of its work ran outside `stream`";
     }
   }
   return "";

@@ -109,6 +109,13 @@ def time_limit(tool: str, workload: dict | None = None) -> tuple[float, str]:
                    f"launches + {SLOWDOWN[tool]:g} x {seconds:.3f} s: the workload unsanitized)")
 
 
+def _repo_path(p) -> str:
+    """`p` as the children see it (they run in the repository root): relative to it when inside it, so
+    no row or log names the machine's folders."""
+    q = Path(p).resolve()
+    return os.path.relpath(q, ROOT) if q.is_relative_to(ROOT.resolve()) else str(p)
+
+
 def measure_workload(binary: Path, out: Path, data: Path = DATA_DIR, env: dict[str, str] | None = None,
                      guard=None) -> dict:
     """The workload once unsanitized: {"launches", "seconds", "calls", ...} (OUT/workload/
@@ -116,7 +123,7 @@ def measure_workload(binary: Path, out: Path, data: Path = DATA_DIR, env: dict[s
     finish by itself."""
     target = Path(out) / "workload"
     Path(out).mkdir(parents=True, exist_ok=True)
-    cmd = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(target), *MEASURE_ARGS]
+    cmd = [_repo_path(binary), "--data", _repo_path(data), "--out", _repo_path(target), *MEASURE_ARGS]
     print(f"sanitizer workload: {' '.join(cmd)} (time limit {WORKLOAD_LIMIT_S:.0f} s)", flush=True)
     try:
         with (guard(False) if guard else contextlib.nullcontext()):
@@ -170,9 +177,10 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
                                              "/usr/local/cuda/bin)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    target = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(out / tool),
-              *WORKLOAD_ARGS]
+    target = [_repo_path(binary), "--data", _repo_path(data), "--out", _repo_path(out / tool), *WORKLOAD_ARGS]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
+    # As a row says it: the tool by its name, the run's own folder as OUT (a temporary one while it runs).
+    shown = " ".join(["compute-sanitizer", *cmd[1:-len(WORKLOAD_ARGS) - 2], "--out", f"OUT/{tool}", *WORKLOAD_ARGS])
     log = out / f"{tool}.log"
     print(f"{tool}: {' '.join(cmd)}", flush=True)
     print(f"{tool}: time limit {why}", flush=True)
@@ -191,11 +199,11 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
     text = log.read_text(errors="replace")
     errors, warnings, first = parse(tool, text)
     measured = {k: workload.get(k) for k in ("calls", "launches", "memory_ops", "seconds")}
-    extra = {"seconds": seconds, "limit_s": round(limit, 1), "log": log.name, "command": " ".join(cmd),
+    extra = {"seconds": seconds, "limit_s": round(limit, 1), "log": log.name, "command": shown,
              "ended": how_ended(rc, timed_out, limit), "workload": measured}
     if warnings is not None:
         extra["warnings"] = warnings
-    what = f"compute-sanitizer {tool} on the sanitizer workload (`{' '.join(target[1:])}`)"
+    what = f"compute-sanitizer {tool} on the sanitizer workload (`{shown.split(' ', 5)[-1]}`)"
     work = (f"{workload.get('calls')} calls, {workload.get('launches')} launches, "
             f"{float(workload.get('seconds') or 0):.3f} s unsanitized")
     if timed_out:
@@ -203,7 +211,8 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
                     f"inconclusive: {tool} did not finish within its limit of {why} ({work}); nothing was concluded "
                     f"about {'races' if tool == 'racecheck' else 'memory errors'}: the same workload finishes "
                     f"unsanitized, so this is neither a {'race' if tool == 'racecheck' else 'memory error'} nor a "
-                    f"hang. Reproduce: `{' '.join(cmd)}`; what makes it slow: {SLOW_WHY[tool]} ({log.name})",
+                    f"hang. Reproduce: `{shown}` (OUT: any new folder); what makes it slow: {SLOW_WHY[tool]} "
+                    f"({log.name})",
                     inconclusive=True, **extra)
     elif errors is None or (rc is not None and rc < 0):
         row = _case(tool, cid, False, None, f"{_ended(rc, False, limit, text)} ({what}; no summary: "
