@@ -45,6 +45,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -462,9 +463,12 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
 
 def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFAULT_ARCH,
              limit: float | None = None, strict_determinism: bool = False, gpus: str | None = None,
-             available: list | None = None) -> int:
+             available: list | None = None, timings: dict | None = None) -> int:
     """Build every *.cu of SRC_DIR, gate each on the GPUs of `gpus` (`jobs` at a time on each;
-    harness/gate/schedule.py), then the leaderboard of those gated. See the module's text."""
+    harness/gate/schedule.py), then the leaderboard of those gated. See the module's text.
+    `timings` (a dict) gets "build_s" and "gate_s", the wall seconds of the two phases."""
+    timings = {} if timings is None else timings
+    t0 = time.time()
     subs = submissions_in(src_dir)
     if not subs:
         raise InputError(f"error: {src_dir}: no *.cu files")
@@ -473,6 +477,7 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
     print(f"gate: {len(subs)} submissions; building them on {max(1, (os.cpu_count() or 2) // 2)} cores", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
         built = list(pool.map(lambda s: (s, *build_one(s, arch, common)), subs))
+    timings["build_s"] = time.time() - t0
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runnable = [(s, b) for s, b, _ in built if b is not None]
@@ -491,7 +496,9 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
               f"{f' (GPU {gpu.index})' if gpu else ''}", flush=True)
         return state, rc
 
+    t1 = time.time()
     results = schedule.run_on_gpus(runnable, chosen, jobs, work)
+    timings["gate_s"] = time.time() - t1
     gated = [s for (s, _), (state, _) in zip(runnable, results) if state in ("gated", "refused")]
     if not gated:
         no_gpu = any(rc == EXIT_NO_GPU for _, rc in results)
