@@ -67,6 +67,8 @@ def summary(run: dict, torch: dict | None, phases: dict | None, profiles: dict,
            "n_paths": len(paths), "fastest": None, "torch_run": torch is not None,
            # the loaders refuse a pytorch.json whose recipe differs; one without any is unverified
            "torch_recipe_recorded": "recipe" in (torch or {}),
+           # pytorch.json's commit: another than run.json's means the two halves were not one run
+           "torch_commit": (torch or {}).get("commit"),
            "limit": None, "evidence": []}
     if best is not None:
         m = c.passed_median(paths[best])
