@@ -238,7 +238,7 @@ def reference(c):
 def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, precisions=None):
     """Width and batch sweep of the best CUDA path against PyTorch's fastest: results/sweep.json, SWEEP.md.
 
-    Each point (harness/studies/sweep.py's defaults: widths 64..16,384 at batch 128, batches
+    Each point (harness/studies/sweep_plan.py's defaults: widths 64..16,384 at batch 128, batches
     32..2,048 at width 256, and width 4,096 at batch 2,048) runs build/mlp_train --perf-only
     --parity over every path of the binary (opt-in ones included) into a staging folder, then
     PyTorch eager, cuda-graph and compiled-step (TF32 off) on that point's weights and order; the
