@@ -28,6 +28,12 @@ def _names(text, flag: str) -> list[str]:
     return [validate.safe_name(x, f"{flag}: name") for x in names]
 
 
+def _file(text, flag: str) -> str | None:
+    """A file or folder named on the command line (spec.validate.file_arg: a leading '-' is
+    refused, it would reach a program as an option); None stays None."""
+    return None if text is None else validate.file_arg(text, flag)
+
+
 def _epochs(text, flag: str) -> int:
     """An epoch count inside the recipe's bound (spec.recipe.BOUNDS)."""
     from spec.recipe import BOUNDS
@@ -51,6 +57,7 @@ def data(c, full=False, deb=None):
     """Rebuild data/ from Debian's dataset-fashion-mnist package and check it against the committed hashes."""
     from harness.data.dataset import DataError, build_data
     from spec.files import DATA_DIR
+    deb = _file(deb, "--deb")
     try:
         build_data(DATA_DIR, deb=deb, full=full)
     except DataError as exc:
@@ -63,7 +70,7 @@ def data(c, full=False, deb=None):
 def build(c, arch=None, submission=None, accumulate="double"):
     """Compile build/mlp_train, build/libmlp.so and build/mlp_host with make (prints the nvcc command)."""
     from harness.build import build as do_build
-    do_build(arch=arch, submission=submission, accumulate=accumulate)
+    do_build(arch=arch, submission=_file(submission, "--submission"), accumulate=accumulate)
 
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
@@ -133,7 +140,8 @@ def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool
             "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything"})
 def test(c, gpu=False, k=None, file=None, fast=False):
     """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
-    c.run(pytest_command(gpu, k, file or (), fast), pty=False, echo=True)
+    files = [_file(f, "--file") for f in file or ()]
+    c.run(pytest_command(gpu, k, files, fast), pty=False, echo=True)
 
 
 @task(pre=[build, run, profile, report])
@@ -196,6 +204,9 @@ def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None
     and the reports from existing folders, as the Slurm array's last job does."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
+    if dir:
+        validate.file_arg(dir, "DIR")
+    out = _file(out, "--out")
     if aggregate is not None:
         folders = aggregate.split(",")
         gating = [flag for flag, given in (("DIR", dir), ("--gpus", gpus), ("--jobs", jobs), ("--limit", limit),
@@ -205,6 +216,7 @@ def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None
                        f"--aggregate only rebuilds the leaderboard)", code=2)
         if any(not f.strip() for f in folders):
             raise Exit(f"error: --aggregate: an empty folder name in {aggregate!r} (comma-separated folders)", code=2)
+        folders = [validate.file_arg(f, "--aggregate") for f in folders]
         args = ["--aggregate", *folders]
     elif dir:
         args = [dir]
@@ -270,7 +282,7 @@ def ceilings(c, out=None):
     the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
     which the report's roofline section sets each profiled kernel against."""
     from harness.studies.ceilings import main as ceilings_main
-    _exit_on(ceilings_main([] if out is None else ["--out", out]), "ceilings: not measured (see above)")
+    _exit_on(ceilings_main([] if out is None else ["--out", _file(out, "--out")]), "ceilings: not measured (see above)")
 
 
 # ----------------------------------------------------------------------------- gpu: lent machines
@@ -290,7 +302,7 @@ def session(c, stages=None, commit=None, run_paths=None, out=None):
         names = gpu_session.parse_stages(stages)
     except ValueError as exc:
         raise Exit(f"error: {exc}", code=2) from None
-    _exit_on(gpu_session.session(names, commit=commit, run_paths=run_paths, out=out),
+    _exit_on(gpu_session.session(names, commit=commit, run_paths=run_paths, out=_file(out, "--out")),
              "gpu.session: a stage did not exit 0 (results/logs/stages.txt)")
 
 
@@ -314,7 +326,7 @@ def accumulate_ab(c, out=None):
 
     Summarise with `python -m analysis.accumulate_ab` (results/experiments/accumulate/README.md)."""
     from harness.studies import accumulate_ab as ab
-    _exit_on(ab.main(**({"out_dir": out} if out else {})), "gpu.accumulate-ab: the float build failed")
+    _exit_on(ab.main(**({"out_dir": _file(out, "--out")} if out else {})), "gpu.accumulate-ab: the float build failed")
 
 
 @task(help={"only": "comma-separated studies: memory,batch,linear (default: all three)"})

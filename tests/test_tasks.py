@@ -37,6 +37,19 @@ def test_invoke_test_passes_a_k_expression_with_spaces():
     assert "-k 'a and b'" in res.stdout
 
 
+@pytest.mark.parametrize("args", [("test", "--file=--version"), ("test", "--file", "tests/test_spec.py", "--file=-x"),
+                                  ("build", "--submission=-x.cu"), ("gate", "--aggregate", "a,-b"),
+                                  ("gate", "--dir=-x"), ("data", "--deb=-x.deb")])
+def test_a_file_argument_starting_with_a_dash_is_one_line_and_status_2(args):
+    """A task argument that names a file never reaches a program as an option (spec.validate.file_arg):
+    `invoke test --file=--version` once ran pytest --version and exited 0."""
+    res = _invoke(*args)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot start with '-'" in lines[0], res.stderr
+    assert "pytest" not in res.stdout
+
+
 def test_invoke_list_shows_every_step_and_no_shell_driver_is_left():
     out = _invoke("--list").stdout
     for name in ("build", "run", "profile", "report", "data", "test", "sanitize", "reference",
