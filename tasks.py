@@ -124,6 +124,25 @@ def report(c):
     _exit_on(render_main([]) or 0, "report: rendering failed (its message is above)")
 
 
+@task(help={"slurm": "install Debian's Slurm and munge for tests/test_slurm.py when missing (default: on; "
+                     "--no-slurm leaves it out)",
+            "full-data": "build data/full/ for the data tests, as `invoke data --full` (default: on)",
+            "deb": "use this dataset-fashion-mnist .deb instead of downloading it"})
+def setup(c, slurm=True, full_data=True, deb=None):
+    """What the CPU tests need beyond `pip install -r requirements-test.txt`: Debian's Slurm and munge, data/full/ (README's set-up; CI runs it)."""
+    from harness import devenv
+    from harness.data.dataset import DataError
+    try:
+        if slurm:
+            print(devenv.install_slurm(), flush=True)
+        if full_data:
+            print(devenv.full_data(_file(deb, "--deb")), flush=True)
+    except devenv.SetupError as exc:
+        raise Exit(str(exc), code=1) from None
+    except DataError as exc:
+        raise Exit(f"error: {exc}", code=2) from None
+
+
 def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False) -> str:
     """The pytest command line `invoke test` runs, quoted for the shell (shlex.join)."""
     args = [sys.executable, "-m", "pytest", "-q", "-ra"]
@@ -427,7 +446,7 @@ transformer.__doc__ = "The vision transformer's forward pass (issue 31): train, 
 
 gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
-ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
+ns = Collection(data, setup, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
                transformer)
 
 
