@@ -290,7 +290,7 @@ def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, p
                     train_size=train_size, report=SWEEP_MD, precisions=precisions)
     if not any(p["best_cuda"] is not None for p in doc["points"]):
         raise Exit("sweep: no point produced a CUDA timing; the committed results are untouched "
-                   "(results/sweep/<point>.failed/ hold this run's logs)", code=1)
+                   "(results/failed/sweep/<point>/, git-ignored, hold this run's logs)", code=1)
 
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})
@@ -336,7 +336,7 @@ def phases(c):
 def ncu(c):
     """Nsight Compute counters (--clock-control none) of the persistent and stationary kernels and the fused path's two widest rows -> results/ncu/."""
     from harness.studies.ncu_counters import main as ncu_main
-    _exit_on(ncu_main(), "gpu.ncu: a profile failed (results/ncu/<name>.log)")
+    _exit_on(ncu_main(), "gpu.ncu: a profile failed (its log: results/failed/ncu/<name>.log)")
 
 
 @task(help={"out": "the runs' folder (default: results/experiments/accumulate)"})
@@ -364,7 +364,7 @@ def portability(c, classes=None, no_report=False):
     or is skipped with its reason (harness/studies/portability.py)."""
     from harness.studies.portability import main as portability_main
     _exit_on(portability_main((["--classes", classes] if classes else []) + (["--no-report"] if no_report else [])),
-             "gpu.portability: a class's run failed (results/portability/<class>/run.log)")
+             "gpu.portability: a class's run failed (its log: results/failed/portability/<class>/run.log)")
 
 
 @task(help={"only": "comma-separated studies: batch,linear (default: both)"})

@@ -26,6 +26,27 @@ TEMPLATES_DIR = ROOT / "templates"
 RECIPE_PATH = ROOT / "recipe.toml"
 
 
+# A run that fails leaves its logs here, never beside the committed evidence: git ignores
+# results/failed/ (.gitignore), so a clean checkout stays clean after any failed task, and the
+# task's error message names the folder.
+FAILED_NAME = "failed"
+FAILED_DIR = RESULTS_DIR / FAILED_NAME
+
+
+def failed_path(target, root=RESULTS_DIR) -> Path:
+    """Where a failed run's files go instead of `target` (the results file or folder it would have
+    replaced): ROOT/failed/ at target's place under `root` (results/sweep/h64_b128 ->
+    results/failed/sweep/h64_b128); a target outside `root`: a failed/ folder beside it."""
+    target, root = Path(target), Path(root)
+    try:
+        rel = target.resolve().relative_to(root.resolve())
+    except ValueError:
+        return target.parent / FAILED_NAME / target.name
+    if rel.parts[:1] == (FAILED_NAME,):
+        return target
+    return root / FAILED_NAME / rel
+
+
 def _default_mode() -> int:
     """0666 less the umask: what open() would give, since mkstemp creates files 0600."""
     umask = os.umask(0)

@@ -247,7 +247,8 @@ def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monke
     assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(failing),
                              targets=[fused]) == 1
     assert all((out / n).read_text() == "committed " + n for n in ("fused.log", "fused_details.csv", "fused_raw.csv"))
-    assert "no CUDA device" in (out / "fused.failed.log").read_text() and not list(out.glob(".*"))
+    assert "no CUDA device" in (tmp_path / "failed" / "ncu" / "fused.log").read_text()   # git-ignored
+    assert sorted(p.name for p in out.iterdir()) == ["fused.log", "fused.ncu-rep", "fused_details.csv", "fused_raw.csv"]
 
     build = tmp_path / "build"
     (build / "f32acc").mkdir(parents=True)
@@ -262,7 +263,8 @@ def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monke
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "print('made')"])
     assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 0
     assert (ab / "double_1" / "run.json").read_text() == "committed"
-    assert "no CUDA device" in (ab / "double_1.failed" / "run.log").read_text()
+    assert "no CUDA device" in (ab / "failed" / "double_1" / "run.log").read_text()
+    assert not (ab / "double_1.failed").exists() and not (ab / "double_1.new").exists()
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
     assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 2
     assert (ab / "build_float.log").read_text().startswith(sys.executable)   # the last good build's log

@@ -45,7 +45,8 @@ A point that fails (a path fails, the binary stops, the baseline fails, a time l
 with its error and the sweep goes on. The committed evidence is never lost to a failure: each point
 runs in a staging folder, results/sweep/<label>.new/; a point that timed a CUDA path then replaces
 results/sweep/<label>/ (the old folder removed only after the rename), while one that did not keeps
-the old folder and leaves its own files in results/sweep/<label>.failed/. At the end sweep.json
+the old folder and leaves its own files in the git-ignored results/failed/sweep/<label>/ (a clean
+checkout stays clean). At the end sweep.json
 (and, with `report`, SWEEP.md and its three plots) are written together, all or none, and only when
 some point timed a CUDA path: a sweep that timed nothing (no GPU) writes none of them. An
 interrupted sweep leaves the points it finished in their folders (point.json each), from which
@@ -65,7 +66,7 @@ from harness.baseline import registry
 from harness.studies.sweep_collect import collect, stray_folders
 from harness.studies.sweep_plan import (BATCH_SWEEP_HIDDEN, BATCHES, CEILINGS_JSON, COST_IMAGES,
                                         DEFAULT_EPOCHS, DEFAULT_TIMEOUT_S, EXTRA_POINTS,
-                                        FAILED, FALLBACK_PATHS, FULL_TRAIN_SIZE, MAX_BATCH,
+                                        FALLBACK_PATHS, FULL_TRAIN_SIZE, MAX_BATCH,
                                         MAX_EPOCHS, MAX_WIDTH, MIN_EPOCHS, POINT_CONFIG_KEYS,
                                         POINT_JSON, STAGING, SWEEP_DIR, SWEEP_JSON, SWEEP_MD,
                                         UNKNOWN, WIDTH_SWEEP_BATCH, WIDTHS, data_for, label,
@@ -80,7 +81,7 @@ from spec.files import RESULTS_DIR
 from spec.torch_variants import PRECISIONS
 
 __all__ = ["BATCH_SWEEP_HIDDEN", "BATCHES", "CEILINGS_JSON", "COST_IMAGES", "DEFAULT_EPOCHS",
-           "DEFAULT_TIMEOUT_S", "EXTRA_POINTS", "FAILED", "FALLBACK_PATHS", "FULL_TRAIN_SIZE",
+           "DEFAULT_TIMEOUT_S", "EXTRA_POINTS", "FALLBACK_PATHS", "FULL_TRAIN_SIZE",
            "MAX_BATCH", "MAX_EPOCHS", "MAX_WIDTH", "MIN_EPOCHS", "POINT_CONFIG_KEYS",
            "POINT_JSON", "STAGING", "SWEEP_DIR", "SWEEP_JSON", "SWEEP_MD", "UNKNOWN",
            "WIDTH_SWEEP_BATCH", "WIDTHS", "collect", "collect_point", "cuda_metrics", "data_for",

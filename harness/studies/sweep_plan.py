@@ -33,7 +33,7 @@ LOG_TAIL_LINES = 20
 DEFAULT_EPOCHS = 20
 MIN_EPOCHS, MAX_EPOCHS = 2, 1000   # epoch 0 is a warm-up, not timed; the recipe's bound
 MAX_WIDTH, MAX_BATCH = 16384, 65536   # the recipe bounds of hidden_dim and batch (spec.recipe.BOUNDS)
-STAGING, FAILED = ".new", ".failed"   # a point folder's suffixes while it runs, when it failed
+STAGING = ".new"               # a point folder's suffix while it runs (a failed point's go to results/failed/)
 SWEEP_MD = ROOT / "SWEEP.md"
 LABEL_RE = re.compile(r"^h([0-9]+)_b([0-9]+)$")
 

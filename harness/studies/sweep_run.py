@@ -14,12 +14,12 @@ from typing import Sequence
 from harness.baseline import registry
 from harness.studies.sweep_collect import new_doc, outputs_of, summary, sweep_plot_files
 from harness.studies.sweep_plan import (BATCH_SWEEP_HIDDEN, BATCHES, DEFAULT_EPOCHS,
-                                        DEFAULT_TIMEOUT_S, EXTRA_POINTS, FAILED, POINT_CONFIG_KEYS,
+                                        DEFAULT_TIMEOUT_S, EXTRA_POINTS, POINT_CONFIG_KEYS,
                                         POINT_JSON, STAGING, SWEEP_DIR, SWEEP_JSON, UNKNOWN,
                                         WIDTH_SWEEP_BATCH, WIDTHS, parse_epochs, parse_precisions,
                                         rel, resolve_paths, resolve_variants, sweep_points)
 from harness.studies.sweep_point import collect_point, load_ceilings
-from spec import files, validate
+from spec import files, provenance, validate
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, InputError
 from spec.torch_variants import FP32, PRECISIONS
 
@@ -102,9 +102,11 @@ def progress_line(i: int, n: int, rec: dict, seconds: float) -> str:
     return f"{head} " + ", ".join(parts) + f" ({seconds:.1f} s){tail}"
 
 
-def _check_point_folders(sweep_root: Path, points: list[dict]) -> None:
-    """InputError naming the first path in the way of a point's folders (a file where a folder goes)."""
-    for path in [sweep_root] + [sweep_root / (p["label"] + sfx) for p in points for sfx in ("", STAGING, FAILED)]:
+def _check_point_folders(sweep_root: Path, points: list[dict], results_dir: Path) -> None:
+    """InputError naming the first path in the way of a point's folders (a file where a folder goes):
+    the point's, its staging folder's, and its place under the git-ignored results/failed/."""
+    spots = [sweep_root / (p["label"] + sfx) for p in points for sfx in ("", STAGING)]
+    for path in [sweep_root, *spots, *(files.failed_path(sweep_root / p["label"], results_dir) for p in points)]:
         if path.exists() and not path.is_dir():
             raise InputError(f"error: {path}: not a folder, but the sweep writes a folder there")
 
@@ -156,7 +158,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
     sweep_root = results_dir / SWEEP_DIR
     out_path = results_dir / SWEEP_JSON
     plots_dir = results_dir / "plots"
-    _check_point_folders(sweep_root, points)
+    _check_point_folders(sweep_root, points, results_dir)
     files.check_targets([out_path] + ([Path(report)] + [plots_dir / f for f in sweep_plot_files()]
                                       if report is not None else []))
     roof = load_ceilings(results_dir)
@@ -215,8 +217,9 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
         rec = collect_point(pdir, point, pytorch=pytorch, binary_error=binary_error,
                             pytorch_error=pytorch_error, variants=variant_list,
                             parity=bool(parity), ceilings=roof["ceilings"])
-        if rec["best_cuda"] is None:   # the old folder stays; this run's files go beside it
-            final = final.with_name(final.name + FAILED)
+        if rec["best_cuda"] is None:   # the old folder stays; this run's files go to results/failed/
+            final = files.failed_path(final, results_dir)
+            final.parent.mkdir(parents=True, exist_ok=True)
             rec["dir"] = point["dir"] = rel(final)
         rec["command"] = shlex.join(cmd)
         rec["pytorch_command"] = (shlex.join(["python" if x == sys.executable else x
@@ -226,7 +229,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
             "schema": 1, "point": point, "binary_error": binary_error,
             "pytorch": pytorch, "pytorch_error": pytorch_error, "parity": bool(parity),
             "command": rec["command"], "pytorch_command": rec["pytorch_command"],
-            "exit_code": rc, "commit": doc["commit"], "driver": doc["driver"],
+            "exit_code": rc, "commit": doc["commit"], "date_utc": provenance.utc_now(), "driver": doc["driver"],
             "paths_source": paths_source,
             "config": {k: doc["config"][k] for k in POINT_CONFIG_KEYS}})
         files.replace_folder(pdir, final)
@@ -237,7 +240,7 @@ def sweep(widths: Sequence[int] = WIDTHS, batches: Sequence[int] = BATCHES, epoc
     ok = sum(1 for r in doc["points"] if r["status"] == "ok")
     if not any(r["best_cuda"] is not None for r in doc["points"]):
         print(f"sweep: no point timed a CUDA path: {rel(out_path)} and the report untouched "
-              f"(this run's files: {', '.join(r['dir'] + '/' for r in doc['points'])})", flush=True)
+              f"(this run's files, git-ignored: {', '.join(r['dir'] + '/' for r in doc['points'])})", flush=True)
         return doc
     outputs = outputs_of(doc, out_path, report, plots_dir)
     files.write_all(outputs)
