@@ -2,6 +2,7 @@
 --trace`, invoke profile): each step's phases labelled, written as a Chrome trace."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +16,13 @@ from spec.recipe import load_recipe
 
 
 def chrome_trace_bytes(prof) -> bytes:
-    """The profiler's Chrome trace as bytes (exported to a private temporary folder)."""
+    """The profiler's Chrome trace as bytes (exported to a private temporary folder, whose path the
+    trace's traceName then names no longer: it says trace.json)."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="mlp-trace-") as tmp:
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
-        return path.read_bytes()
+        return path.read_bytes().replace(json.dumps(str(path)).encode(), b'"trace.json"')
 
 
 def trace_eager_epoch(out_path, results_dir: Path = RESULTS_DIR, device: str = "cuda",

@@ -16,6 +16,7 @@ from harness.baseline.fp64_accuracy import last_mean
 from harness.baseline.inputs import workload_for
 from harness.baseline.timing import EpochTimer, accuracy, timing_stats
 from harness.baseline.variants import sync as _sync
+from spec.files import shown_path
 from spec.recipe import load_recipe
 from spec.torch_variants import FP32
 
@@ -130,7 +131,7 @@ def inductor_cache() -> dict:
     try:
         from torch._inductor import config as ic
         from torch._inductor.runtime.cache_dir_utils import cache_dir
-        return {"dir": cache_dir(), "fx_graph_cache": bool(ic.fx_graph_cache)}
+        return {"dir": shown_path(cache_dir()), "fx_graph_cache": bool(ic.fx_graph_cache)}
     except Exception as exc:  # noqa: BLE001 - informational only
         return {"dir": None, "fx_graph_cache": None, "error": f"{type(exc).__name__}: {exc}"}
 

@@ -148,7 +148,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, batch: int, limit: 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     # The stages' parts go to OUT/<tool>/ (the gate's own stage-*.json beside run.json stay).
-    target = [str(binary), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", str(out / tool),
+    target = [os.path.relpath(Path(binary).resolve(), ROOT), "--data", os.path.relpath(Path(data).resolve(), ROOT), "--out", os.path.relpath((out / tool).resolve(), ROOT),
               *short_run_args(gated, batch)]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
     log = out / f"{tool}.log"

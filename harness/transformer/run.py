@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, write_json
+from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, repo_relative, write_json
 from spec.transformer import CONFIG_PATH, kernel_op, load_config, op_costs, shape
 
 PARTS = RESULTS_DIR / "transformer"
@@ -56,8 +56,10 @@ def config_path() -> Path:
 
 
 def vit(*args, timeout: float | None = None, env: dict | None = None) -> int:
-    """Run the binary from the repository root (its output passes through); its exit status."""
-    cmd = [str(binary()), *map(str, args), "--data", str(DATA_DIR), "--config", str(config_path())]
+    """Run the binary from the repository root (its output passes through); its exit status. Paths
+    go as repo_relative gives them: the binary records them in its results files (relative to the
+    repository, naming no machine)."""
+    cmd = [_arg(binary()), *map(_arg, args), "--data", _arg(DATA_DIR), "--config", _arg(config_path())]
     log("+ " + shlex.join(cmd))
     try:
         return subprocess.run(cmd, cwd=ROOT, timeout=timeout, env=env).returncode
@@ -69,8 +71,13 @@ def vit(*args, timeout: float | None = None, env: dict | None = None) -> int:
         return 124
 
 
+def _arg(a) -> str:
+    """A command-line argument: a path relative to the repository when inside it (files.repo_relative)."""
+    return repo_relative(a) if isinstance(a, Path) else str(a)
+
+
 def weights_args(weights) -> list[str]:
-    return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", str(weights)]
+    return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", _arg(Path(weights))]
 
 
 ENGINES = ("fp32", "tf32x3")   # the GEMMs on the CUDA cores (FFMA) or the tensor cores (3xTF32)
@@ -231,9 +238,9 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
     with tempfile.TemporaryDirectory(dir=profile_dir, prefix=".transformer-nsys-") as tmp:
         base = Path(tmp) / PROFILE_NAME
         cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx", f"--nvtx-capture={PROFILE_RANGE}",
-               "--capture-range-end=stop", "--force-overwrite", "true", "-o", str(base), str(binary()), "profile",
-               *weights_args(weights), "--gemm", engine, "--batch", str(batch), "--data", str(DATA_DIR),
-               "--config", str(config_path())]
+               "--capture-range-end=stop", "--force-overwrite", "true", "-o", _arg(base), _arg(binary()), "profile",
+               *weights_args(weights), "--gemm", engine, "--batch", str(batch), "--data", _arg(DATA_DIR),
+               "--config", _arg(config_path())]
         log("+ " + shlex.join(cmd))
         env = dict(os.environ, NSYS_NVTX_PROFILER_REGISTER_ONLY="0")
         rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
