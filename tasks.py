@@ -152,9 +152,15 @@ def setup(c, slurm=True, full_data=True, deb=None):
         raise Exit(f"error: {exc}", code=2) from None
 
 
-def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False) -> str:
-    """The pytest command line `invoke test` runs, quoted for the shell (shlex.join)."""
+def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False, jobs="auto") -> str:
+    """The pytest command line `invoke test` runs, quoted for the shell (shlex.join). With pytest-xdist
+    (requirements-test.txt) the tests run in `jobs` processes, a test file's tests in one of them
+    (--dist loadfile: its module fixtures built once); auto is one a core, and one where there is a GPU
+    (tests/conftest.py: GPU tests never share the GPU). --gpu runs in one process."""
+    import importlib.util
     args = [sys.executable, "-m", "pytest", "-q", "-ra"]
+    if not gpu and str(jobs) != "1" and importlib.util.find_spec("xdist") is not None:
+        args += ["-n", str(jobs), "--dist", "loadfile"]
     if gpu or fast:
         args += ["-m", " and ".join((["gpu"] if gpu else []) + (["not slow"] if fast else []))]
     if k:
@@ -165,11 +171,13 @@ def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool
 @task(iterable=["file"],
       help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression",
             "file": "a test file or node id (repeatable; default: all of tests/)",
-            "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything"})
-def test(c, gpu=False, k=None, file=None, fast=False):
+            "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything",
+            "jobs": "test processes (pytest-xdist): auto (default: one a core; one where there is a GPU) or 1-256"})
+def test(c, gpu=False, k=None, file=None, fast=False, jobs="auto"):
     """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
     files = [_file(f, "--file") for f in file or ()]
-    c.run(pytest_command(gpu, k, files, fast), pty=False, echo=True)
+    jobs = "auto" if str(jobs) == "auto" else validate.count(jobs, "--jobs", 1, 256)
+    c.run(pytest_command(gpu, k, files, fast, jobs), pty=False, echo=True)
 
 
 @task(pre=[build, run, profile, report])

@@ -1,10 +1,14 @@
-"""Shared pytest setup: the repository root on sys.path, and the `gpu` marker.
+"""Shared pytest setup: the repository root on sys.path, the `gpu` marker, and the `slow` marks held
+exact.
 
-Tests marked `@pytest.mark.gpu` are skipped where `nvidia-smi -L` fails or lists no GPU.
+Tests marked `@pytest.mark.gpu` are skipped where `nvidia-smi -L` fails or lists no GPU. A test not
+marked `@pytest.mark.slow` that costs over 20 s (the least of its wall and CPU seconds, so a loaded
+machine cannot fail it) fails the run, naming it: tests/slow_marks.py, whose hooks are taken here.
 """
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from slow_marks import (pytest_runtest_logreport, pytest_runtest_makereport,  # noqa: E402,F401  (hooks)
+                        pytest_runtest_setup, pytest_sessionfinish, pytest_terminal_summary)
 
 NO_GPU_REASON = "no CUDA device (nvidia-smi -L lists none)"
 
@@ -28,9 +35,16 @@ def have_gpu() -> bool:
                                         for line in proc.stdout.splitlines())
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (invoke test): one worker a core, but one where there is a GPU, so that no two GPU tests
+    share it (their time limits and timings assume the GPU to themselves)."""
+    return 1 if have_gpu() else (os.cpu_count() or 1)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when nvidia-smi -L lists none)")
-    config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow'; "
+                                       "an unmarked test over it fails the run, tests/slow_marks.py)")
 
 
 def pytest_collection_modifyitems(config, items):

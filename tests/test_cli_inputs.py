@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_build import make
 from tests.conftest import ROOT, have_gpu
 
 HOST = ROOT / "build" / "mlp_host"
@@ -39,7 +40,7 @@ REAL_KEYS = {"lr", "momentum"}
 
 @pytest.fixture(scope="session")
 def host_tool():
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
+    make(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
     return HOST
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from harness.data import np_reference as npref
+from shared_build import make
 from spec.files import DATA_DIR, ROOT
 from spec.recipe import load_recipe
 from harness.data.dataset import load_dataset
@@ -23,7 +24,7 @@ SHAPE = (784, 256, 10)
 
 @pytest.fixture(scope="session")
 def host_tool():
-    subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
+    make(["make", "--no-print-directory", "-s", "-C", str(ROOT), "build/mlp_host"], check=True)
     return HOST
 
 

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 
 CUDA = ROOT / "cuda"
@@ -20,7 +21,7 @@ def build(target, includes: str = "") -> None:
     args = ["make", "-s", f"BUILD={target.parent}", str(target)]
     if includes:
         args.append(f"TILED_EMU_INCLUDES=-I{includes}")
-    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+    make(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
 
 
 def test_the_kernels_match_float64_on_the_emulated_device():

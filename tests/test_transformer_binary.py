@@ -11,14 +11,15 @@ import subprocess
 
 import pytest
 
+from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 
 BIN, EMU = BUILD_DIR / "vit_forward", BUILD_DIR / "vit_forward_emu"
 
 
 def _make(target, *extra):
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", *extra, str(target)],
-                         capture_output=True, text=True)
+    res = make(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", *extra, str(target)],
+               capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
 
 

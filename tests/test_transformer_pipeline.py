@@ -19,6 +19,7 @@ from harness.data.dataset import load_dataset
 from harness.transformer import results as tresults
 from harness.transformer import run as vit
 from harness.transformer.weights import read_weights
+from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 from spec.transformer import CONFIG_PATH, load_config, shape
 
@@ -34,8 +35,8 @@ def _torch():
 
 
 def _build_emu():
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", str(EMU.relative_to(ROOT))],
-                         capture_output=True, text=True)
+    res = make(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", str(EMU.relative_to(ROOT))],
+               capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
 
 
