@@ -35,6 +35,14 @@ def have_gpu() -> bool:
                                         for line in proc.stdout.splitlines())
 
 
+@pytest.fixture(scope="session")
+def arch_build(tmp_path_factory):
+    """arch_build(ARCH) -> a folder holding `make all` for ARCH, made once a session: build/ when it is
+    `invoke build --arch ARCH` (brought up to date), else a folder of the session's (tests/shared_build.py)."""
+    from shared_build import ArchBuilds
+    return ArchBuilds(tmp_path_factory.mktemp("arch"))
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (invoke test): one worker a core, but one where there is a GPU, so that no two GPU tests
     share it (their time limits and timings assume the GPU to themselves)."""
@@ -42,6 +50,10 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Several test processes share the cores: the OpenMP programs the tests run (the float64
+        # references) wait for work asleep instead of spinning on a core another process needs.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when nvidia-smi -L lists none)")
     config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow'; "
                                        "an unmarked test over it fails the run, tests/slow_marks.py)")

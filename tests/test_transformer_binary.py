@@ -36,9 +36,9 @@ def _run(binary, *args, env=None, timeout=600):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
-def test_the_binary_builds(tmp_path, arch):
-    build = tmp_path / arch
-    _make(build / "vit_forward", f"ARCH={arch}", f"BUILD={build}")
+def test_the_binary_builds(arch_build, arch):
+    """`make all` for the architecture (the session's build, shared with test_host) makes vit_forward."""
+    build = arch_build(arch)
     assert (build / "vit_forward").exists()
 
 
