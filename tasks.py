@@ -28,6 +28,12 @@ def _names(text, flag: str) -> list[str]:
     return [validate.safe_name(x, f"{flag}: name") for x in names]
 
 
+def _file(text, flag: str) -> str | None:
+    """A file or folder named on the command line (spec.validate.file_arg: a leading '-' is
+    refused, it would reach a program as an option); None stays None."""
+    return None if text is None else validate.file_arg(text, flag)
+
+
 def _epochs(text, flag: str) -> int:
     """An epoch count inside the recipe's bound (spec.recipe.BOUNDS)."""
     from spec.recipe import BOUNDS
@@ -51,6 +57,7 @@ def data(c, full=False, deb=None):
     """Rebuild data/ from Debian's dataset-fashion-mnist package and check it against the committed hashes."""
     from harness.data.dataset import DataError, build_data
     from spec.files import DATA_DIR
+    deb = _file(deb, "--deb")
     try:
         build_data(DATA_DIR, deb=deb, full=full)
     except DataError as exc:
@@ -63,7 +70,7 @@ def data(c, full=False, deb=None):
 def build(c, arch=None, submission=None, accumulate="double"):
     """Compile build/mlp_train, build/libmlp.so and build/mlp_host with make (prints the nvcc command)."""
     from harness.build import build as do_build
-    do_build(arch=arch, submission=submission, accumulate=accumulate)
+    do_build(arch=arch, submission=_file(submission, "--submission"), accumulate=accumulate)
 
 
 @task(help={"paths": "comma-separated kernel paths to time (default: all)",
@@ -112,14 +119,48 @@ def profile(c, paths=None, pytorch=True):
 
 @task
 def report(c):
-    """Render RESULTS.md from results/, profile/, predictions.toml and GAPS.toml (works without a GPU)."""
+    """Render RESULTS.md from results/, profile/, predictions.toml and GAPS.toml, and the gate leaderboard from its folders (works without a GPU).
+
+    The leaderboard's "our fastest" and "x ours" are results/run.json's, read when it is rendered
+    (harness/gate/course.py leaderboard, its folders' run.json files as they are): rendered again
+    here, they stay the run of record's, one owner, after a new `invoke run`."""
     from analysis.report import main as render_main
     _exit_on(render_main([]) or 0, "report: rendering failed (its message is above)")
+    from harness.gate.course import OUT_DIR, folders_of, leaderboard
+    if (OUT_DIR / "leaderboard.md").is_file():
+        folders, skipped = folders_of([OUT_DIR])
+        if folders:
+            leaderboard(folders, OUT_DIR, reports=False, skipped=skipped)
 
 
-def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False) -> str:
-    """The pytest command line `invoke test` runs, quoted for the shell (shlex.join)."""
+@task(help={"slurm": "install Debian's Slurm and munge for tests/test_slurm.py when missing (default: on; "
+                     "--no-slurm leaves it out)",
+            "full-data": "build data/full/ for the data tests, as `invoke data --full` (default: on)",
+            "deb": "use this dataset-fashion-mnist .deb instead of downloading it"})
+def setup(c, slurm=True, full_data=True, deb=None):
+    """What the CPU tests need beyond `pip install -r requirements-test.txt`: Debian's Slurm and munge, data/full/ (README's set-up; CI runs it)."""
+    from harness import devenv
+    from harness.data.dataset import DataError
+    try:
+        if slurm:
+            print(devenv.install_slurm(), flush=True)
+        if full_data:
+            print(devenv.full_data(_file(deb, "--deb")), flush=True)
+    except devenv.SetupError as exc:
+        raise Exit(str(exc), code=1) from None
+    except DataError as exc:
+        raise Exit(f"error: {exc}", code=2) from None
+
+
+def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool = False, jobs="auto") -> str:
+    """The pytest command line `invoke test` runs, quoted for the shell (shlex.join). With pytest-xdist
+    (requirements-test.txt) the tests run in `jobs` processes, a test file's tests in one of them
+    (--dist loadfile: its module fixtures built once); auto is one a core, and one where there is a GPU
+    (tests/conftest.py: GPU tests never share the GPU). --gpu runs in one process."""
+    import importlib.util
     args = [sys.executable, "-m", "pytest", "-q", "-ra"]
+    if not gpu and str(jobs) != "1" and importlib.util.find_spec("xdist") is not None:
+        args += ["-n", str(jobs), "--dist", "loadfile"]
     if gpu or fast:
         args += ["-m", " and ".join((["gpu"] if gpu else []) + (["not slow"] if fast else []))]
     if k:
@@ -130,10 +171,13 @@ def pytest_command(gpu: bool = False, k: str | None = None, files=(), fast: bool
 @task(iterable=["file"],
       help={"gpu": "run only the GPU tests (on a CUDA machine)", "k": "pytest -k expression",
             "file": "a test file or node id (repeatable; default: all of tests/)",
-            "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything"})
-def test(c, gpu=False, k=None, file=None, fast=False):
+            "fast": "leave out the tests marked slow (over ~20 s each): the edit loop; CI runs everything",
+            "jobs": "test processes (pytest-xdist): auto (default: one a core; one where there is a GPU) or 1-256"})
+def test(c, gpu=False, k=None, file=None, fast=False, jobs="auto"):
     """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
-    c.run(pytest_command(gpu, k, file or (), fast), pty=False, echo=True)
+    files = [_file(f, "--file") for f in file or ()]
+    jobs = "auto" if str(jobs) == "auto" else validate.count(jobs, "--jobs", 1, 256)
+    c.run(pytest_command(gpu, k, files, fast, jobs), pty=False, echo=True)
 
 
 @task(pre=[build, run, profile, report])
@@ -196,6 +240,9 @@ def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None
     and the reports from existing folders, as the Slurm array's last job does."""
     if dir in ("-h", "--help"):  # invoke hands the positional DIR the flag: show this task's help
         raise SystemExit(subprocess.call([sys.executable, "-m", "invoke", "--help", "gate"]))
+    if dir:
+        validate.file_arg(dir, "DIR")
+    out = _file(out, "--out")
     if aggregate is not None:
         folders = aggregate.split(",")
         gating = [flag for flag, given in (("DIR", dir), ("--gpus", gpus), ("--jobs", jobs), ("--limit", limit),
@@ -205,6 +252,7 @@ def gate(c, dir=None, aggregate=None, out=None, gpus=None, jobs=None, limit=None
                        f"--aggregate only rebuilds the leaderboard)", code=2)
         if any(not f.strip() for f in folders):
             raise Exit(f"error: --aggregate: an empty folder name in {aggregate!r} (comma-separated folders)", code=2)
+        folders = [validate.file_arg(f, "--aggregate") for f in folders]
         args = ["--aggregate", *folders]
     elif dir:
         args = [dir]
@@ -238,7 +286,7 @@ def reference(c):
 def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, precisions=None):
     """Width and batch sweep of the best CUDA path against PyTorch's fastest: results/sweep.json, SWEEP.md.
 
-    Each point (harness/studies/sweep.py's defaults: widths 64..16,384 at batch 128, batches
+    Each point (harness/studies/sweep_plan.py's defaults: widths 64..16,384 at batch 128, batches
     32..2,048 at width 256, and width 4,096 at batch 2,048) runs build/mlp_train --perf-only
     --parity over every path of the binary (opt-in ones included) into a staging folder, then
     PyTorch eager, cuda-graph and compiled-step (TF32 off) on that point's weights and order; the
@@ -259,7 +307,7 @@ def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, p
                     train_size=train_size, report=SWEEP_MD, precisions=precisions)
     if not any(p["best_cuda"] is not None for p in doc["points"]):
         raise Exit("sweep: no point produced a CUDA timing; the committed results are untouched "
-                   "(results/sweep/<point>.failed/ hold this run's logs)", code=1)
+                   "(results/failed/sweep/<point>/, git-ignored, hold this run's logs)", code=1)
 
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})
@@ -270,7 +318,7 @@ def ceilings(c, out=None):
     the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
     which the report's roofline section sets each profiled kernel against."""
     from harness.studies.ceilings import main as ceilings_main
-    _exit_on(ceilings_main([] if out is None else ["--out", out]), "ceilings: not measured (see above)")
+    _exit_on(ceilings_main([] if out is None else ["--out", _file(out, "--out")]), "ceilings: not measured (see above)")
 
 
 # ----------------------------------------------------------------------------- gpu: lent machines
@@ -290,7 +338,7 @@ def session(c, stages=None, commit=None, run_paths=None, out=None):
         names = gpu_session.parse_stages(stages)
     except ValueError as exc:
         raise Exit(f"error: {exc}", code=2) from None
-    _exit_on(gpu_session.session(names, commit=commit, run_paths=run_paths, out=out),
+    _exit_on(gpu_session.session(names, commit=commit, run_paths=run_paths, out=_file(out, "--out")),
              "gpu.session: a stage did not exit 0 (results/logs/stages.txt)")
 
 
@@ -305,7 +353,7 @@ def phases(c):
 def ncu(c):
     """Nsight Compute counters (--clock-control none) of the persistent and stationary kernels and the fused path's two widest rows -> results/ncu/."""
     from harness.studies.ncu_counters import main as ncu_main
-    _exit_on(ncu_main(), "gpu.ncu: a profile failed (results/ncu/<name>.log)")
+    _exit_on(ncu_main(), "gpu.ncu: a profile failed (its log: results/failed/ncu/<name>.log)")
 
 
 @task(help={"out": "the runs' folder (default: results/experiments/accumulate)"})
@@ -314,7 +362,7 @@ def accumulate_ab(c, out=None):
 
     Summarise with `python -m analysis.accumulate_ab` (results/experiments/accumulate/README.md)."""
     from harness.studies import accumulate_ab as ab
-    _exit_on(ab.main(**({"out_dir": out} if out else {})), "gpu.accumulate-ab: the float build failed")
+    _exit_on(ab.main(**({"out_dir": _file(out, "--out")} if out else {})), "gpu.accumulate-ab: the float build failed")
 
 
 @task(help={"only": "comma-separated studies: memory,batch,linear (default: all three)"})
@@ -333,7 +381,7 @@ def portability(c, classes=None, no_report=False):
     or is skipped with its reason (harness/studies/portability.py)."""
     from harness.studies.portability import main as portability_main
     _exit_on(portability_main((["--classes", classes] if classes else []) + (["--no-report"] if no_report else [])),
-             "gpu.portability: a class's run failed (results/portability/<class>/run.log)")
+             "gpu.portability: a class's run failed (its log: results/failed/portability/<class>/run.log)")
 
 
 @task(help={"only": "comma-separated studies: batch,linear (default: both)"})
@@ -415,7 +463,7 @@ transformer.__doc__ = "The vision transformer's forward pass (issue 31): train, 
 
 gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
-ns = Collection(data, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
+ns = Collection(data, setup, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
                transformer)
 
 

@@ -17,7 +17,7 @@ from analysis.sections import ours_studies, supervised, torch_studies, transform
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
 from spec import verdict
-from spec.files import ROOT, write_all
+from spec.files import ROOT, shown_path, write_all
 
 RESULTS_TEMPLATE, PROFILES_TEMPLATE, SWEEP_TEMPLATE = "RESULTS.md.j2", "PROFILES.md.j2", "SWEEP.md.j2"
 SUPERVISED_TEMPLATE = "RESULTS_supervised.md.j2"
@@ -49,12 +49,16 @@ def load_template(path) -> jinja2.Template:
 
 
 def shown_name(p, out_dir) -> str:
-    """An input's name as a report shows it: relative to the repository root when inside it,
-    else relative to the report's folder."""
+    """An input's name as a report shows it: relative to the repository root when inside it; else,
+    for a report inside the repository (a committed one), as spec.files.shown_path names it ($TMPDIR/...,
+    ~/...: never a path of the machine that rendered it), and for one outside it, relative to the
+    report's folder."""
     absolute = Path(os.path.abspath(p))
     try:
         return absolute.relative_to(Path(os.path.abspath(ROOT))).as_posix()
     except ValueError:
+        if Path(os.path.abspath(out_dir)).is_relative_to(Path(os.path.abspath(ROOT))):
+            return shown_path(absolute)
         return link(p, out_dir)
 
 

@@ -1,6 +1,6 @@
 """The sweep's roofline floor: per point of the width and batch sweep, the least time an epoch
 could take on the device's two measured ceilings (results/sweep.json "roofline", SWEEP.md's
-roofline table). Pure arithmetic: harness/studies/sweep.py computes it when it collects a point,
+roofline table). Pure arithmetic: harness/studies/sweep_point.py computes it when it collects a point,
 SWEEP.md prints what sweep.json holds.
 
 One training step of b rows at the shape I-H-O (I = input_dim, 784; H = hidden_dim; O =

@@ -1,5 +1,5 @@
 """Reads the torch.profiler Chrome trace of one PyTorch eager epoch (profile/pytorch_eager_trace.json,
-written by harness.baseline.pytorch_baseline.trace_eager_epoch) into per-kernel rows, so RESULTS.md can list
+written by harness.baseline.eager_trace.trace_eager_epoch) into per-kernel rows, so RESULTS.md can list
 PyTorch's kernels and times beside ours."""
 from __future__ import annotations
 

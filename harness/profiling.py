@@ -200,7 +200,7 @@ def profile_all(paths: Sequence[str] | None = None, pytorch: bool = True,
         done[name] = profile_path(name, binary=rel(binary), data_dir=rel(data_dir),
                                   out_dir=out_dir, nsys_args=PROFILE_ALL_NSYS_ARGS, cwd=ROOT)
     if pytorch:
-        from harness.baseline.pytorch_baseline import trace_eager_epoch
+        from harness.baseline.eager_trace import trace_eager_epoch
         trace = Path(out_dir) / "pytorch_eager_trace.json"
         print(f"torch.profiler trace of one eager epoch -> {trace}", flush=True)
         trace_eager_epoch(trace, results_dir=results_dir)

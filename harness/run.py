@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.build import load_build_info
 from spec import provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, replace_folder, write_json
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, failed_path, replace_folder, write_json
 
 
 # mlp_train's exit statuses (cuda/common/exit_status.h, docs/formats.md), one meaning each.
@@ -39,7 +39,9 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     included). Each child is the same binary with the same arguments as an unsupervised run
     (`--data D --out R [flags] --run-id X`, plus `--stage NAME` when staged).
 
-    Raises RunFailed, leaving results/run.json as it was, when the binary exits 2 (bad input), or
+    Raises RunFailed, leaving results/run.json and results/logs/ as they were (this run's logs in
+    the git-ignored results/failed/logs/run_supervised/, which its message names), when the binary
+    exits 2 (bad input), or
     stops before its first case with 3 (CUDA error: no device, no code for this GPU), 4 (internal
     error) or any other status, or exits 0 or 1 without this run's run.json (its run_id differs).
 
@@ -57,26 +59,31 @@ def run_gate(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir
     cmd = [rel(binary), "--data", rel(data_dir), "--out", rel(results_dir), *extra_args]
     shown = shlex.join(cmd)                     # the command as a user would repeat it
     run_json = Path(results_dir) / "run.json"
-    # The run's logs go to a new folder beside the committed ones; it replaces them once a case ran,
-    # else it becomes logs/run_supervised.unstarted (the committed logs stay as they were).
+    # The run's logs go to a new folder in the git-ignored results/failed/; it replaces the committed
+    # logs once a case ran, else it stays there as failed/logs/run_supervised (the committed logs
+    # stay as they were, and git status stays clean).
     logs = Path(results_dir) / "logs" / "run_supervised"
-    fresh = logs.with_name(f".{logs.name}.running-{uuid.uuid4().hex[:8]}")
+    failed_logs = failed_path(logs, results_dir)
+    fresh = failed_logs.with_name(f".{logs.name}.running-{uuid.uuid4().hex[:8]}")
+    fresh.parent.mkdir(parents=True, exist_ok=True)
     try:
         outcome = supervise_run(binary, results_dir, list(extra_args), limit, data_dir, logs=fresh,
                                 write_unstarted=False, staged=staged)
     finally:
-        keep = logs if "outcome" in locals() and outcome.started and outcome.rc != EXIT_BAD_INPUT else \
-            logs.with_name(f"{logs.name}.unstarted")
+        keep = logs if "outcome" in locals() and outcome.started and outcome.rc != EXIT_BAD_INPUT else failed_logs
         if fresh.exists():
+            keep.parent.mkdir(parents=True, exist_ok=True)
             replace_folder(fresh, keep)
     rc = outcome.child_rc if outcome.child_rc is not None else outcome.rc
     if outcome.rc == EXIT_BAD_INPUT or not outcome.started:
         if rc in (EXIT_PASS, EXIT_GATE_FAILED):
             raise RunFailed(f"error: mlp_train exited with status {rc} but wrote no run.json for this run "
-                            f"({rel(run_json)} is missing or another run's); left as it was", EXIT_INTERNAL)
+                            f"({rel(run_json)} is missing or another run's); left as it was, this run's logs in "
+                            f"{rel(failed_logs)}/", EXIT_INTERNAL)
         meaning = EXIT_MEANINGS.get(rc, "no documented meaning")
         raise RunFailed(f"error: mlp_train exited with status {rc} ({meaning}; {outcome.ended}; its message is "
-                        f"above); {rel(run_json)} left as it was", rc if rc in EXIT_MEANINGS else EXIT_INTERNAL)
+                        f"above); {rel(run_json)} left as it was, this run's logs in {rel(failed_logs)}/",
+                        rc if rc in EXIT_MEANINGS else EXIT_INTERNAL)
     data = json.loads(run_json.read_text())
     data["build"] = {"command": info["nvcc_command"], "make_command": info["make_command"],
                      "arch": info["arch"], "submission": info["submission"],

@@ -26,6 +26,64 @@ TEMPLATES_DIR = ROOT / "templates"
 RECIPE_PATH = ROOT / "recipe.toml"
 
 
+def repo_relative(path) -> str:
+    """`path` as a command run from the repository root takes it and a results file may record it:
+    relative to the root (POSIX) when it is inside the repository, else absolute (a test's temp
+    folder). A relative path is taken as given."""
+    p = Path(path)
+    if not p.is_absolute():
+        return p.as_posix()
+    try:
+        return Path(os.path.realpath(p)).relative_to(os.path.realpath(ROOT)).as_posix() or "."
+    except ValueError:
+        return p.as_posix()
+
+
+def _named_roots() -> list[tuple[Path, str]]:
+    """(folder, how shown_path names it): the temp folders, then the home folder."""
+    roots = [(Path(tempfile.gettempdir()), "$TMPDIR"), (Path("/tmp"), "$TMPDIR"), (Path.home(), "~")]
+    return [(Path(os.path.realpath(r)), name) for r, name in roots if str(r) not in ("", "/")]
+
+
+def shown_path(path) -> str:
+    """`path` as results files and reports record it, naming no machine: relative to the repository
+    when inside it (repo_relative); under a temp folder as $TMPDIR/..., under the home folder as
+    ~/...; else as given (a system path, /usr/local/cuda/bin/compute-sanitizer). What a command
+    needs to find a file is repo_relative's; this is for what is only read."""
+    shown = repo_relative(path)
+    if not Path(shown).is_absolute():
+        return shown
+    real = Path(os.path.realpath(shown))
+    for root, name in _named_roots():
+        try:
+            rel = real.relative_to(root)
+        except ValueError:
+            continue
+        return f"{name}/{rel.as_posix()}" if rel.parts else name
+    return shown
+
+
+# A run that fails leaves its logs here, never beside the committed evidence: git ignores
+# results/failed/ (.gitignore), so a clean checkout stays clean after any failed task, and the
+# task's error message names the folder.
+FAILED_NAME = "failed"
+FAILED_DIR = RESULTS_DIR / FAILED_NAME
+
+
+def failed_path(target, root=RESULTS_DIR) -> Path:
+    """Where a failed run's files go instead of `target` (the results file or folder it would have
+    replaced): ROOT/failed/ at target's place under `root` (results/sweep/h64_b128 ->
+    results/failed/sweep/h64_b128); a target outside `root`: a failed/ folder beside it."""
+    target, root = Path(target), Path(root)
+    try:
+        rel = target.resolve().relative_to(root.resolve())
+    except ValueError:
+        return target.parent / FAILED_NAME / target.name
+    if rel.parts[:1] == (FAILED_NAME,):
+        return target
+    return root / FAILED_NAME / rel
+
+
 def _default_mode() -> int:
     """0666 less the umask: what open() would give, since mkstemp creates files 0600."""
     umask = os.umask(0)

@@ -314,7 +314,7 @@ _METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pc
                     "parity_reference_drift": ONONNEG,
                     "parity_vs_fused": ONONNEG, "epoch1_loss": ONONNEG,
                     "precision": Opt(OneOf(*PRECISIONS))}))
-# One precision at a point (harness/studies/sweep.py precision_entry): our best path of that
+# One precision at a point (harness/studies/sweep_point.py precision_entry): our best path of that
 # precision against PyTorch's fastest variant of the same precision, the best path's parity with
 # the fused fp32 path, and both sides' first epoch against the float64 epoch.
 _AT_PRECISION = Obj({
@@ -378,7 +378,7 @@ SWEEP = Obj({
                                               "commit": OSTR},
                                              required=("fp32_tflops", "dram_gb_per_s")))})),
     "folders_not_collected": Arr(NAME),
-    # harness/studies/sweep.py: points whose point.json names another commit than `commit`
+    # harness/studies/sweep_collect.py: points whose point.json names another commit than `commit`
     "points_of_other_commits": Opt(Map(Arr(NAME))),
 }, required=("schema", "config", "points"))
 

@@ -5,6 +5,7 @@ naming the input and what is wrong, which the invoke tasks turn into exit status
     safe_name("mutant_a", "submission")       a file stem or a name from a results file, as a path part
     is_safe_name("fused")                      the same test as a bool (spec/schema.py's names)
     submission_stem(Path("x.cu"))             the stem of a submission file, checked
+    file_arg("tests/test_x.py", "--file")      a file or folder named on a command line, checked
     positive_seconds("25", "--limit")         a finite time limit > 0
     count("4", "--jobs", lo=1, hi=64)          an integer inside [lo, hi]
     integers("64,128", "--widths", lo=1, hi=16384)   a comma-separated list of them
@@ -52,6 +53,24 @@ def submission_stem(path: Path) -> str:
     if path.suffix != ".cu":
         raise InputError(f"error: submission {str(path)!r}: not a .cu file")
     return safe_name(path.name[:-3], "submission")
+
+
+def file_arg(text, flag: str) -> str:
+    """A file or folder a user names on a task's command line (invoke test --file, build
+    --submission, gate DIR, --out, ...), before it reaches a subprocess or becomes a path: not
+    empty, no NUL or line break, and not starting with '-', which a program it is handed to
+    would read as an option (`invoke test --file=--version` would run pytest --version).
+    InputError naming `flag` otherwise; a file whose name does start with '-' is ./-name."""
+    s = str(text)
+    shown = s if len(s) <= 80 else s[:77] + "..."
+    if not s.strip():
+        raise InputError(f"error: {flag} {shown!r}: an empty file name")
+    if any(ch in s for ch in "\0\n\r"):
+        raise InputError(f"error: {flag} {shown!r}: a file name with a NUL or a line break")
+    if s.startswith("-"):
+        raise InputError(f"error: {flag} {shown!r}: a file name cannot start with '-' (it would be read as an "
+                         f"option; a file of that name is ./{s})")
+    return s
 
 
 def positive_seconds(text, flag: str, hi: float = 7 * 24 * 3600.0) -> float:

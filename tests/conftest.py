@@ -1,16 +1,21 @@
-"""Shared pytest setup: the repository root on sys.path, the `gpu` marker, and the build.
+"""Shared pytest setup: the repository root on sys.path, the `gpu` marker, the `slow` marks held
+exact, and the build.
 
-Tests marked `@pytest.mark.gpu` are skipped where `nvidia-smi -L` fails or lists no GPU.
+Tests marked `@pytest.mark.gpu` are skipped where `nvidia-smi -L` fails or lists no GPU. A test not
+marked `@pytest.mark.slow` that costs over 20 s (the least of its wall and CPU seconds, so a loaded
+machine cannot fail it) fails the run, naming it: tests/slow_marks.py, whose hooks are taken here.
 
 The build: a test never runs a stale or missing program of build/. The session fixture `built`
 brings a target of the Makefile up to date with make (incremental: a few tenths of a second when
-nothing changed) and fails the test that asked for it when make fails, never skips it; the host-only
+nothing changed; under tests/shared_build.py's lock, so pytest-xdist's workers never compile the same
+objects at once) and fails the test that asked for it when make fails, never skips it; the host-only
 tools every CPU test may reach (build/mlp_host, which spec/catalog.py reads too, and build/mlp_fit)
 are made once per session by the autouse fixture `host_tools`.
 """
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,6 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from slow_marks import (pytest_runtest_logreport, pytest_runtest_makereport,  # noqa: E402,F401  (hooks)
+                        pytest_runtest_setup, pytest_sessionfinish, pytest_terminal_summary)
 
 NO_GPU_REASON = "no CUDA device (nvidia-smi -L lists none)"
 
@@ -35,9 +43,28 @@ def have_gpu() -> bool:
                                         for line in proc.stdout.splitlines())
 
 
+@pytest.fixture(scope="session")
+def arch_build(tmp_path_factory):
+    """arch_build(ARCH) -> a folder holding `make all` for ARCH, made once a session: build/ when it is
+    `invoke build --arch ARCH` (brought up to date), else a folder of the session's (tests/shared_build.py)."""
+    from shared_build import ArchBuilds
+    return ArchBuilds(tmp_path_factory.mktemp("arch"))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (invoke test): one worker a core, but one where there is a GPU, so that no two GPU tests
+    share it (their time limits and timings assume the GPU to themselves)."""
+    return 1 if have_gpu() else (os.cpu_count() or 1)
+
+
 def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Several test processes share the cores: the OpenMP programs the tests run (the float64
+        # references) wait for work asleep instead of spinning on a core another process needs.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped when nvidia-smi -L lists none)")
-    config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "slow: runs by default; over ~20 s on a CPU (deselect with -m 'not slow'; "
+                                       "an unmarked test over it fails the run, tests/slow_marks.py)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -68,8 +95,9 @@ def build_config() -> list[str]:
 def make(*targets: str) -> None:
     """make TARGETS (paths relative to the repository root) with the build's own configuration; a
     failure fails the calling test, with make's output, and is never a skip."""
+    from shared_build import make as locked_make
     cmd = ["make", "--no-print-directory", "-s", "-j2", "-C", str(ROOT), *build_config(), *targets]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = locked_make(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {res.returncode}:\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}",
                     pytrace=False)

@@ -137,12 +137,10 @@ def test_mlp_train_rejects_bad_arguments_in_one_line(args, message, built):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-def test_build_for_architecture(arch, tmp_path):
-    """invoke build --arch ARCH produces the binary (compiles with warnings as errors)."""
-    build_dir = tmp_path / arch
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j2", f"ARCH={arch}",
-                          f"BUILD={build_dir}", "all"], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
+def test_build_for_architecture(arch, arch_build):
+    """invoke build --arch ARCH produces the binary (compiles with warnings as errors); the build is the
+    session's, shared with test_transformer_binary (build/ itself for the architecture it was made for)."""
+    build_dir = arch_build(arch)
     assert (build_dir / "mlp_train").exists() and (build_dir / "libmlp.so").exists()
     if shutil.which("cuobjdump"):
         listing = subprocess.run(["cuobjdump", "--list-elf", str(build_dir / "mlp_train")], capture_output=True,

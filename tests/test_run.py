@@ -182,8 +182,9 @@ def _tree(root):
 
 
 def test_a_run_that_reaches_no_gpu_keeps_the_committed_logs_and_stops_after_its_first_stage(staged):
-    """Issue 28: without a GPU, the committed logs stay as they were (this run's go beside them), the
-    later stages never start, and the exit status is 3."""
+    """Issue 28: without a GPU, the committed logs stay as they were (this run's go to the git-ignored
+    results/failed/, which the message names; nothing new beside the evidence), the later stages never
+    start, and the exit status is 3."""
     go, results = staged
     assert go({}) == 0
     committed = _tree(results / "logs" / "run_supervised")
@@ -192,8 +193,11 @@ def test_a_run_that_reaches_no_gpu_keeps_the_committed_logs_and_stops_after_its_
         go({s["name"]: "nodevice" for s in catalog.stages("mlp_train")})
     assert exc.value.code == 3
     assert _tree(results / "logs" / "run_supervised") == committed and (results / "run.json").read_bytes() == run_json
-    beside = results / "logs" / "run_supervised.unstarted"
-    assert (beside / "stage-entry.stderr.log").exists() and not (beside / "stage-epoch-check.stderr.log").exists()
+    failed = results / "failed" / "logs" / "run_supervised"
+    assert (failed / "stage-entry.stderr.log").exists() and not (failed / "stage-epoch-check.stderr.log").exists()
+    assert "this run's logs in " in str(exc.value) and str(exc.value).endswith("failed/logs/run_supervised/")
+    assert sorted(p.name for p in (results / "logs").iterdir()) == ["run_supervised"]
+    assert sorted(p.name for p in (results / "failed").iterdir()) == ["logs"]
 
 
 def test_bad_input_keeps_the_committed_logs(staged):

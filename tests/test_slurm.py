@@ -3,8 +3,8 @@ slurm/gate_aggregate.sbatch, submitted with sbatch), and the aggregate step's do
 (tests/test_gate_task.py has `invoke gate --aggregate a,b` on the CPU).
 
 The cluster fixture starts munged, slurmctld and slurmd from Debian's munge, slurmctld, slurmd
-and slurm-client packages (`.ci/run` installs them; run by hand, the fixture installs them with
-apt-get when it can, and skips, saying why, only when it cannot), each daemon in the foreground
+and slurm-client packages (`invoke setup` installs them, README's set-up, which CI runs; without
+them the fixture skips, naming the programs missing and that task), each daemon in the foreground
 as a child of the test, with a munge key, a socket, a slurm.conf, state, spool and logs in a temp
 folder of their own (nothing under /etc or /var is used), and stops each by its pid at teardown,
 whether the test passed or not.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.devenv import SLURM_PACKAGES, missing_programs   # what `invoke setup` installs
 from spec.files import BUILD_DIR, ROOT
 
 GATE_FIXTURES = ROOT / "tests" / "fixtures" / "gate"
@@ -34,8 +35,6 @@ SUBMISSIONS = ROOT / "tests" / "submissions"
 ARRAY = ROOT / "slurm" / "gate_array.sbatch"
 AGGREGATE = ROOT / "slurm" / "gate_aggregate.sbatch"
 
-PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")   # Debian 12: slurm-wlm 22.05, munge 0.5
-PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "scancel")
 NODE = "mlpgate"
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
          "DEADLINE"}
@@ -43,30 +42,13 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_F
 
 # ----------------------------------------------------------------------------- the cluster
 
-def _missing_programs() -> list[str]:
-    return [p for p in PROGRAMS if not (shutil.which(p) or Path("/usr/sbin", p).exists())]
-
-
-def _install_packages() -> str | None:
-    """Install PACKAGES with apt-get when a program is missing; None when all are there, else why not."""
-    if not _missing_programs():
+def _why_not() -> str | None:
+    """Why the cluster cannot start here (a Slurm or munge program missing), or None."""
+    missing = missing_programs()
+    if not missing:
         return None
-    if shutil.which("apt-get") is None:
-        return f"no apt-get: cannot install Debian's {' '.join(PACKAGES)} (missing: {', '.join(_missing_programs())})"
-    if os.geteuid() != 0:
-        return f"not root: cannot apt-get install {' '.join(PACKAGES)} (and slurmd must run as root)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES]
-    res = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
-    if res.returncode != 0:  # stale package lists: update once, then again
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True, env=env, timeout=600)
-        res = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
-    if res.returncode != 0:
-        last = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
-        return f"apt-get install {' '.join(PACKAGES)} failed (no network or no Debian mirror?): {last}"
-    if _missing_programs():
-        return f"installed {' '.join(PACKAGES)} but {', '.join(_missing_programs())} still missing"
-    return None
+    return (f"{', '.join(missing)} not found: Debian's {' '.join(SLURM_PACKAGES)} are installed by "
+            f"`invoke setup` (README's set-up; it needs root)")
 
 
 def _program(name: str) -> str:
@@ -243,7 +225,7 @@ PartitionName=gate Nodes={node} Default=YES MaxTime=INFINITE State=UP
 @pytest.fixture(scope="module")
 def slurm_cluster():
     """munged, slurmctld and slurmd of our own, on this machine; every one stopped by pid at teardown."""
-    why = _install_packages()
+    why = _why_not()
     if why:
         pytest.skip(why)
     # Under /tmp, not pytest's 0700 tmp_path: munged wants every folder above its socket open to all.
@@ -540,13 +522,13 @@ def test_aggregate_and_array_refuse_bad_arguments(tmp_path):
         f"error: array task 1: {tmp_path} has 1 submissions (*.cu), tasks 0-0"), res.stderr
 
 
-def test_the_fixture_skips_only_when_the_packages_cannot_be_installed(monkeypatch):
+def test_the_fixture_skips_naming_what_is_missing_and_the_task_that_installs_it(monkeypatch):
     mod = sys.modules[__name__]
-    monkeypatch.setattr(mod, "_missing_programs", lambda: ["slurmd"])
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert mod._install_packages().startswith("no apt-get: cannot install Debian's slurmctld slurmd slurm-client munge")
-    monkeypatch.setattr(mod, "_missing_programs", lambda: [])
-    assert mod._install_packages() is None
+    monkeypatch.setattr(mod, "missing_programs", lambda: ["slurmd", "munged"])
+    assert mod._why_not() == ("slurmd, munged not found: Debian's slurmctld slurmd slurm-client munge are installed "
+                              "by `invoke setup` (README's set-up; it needs root)")
+    monkeypatch.setattr(mod, "missing_programs", lambda: [])
+    assert mod._why_not() is None
 
 
 def test_readme_and_the_scripts_give_the_same_two_sbatch_lines():

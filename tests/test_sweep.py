@@ -694,23 +694,25 @@ def _no_gpu_binary(tmp_path) -> Path:
 def test_a_sweep_without_a_gpu_destroys_no_committed_evidence(tmp_path, capsys):
     results, report = _committed(tmp_path)
     before = _hashes(results, report)
+    folders = sorted(p.name for p in (results / "sweep").iterdir())
     data = tmp_path / "data"
     data.mkdir()
     doc = sweep.sweep(widths=[64], batches=[], epochs=2, results_dir=results, data_dir=data, pytorch=False,
                       binary=_no_gpu_binary(tmp_path), timeout_s=60, report=report, extra_points=())
     assert doc["points"][0]["status"] == "failed"
-    assert doc["points"][0]["dir"].endswith("sweep/h64_b128.failed")
-    kept = {p: h for p, h in _hashes(results, report).items() if ".failed" not in str(p)}
+    assert doc["points"][0]["dir"].endswith("failed/sweep/h64_b128")
+    failed = results / "failed" / "sweep" / "h64_b128"      # git-ignored (.gitignore: /results/failed/)
+    kept = {p: h for p, h in _hashes(results, report).items() if failed not in p.parents}
     assert kept == before                                    # every committed file, byte for byte
-    failed = results / "sweep" / "h64_b128.failed"
     assert "no CUDA device found" in (failed / "mlp_train.log").read_text()
-    assert not list((results / "sweep").glob("*.new")) and not list((results / "sweep").glob("*.old"))
+    assert sorted(p.name for p in (results / "sweep").iterdir()) == folders   # nothing new beside them
     assert "untouched" in capsys.readouterr().out
 
 
 def test_a_point_is_replaced_only_by_a_point_that_timed_a_cuda_path(tmp_path):
     """h256_b128 times (its folder replaced), h512_b128 stops with a CUDA error (no folder of
-    its own before: it gets h512_b128.failed); the old h64_b128, not run, stays as it was."""
+    its own before: its files go to results/failed/sweep/h512_b128); the old h64_b128, not run,
+    stays as it was."""
     results, report = _committed(tmp_path)
     before = _hashes(results / "sweep" / "h64_b128")
     old_run = (results / "sweep" / "h256_b128" / "run.json").read_bytes()
@@ -721,7 +723,8 @@ def test_a_point_is_replaced_only_by_a_point_that_timed_a_cuda_path(tmp_path):
                       report=report, extra_points=())
     assert [p["status"] for p in doc["points"]] == ["ok", "failed"]
     assert (results / "sweep" / "h256_b128" / "run.json").read_bytes() != old_run
-    assert not (results / "sweep" / "h512_b128").exists() and (results / "sweep" / "h512_b128.failed").is_dir()
+    assert not (results / "sweep" / "h512_b128").exists()
+    assert (results / "failed" / "sweep" / "h512_b128" / "point.json").is_file()
     assert _hashes(results / "sweep" / "h64_b128") == before
     written = json.loads((results / "sweep.json").read_text())
     assert [p["label"] for p in written["points"]] == ["h256_b128", "h512_b128"]

@@ -1,6 +1,6 @@
 """The sweep at every precision (issue 30, "Mixed precision with measured parity"): at each point
 our best path of a precision over PyTorch's fastest of the same precision (harness/studies/
-sweep.py precision_entry), SWEEP.md's section per precision and its plot, with the fp32 headline
+sweep_point.py precision_entry), SWEEP.md's section per precision and its plot, with the fp32 headline
 left as it was. On the CPU.
 
 Every point here is SYNTHETIC (tests/fixtures/sweep/fake.py: its tiled-tf32 and tiled-bf16 paths

@@ -37,6 +37,19 @@ def test_invoke_test_passes_a_k_expression_with_spaces():
     assert "-k 'a and b'" in res.stdout
 
 
+@pytest.mark.parametrize("args", [("test", "--file=--version"), ("test", "--file", "tests/test_spec.py", "--file=-x"),
+                                  ("build", "--submission=-x.cu"), ("gate", "--aggregate", "a,-b"),
+                                  ("gate", "--dir=-x"), ("data", "--deb=-x.deb")])
+def test_a_file_argument_starting_with_a_dash_is_one_line_and_status_2(args):
+    """A task argument that names a file never reaches a program as an option (spec.validate.file_arg):
+    `invoke test --file=--version` once ran pytest --version and exited 0."""
+    res = _invoke(*args)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot start with '-'" in lines[0], res.stderr
+    assert "pytest" not in res.stdout
+
+
 def test_invoke_list_shows_every_step_and_no_shell_driver_is_left():
     out = _invoke("--list").stdout
     for name in ("build", "run", "profile", "report", "data", "test", "sanitize", "reference",
@@ -234,7 +247,8 @@ def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monke
     assert ncu_counters.main(build_dir=tmp_path, data_dir=tmp_path, results_dir=tmp_path, ncu=str(failing),
                              targets=[fused]) == 1
     assert all((out / n).read_text() == "committed " + n for n in ("fused.log", "fused_details.csv", "fused_raw.csv"))
-    assert "no CUDA device" in (out / "fused.failed.log").read_text() and not list(out.glob(".*"))
+    assert "no CUDA device" in (tmp_path / "failed" / "ncu" / "fused.log").read_text()   # git-ignored
+    assert sorted(p.name for p in out.iterdir()) == ["fused.log", "fused.ncu-rep", "fused_details.csv", "fused_raw.csv"]
 
     build = tmp_path / "build"
     (build / "f32acc").mkdir(parents=True)
@@ -249,7 +263,8 @@ def test_failed_ncu_and_accumulate_runs_keep_the_last_good_files(tmp_path, monke
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "print('made')"])
     assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 0
     assert (ab / "double_1" / "run.json").read_text() == "committed"
-    assert "no CUDA device" in (ab / "double_1.failed" / "run.log").read_text()
+    assert "no CUDA device" in (ab / "failed" / "double_1" / "run.log").read_text()
+    assert not (ab / "double_1.failed").exists() and not (ab / "double_1.new").exists()
     monkeypatch.setattr(accumulate_ab, "make_command", lambda *a: [sys.executable, "-c", "raise SystemExit(1)"])
     assert accumulate_ab.main(out_dir=ab, build_dir=build, data_dir=tmp_path, rounds=1) == 2
     assert (ab / "build_float.log").read_text().startswith(sys.executable)   # the last good build's log

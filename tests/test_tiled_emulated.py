@@ -20,7 +20,7 @@ def build(target, includes: str = "") -> None:
     args = ["make", "-s", f"BUILD={target.parent}", str(target)]
     if includes:
         args.append(f"TILED_EMU_INCLUDES=-I{includes}")
-    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)   # its own folder: no lock
 
 
 def test_the_kernels_match_float64_on_the_emulated_device(built):

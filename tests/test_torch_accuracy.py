@@ -1,4 +1,4 @@
-"""pytorch.json's accuracy on case 7's terms (harness/baseline/pytorch_baseline.py): the last-5
+"""pytorch.json's accuracy on case 7's terms (harness/baseline/fp64_accuracy.py): the last-5
 mean and the signed gap to float64, where float64 comes from (the same run's run.json, the shipped
 data/reference for exactly its recipe, or none and why), the note of a variant over the 1 pp
 line, and RESULTS.md's table of them, an old pytorch.json without the fields included.
@@ -18,6 +18,7 @@ pytest.importorskip("torch")
 
 from analysis import report  # noqa: E402
 from analysis.sections import common  # noqa: E402
+from harness.baseline import fp64_accuracy  # noqa: E402
 from harness.baseline import pytorch_baseline as pb  # noqa: E402
 from harness.baseline import registry  # noqa: E402
 from spec import layout, stats  # noqa: E402
@@ -117,16 +118,16 @@ def test_a_run_json_of_another_recipe_or_without_reference_is_passed_over(tmp_pa
     assert source == pb.FP64_SHIPPED and got == np.load(SHIPPED / "fp64_test_accuracy_per_epoch.npy").tolist()
     (tmp_path / "run.json").write_text(json.dumps({"recipe": recipe, "paths": {}, "cases": []}))
     assert pb.fp64_reference(tmp_path, recipe, init, order)[1] == pb.FP64_SHIPPED
-    _, why = pb._from_run_json(tmp_path / "run.json", recipe)
+    _, why = fp64_accuracy._from_run_json(tmp_path / "run.json", recipe)
     assert "has no reference_fp64" in why
     _run_json(tmp_path, dict(recipe, batch=64), [0.5] * recipe["epochs"])
-    _, why = pb._from_run_json(tmp_path / "run.json", recipe)
+    _, why = fp64_accuracy._from_run_json(tmp_path / "run.json", recipe)
     assert "is of another recipe (batch 64, this run's 128)" in why
     _run_json(tmp_path, recipe, [0.5, 0.6])
-    _, why = pb._from_run_json(tmp_path / "run.json", recipe)
+    _, why = fp64_accuracy._from_run_json(tmp_path / "run.json", recipe)
     assert why.endswith("reference_fp64 has 2 epochs, this run trains 20")
     (tmp_path / "run.json").write_text("{not json")
-    _, why = pb._from_run_json(tmp_path / "run.json", recipe)
+    _, why = fp64_accuracy._from_run_json(tmp_path / "run.json", recipe)
     assert "unreadable" in why
 
 

@@ -11,14 +11,15 @@ import subprocess
 
 import pytest
 
+from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 
 BIN, EMU = BUILD_DIR / "vit_forward", BUILD_DIR / "vit_forward_emu"
 
 
 def _make(target, *extra):
-    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", *extra, str(target)],
-                         capture_output=True, text=True)
+    res = make(["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j4", *extra, str(target)],
+               capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
 
 
@@ -34,9 +35,9 @@ def _run(binary, *args, env=None, timeout=600):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
-def test_the_binary_builds(tmp_path, arch):
-    build = tmp_path / arch
-    _make(build / "vit_forward", f"ARCH={arch}", f"BUILD={build}")
+def test_the_binary_builds(arch_build, arch):
+    """`make all` for the architecture (the session's build, shared with test_host) makes vit_forward."""
+    build = arch_build(arch)
     assert (build / "vit_forward").exists()
 
 

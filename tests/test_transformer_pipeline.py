@@ -13,14 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from analysis import report
 from harness.data.dataset import load_dataset
 from harness.transformer import results as tresults
 from harness.transformer import run as vit
-from harness.transformer.model import ViT, load_flat
-from harness.transformer.train import train
 from harness.transformer.weights import read_weights
 from spec.files import BUILD_DIR, ROOT
 from spec.transformer import CONFIG_PATH, load_config, shape
@@ -28,6 +25,12 @@ from spec.transformer import CONFIG_PATH, load_config, shape
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 EMU = BUILD_DIR / "vit_forward_emu"
 N_TEST = 12
+
+
+def _torch():
+    """torch, or this test skipped saying why (PyTorch trains the weights and gives the logits to
+    compare; the CPU build is in requirements-test.txt). The tests without it run without torch."""
+    return pytest.importorskip("torch", reason="PyTorch is not installed (requirements-test.txt has its CPU build)")
 
 
 
@@ -41,6 +44,8 @@ def _small_config(tmp_path) -> Path:
 
 def fake_torch_time(parts: Path, weights: Path, config: dict) -> None:
     """torch_time.json with invented timings (the shape torch_time.py writes) and real CPU logits."""
+    torch = _torch()
+    from harness.transformer.model import ViT, load_flat
     s = shape(config)
     flat, manifest = read_weights(weights, s, config)
     x = torch.from_numpy(load_dataset()["test_images"][:N_TEST])
@@ -74,6 +79,8 @@ def fake_profile(parts: Path) -> None:
 
 @pytest.mark.slow
 def test_the_harness_end_to_end_on_the_emulated_binary(tmp_path, monkeypatch, built):
+    _torch()
+    from harness.transformer.train import train
     built("vit_forward_emu")   # EMU
     cfg_path = _small_config(tmp_path)
     monkeypatch.setenv("VIT_FORWARD", str(EMU))
@@ -158,6 +165,7 @@ def test_torch_time_runs_its_variants_on_cpu_stand_ins(tmp_path, monkeypatch):
     variant a result or a one-line error, the file rewritten as it goes, the logits written first."""
     import time as _time
 
+    torch = _torch()
     from harness.transformer import torch_time as tt
     from harness.transformer.weights import random_flat, write_weights
 

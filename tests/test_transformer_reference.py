@@ -9,14 +9,16 @@ import subprocess
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 
-from harness.data.dataset import load_dataset
-from harness.transformer.model import EncoderViT, ViT, load_flat, patches
-from harness.transformer.weights import random_flat, write_weights
-from spec.files import BUILD_DIR, ROOT
-from spec.transformer import load_config, shape
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (requirements-test.txt has its CPU build)")
+
+import torch.nn.functional as F  # noqa: E402
+
+from harness.data.dataset import load_dataset  # noqa: E402
+from harness.transformer.model import EncoderViT, ViT, load_flat, patches  # noqa: E402
+from harness.transformer.weights import random_flat, write_weights  # noqa: E402
+from spec.files import BUILD_DIR, ROOT  # noqa: E402
+from spec.transformer import load_config, shape  # noqa: E402
 
 BIN = BUILD_DIR / "vit_forward"
 

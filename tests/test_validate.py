@@ -118,3 +118,17 @@ def test_argparser_usage_errors_are_one_input_error_line():
 
 def test_is_safe_name_is_safe_name_without_the_error():
     assert validate.is_safe_name("fused") and not validate.is_safe_name("../../x")
+
+
+@pytest.mark.parametrize("good", ["tests/test_spec.py", "tests/test_x.py::t[1 2]", "./-x.cu", "a-b", "/abs/x"])
+def test_a_file_argument_is_taken_as_given(good):
+    assert validate.file_arg(good, "--file") == good
+
+
+@pytest.mark.parametrize("bad, why", [("--version", "cannot start with '-'"), ("-k", "cannot start with '-'"),
+                                      ("", "empty"), ("  ", "empty"), ("a\nb", "line break"), ("a\0b", "NUL")])
+def test_a_file_argument_that_a_program_would_read_as_an_option_is_refused(bad, why):
+    with pytest.raises(InputError) as exc:
+        validate.file_arg(bad, "--file")
+    assert str(exc.value).startswith("error: --file ") and why in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -9,7 +9,7 @@ lacks is derived from its medians where it can be, and shown as not recorded whe
 
 Each precision (issue "Mixed precision with measured parity"): at each point, our best path of
 that precision over PyTorch's fastest variant of the same precision (sweep.json's
-points[].precisions, harness/studies/sweep.py precision_entry), judged by the same acceptance and
+points[].precisions, harness/studies/sweep_point.py precision_entry), judged by the same acceptance and
 goal, with the best path's one-epoch parity against the fused fp32 path and both sides' first
 epoch against the float64 epoch. The headline and every other table are fp32's: paths and
 variants of another precision appear only in the tables of every path, memory and cost. A
@@ -44,7 +44,7 @@ def _fp32(group: dict) -> dict:
 
 
 def point_label(hidden, batch) -> str:
-    """A point's name as harness/studies/sweep.py gives it: h256_b128."""
+    """A point's name as harness/studies/sweep_plan.py gives it: h256_b128."""
     return f"h{int(hidden)}_b{int(batch)}"
 
 

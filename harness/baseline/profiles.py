@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from harness.baseline import trace_stats
 from spec.files import ROOT
 from spec.recipe import load_recipe
-from harness.baseline.pytorch_baseline import chrome_trace_bytes, load_data, load_inputs, log
+from harness.baseline.eager_trace import chrome_trace_bytes
+from harness.baseline.inputs import load_data, load_inputs, log
 from harness.baseline.variants import make_linear_mlp, sync
 from spec import layout, provenance
 from spec.files import PROFILE_DIR, RESULTS_DIR, write_all

@@ -21,7 +21,7 @@ import torch
 
 from harness.baseline import precision as prec
 from harness.baseline import registry
-from harness.baseline.pytorch_baseline import load_data, load_inputs, workload_for
+from harness.baseline.inputs import load_data, load_inputs, workload_for
 from harness.baseline.variants import sync
 from spec import provenance
 from spec.files import RESULTS_DIR, write_all

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from harness.gate.child import how_ended, print_verdict, run_child
 from spec import catalog, verdict
-from spec.files import DATA_DIR, ROOT, write_json
+from spec.files import DATA_DIR, ROOT, repo_relative, write_json
 
 def sanitizer_stages() -> list[dict]:
     """The stages compute-sanitizer runs (the binary's catalog): memcheck (case 11), racecheck (12)."""
@@ -109,13 +109,6 @@ def time_limit(tool: str, workload: dict | None = None) -> tuple[float, str]:
                    f"launches + {SLOWDOWN[tool]:g} x {seconds:.3f} s: the workload unsanitized)")
 
 
-def _repo_path(p) -> str:
-    """`p` as the children see it (they run in the repository root): relative to it when inside it, so
-    no row or log names the machine's folders."""
-    q = Path(p).resolve()
-    return os.path.relpath(q, ROOT) if q.is_relative_to(ROOT.resolve()) else str(p)
-
-
 def measure_workload(binary: Path, out: Path, data: Path = DATA_DIR, env: dict[str, str] | None = None,
                      guard=None) -> dict:
     """The workload once unsanitized: {"launches", "seconds", "calls", ...} (OUT/workload/
@@ -123,7 +116,7 @@ def measure_workload(binary: Path, out: Path, data: Path = DATA_DIR, env: dict[s
     finish by itself."""
     target = Path(out) / "workload"
     Path(out).mkdir(parents=True, exist_ok=True)
-    cmd = [_repo_path(binary), "--data", _repo_path(data), "--out", _repo_path(target), *MEASURE_ARGS]
+    cmd = [repo_relative(binary), "--data", repo_relative(data), "--out", repo_relative(target), *MEASURE_ARGS]
     print(f"sanitizer workload: {' '.join(cmd)} (time limit {WORKLOAD_LIMIT_S:.0f} s)", flush=True)
     try:
         with (guard(False) if guard else contextlib.nullcontext()):
@@ -177,7 +170,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
                                              "/usr/local/cuda/bin)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    target = [_repo_path(binary), "--data", _repo_path(data), "--out", _repo_path(out / tool), *WORKLOAD_ARGS]
+    target = [repo_relative(binary), "--data", repo_relative(data), "--out", repo_relative(out / tool), *WORKLOAD_ARGS]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
     # As a row says it: the tool by its name, the run's own folder as OUT (a temporary one while it runs).
     shown = " ".join(["compute-sanitizer", *cmd[1:-len(WORKLOAD_ARGS) - 2], "--out", f"OUT/{tool}", *WORKLOAD_ARGS])

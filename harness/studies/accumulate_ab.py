@@ -60,8 +60,10 @@ def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Pat
         fh.flush()
         built = subprocess.run(make, stdout=fh, stderr=subprocess.STDOUT).returncode == 0
     if not built:
-        os.replace(new_log, out_dir / "build_float.failed.log")
-        print(f"error: ACCUM=float build failed (see {_rel(out_dir / 'build_float.failed.log')})", flush=True)
+        failed = files.failed_path(build_log)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(new_log, failed)
+        print(f"error: ACCUM=float build failed (see {_rel(failed)}, git-ignored)", flush=True)
         return 2
     os.replace(new_log, build_log)
     for rnd in range(1, rounds + 1):
@@ -80,9 +82,13 @@ def main(out_dir: Path = DEFAULT_OUT, build_dir: Path = BUILD_DIR, data_dir: Pat
             for f in stage.glob("*.npy"):
                 f.unlink()
             # A run that finished (its gate passed or failed, run.json written) replaces the
-            # folder; one that did not (no GPU, a bad input) leaves it and goes to <run>.failed/.
+            # folder; one that did not (no GPU, a bad input) leaves it and goes to the git-ignored
+            # results/failed/ (files.failed_path).
             finished = rc in (0, 1) and (stage / "run.json").is_file()
-            files.replace_folder(stage, run_dir if finished else run_dir.with_name(run_dir.name + ".failed"))
-            print(f"{acc} round {rnd}: exit {rc}" + ("" if finished else f"; {_rel(run_dir)} left as it was"),
+            dest = run_dir if finished else files.failed_path(run_dir)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            files.replace_folder(stage, dest)
+            print(f"{acc} round {rnd}: exit {rc}"
+                  + ("" if finished else f"; {_rel(run_dir)} left as it was, this run's log in {_rel(dest)}"),
                   flush=True)
     return 0

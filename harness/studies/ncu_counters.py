@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
+from spec import files
 from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT
 
 
@@ -51,20 +52,28 @@ def profile_command(ncu: str, t: Target, report: Path, binary: Path, data_dir: P
             _rel(binary), "--data", _rel(data_dir), "--profile", t.path]
 
 
-def profile(t: Target, ncu: str, out_dir: Path, binary: Path, data_dir: Path) -> bool:
+def profile(t: Target, ncu: str, out_dir: Path, binary: Path, data_dir: Path,
+            results_dir: Path = RESULTS_DIR) -> bool:
     """One target into out_dir; the final files, <name>.log among them, appear only when every step
-    succeeded (a failed one's log is <name>.failed.log, and the last good files stay)."""
+    succeeded (a failed one's log goes to the git-ignored results/failed/ncu/<name>.log,
+    files.failed_path, and the last good files stay)."""
     tmp = out_dir / f".{t.name}"                 # ncu adds .ncu-rep
     rep = tmp.with_name(tmp.name + ".ncu-rep")
     rep.unlink(missing_ok=True)
     log, tmp_log = out_dir / f"{t.name}.log", out_dir / f".{t.name}.log"
     print(f"ncu: {t.name} (path {t.path}, kernels {t.kernels})", flush=True)
     with open(tmp_log, "w") as fh:
-        pages = _measure(t, ncu, tmp, rep, binary, data_dir, fh)
+        try:
+            pages = _measure(t, ncu, tmp, rep, binary, data_dir, fh)
+        except OSError as exc:        # ncu could not be started
+            fh.write(f"{exc}\n")
+            pages = None
     if pages is None:
-        os.replace(tmp_log, out_dir / f"{t.name}.failed.log")
-        print(f"ncu: {t.name} failed (see {_rel(out_dir / f'{t.name}.failed.log')}); the last good files stay",
-              flush=True)
+        failed = files.failed_path(log, results_dir)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp_log, failed)
+        rep.unlink(missing_ok=True)
+        print(f"ncu: {t.name} failed (see {_rel(failed)}, git-ignored); the last good files stay", flush=True)
         return False
     for page, text in pages.items():
         tmp_csv = out_dir / f".{t.name}_{page}.csv"
@@ -107,5 +116,5 @@ def main(build_dir: Path = BUILD_DIR, data_dir: Path = DATA_DIR, results_dir: Pa
     ncu = ncu or os.environ.get("NCU", "ncu")
     out_dir = Path(results_dir) / "ncu"
     out_dir.mkdir(parents=True, exist_ok=True)
-    ok = [profile(t, ncu, out_dir, Path(build_dir) / "mlp_train", data_dir) for t in targets]
+    ok = [profile(t, ncu, out_dir, Path(build_dir) / "mlp_train", data_dir, results_dir) for t in targets]
     return 0 if all(ok) else 1

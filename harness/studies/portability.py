@@ -9,7 +9,8 @@ and sizes every grid by the SM count, as on that GPU), into <out>/<class>/: run.
 (everything mlp_train printed) and RESULTS.md rendered from that folder by analysis.report
 (--no-report: not rendered). Every path runs, in the configuration that fits, or is skipped with
 its reason; the gate's verdict stands. A run that does not finish its gate (no GPU, a bad flag)
-replaces nothing: it runs in <out>/<class>.new/ and ends in <out>/<class>.failed/.
+replaces nothing: it runs in <out>/<class>.new/ and ends in the git-ignored results/failed/ (for
+the default <out>, results/failed/portability/<class>/).
 
 Exit status: 0 every class ran and its gate passed; 1 a class's gate failed; 2 bad input (an
 unknown class); otherwise the first failing run's status (3 CUDA error, 4 internal error).
@@ -52,7 +53,7 @@ def cap_env(cls: str, base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-STAGING, FAILED = ".new", ".failed"   # a class folder's suffixes while it runs, when it did not finish
+STAGING = ".new"   # a class folder's suffix while it runs (one that did not finish: files.failed_path)
 
 
 def run_class(cls: str, out_dir: Path = OUT_DIR, report: bool = True, extra_args: tuple[str, ...] = ()) -> int:
@@ -60,11 +61,12 @@ def run_class(cls: str, out_dir: Path = OUT_DIR, report: bool = True, extra_args
 
     The run goes into out_dir/cls.new/; only a gate that finished (status 0 or 1) replaces
     out_dir/cls/ (files.replace_folder), then its RESULTS.md is rendered there. A run that did not
-    (bad input, no GPU, an internal error) leaves out_dir/cls/ as it was and its log in
-    out_dir/cls.failed/."""
+    (bad input, no GPU, an internal error) leaves out_dir/cls/ as it was and its log in the
+    git-ignored results/failed/ (files.failed_path: results/failed/portability/<class>/)."""
     dest = Path(out_dir) / cls
     stage = dest.with_name(cls + STAGING)
-    for path in (dest, stage, dest.with_name(cls + FAILED)):
+    failed = files.failed_path(dest)
+    for path in (dest, stage, failed):
         if path.exists() and not path.is_dir():
             raise InputError(f"error: {path}: not a folder, but the run writes a folder there")
     if stage.exists():
@@ -77,9 +79,10 @@ def run_class(cls: str, out_dir: Path = OUT_DIR, report: bool = True, extra_args
     write_text(stage / "run.log", f"# caps: {caps}\n" + proc.stdout)
     print(proc.stdout, end="", flush=True)
     if proc.returncode not in (0, 1):
-        files.replace_folder(stage, dest.with_name(cls + FAILED))
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        files.replace_folder(stage, failed)
         print(f"portability {cls}: the run did not finish (exit {proc.returncode}); {dest} left as it was, "
-              f"this run's log in {dest.with_name(cls + FAILED) / 'run.log'}", file=sys.stderr)
+              f"this run's log in {failed / 'run.log'} (git-ignored)", file=sys.stderr)
         return proc.returncode
     files.replace_folder(stage, dest)
     if report and (dest / "run.json").is_file():

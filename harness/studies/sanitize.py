@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from spec import catalog, provenance
-from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, check_targets, write_json
+from spec.files import BUILD_DIR, DATA_DIR, RESULTS_DIR, ROOT, check_targets, failed_path, write_json
 
 EXIT_CUDA_ERROR = 3   # mlp_train's status for a CUDA error, no device among them (cuda/common/exit_status.h)
 
@@ -73,7 +73,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     run cut short still leaves what it finished (with "complete": false), and replaces
     results/sanitize.json at the end. When no path's run reached a CUDA device (every one ended
     with mlp_train's CUDA-error status 3: no GPU), results/sanitize.json is left as it was, this
-    run's rows go to results/sanitize.failed.json, and the status is 3.
+    run's rows go to the git-ignored results/failed/sanitize.json, and the status is 3.
 
     The runs go `jobs` at a time on the one GPU: these are correctness tools, not timings, and a
     sanitized run is bound by the tool's host-side work (20 runs of about a minute each would not
@@ -98,7 +98,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     made = provenance.stamp()   # the commit, and the date the set started
     lock = threading.Lock()
     final = Path(results_dir) / "sanitize.json"
-    partial, failed = final.with_name("sanitize.partial.json"), final.with_name("sanitize.failed.json")
+    partial, failed = final.with_name("sanitize.partial.json"), failed_path(final, results_dir)
     check_targets([final, partial, failed])
 
     def save(complete: bool) -> bool:
@@ -121,6 +121,7 @@ def sanitize(paths: list[str] | None = None, tools=TOOLS, results_dir: Path = RE
     clean = save(True)
     path_rows = [r for r, (_, _, label) in zip(rows, plan) if label.startswith("path ")]
     if path_rows and all(r["exit_code"] == EXIT_CUDA_ERROR for r in path_rows):
+        failed.parent.mkdir(parents=True, exist_ok=True)
         os.replace(partial, failed)
         print(f"sanitize: no run reached a CUDA device (mlp_train exit {EXIT_CUDA_ERROR}); {final} left as it was, "
               f"this run's rows in {failed}", file=sys.stderr)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, write_json
+from spec import provenance
+from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, repo_relative, write_json
 from spec.transformer import CONFIG_PATH, kernel_op, load_config, op_costs, shape
 
 PARTS = RESULTS_DIR / "transformer"
@@ -56,8 +57,10 @@ def config_path() -> Path:
 
 
 def vit(*args, timeout: float | None = None, env: dict | None = None) -> int:
-    """Run the binary from the repository root (its output passes through); its exit status."""
-    cmd = [str(binary()), *map(str, args), "--data", str(DATA_DIR), "--config", str(config_path())]
+    """Run the binary from the repository root (its output passes through); its exit status. Paths
+    go as repo_relative gives them: the binary records them in its results files (relative to the
+    repository, naming no machine)."""
+    cmd = [_arg(binary()), *map(_arg, args), "--data", _arg(DATA_DIR), "--config", _arg(config_path())]
     log("+ " + shlex.join(cmd))
     try:
         return subprocess.run(cmd, cwd=ROOT, timeout=timeout, env=env).returncode
@@ -69,8 +72,13 @@ def vit(*args, timeout: float | None = None, env: dict | None = None) -> int:
         return 124
 
 
+def _arg(a) -> str:
+    """A command-line argument: a path relative to the repository when inside it (files.repo_relative)."""
+    return repo_relative(a) if isinstance(a, Path) else str(a)
+
+
 def weights_args(weights) -> list[str]:
-    return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", str(weights)]
+    return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", _arg(Path(weights))]
 
 
 ENGINES = ("fp32", "tf32x3")   # the GEMMs on the CUDA cores (FFMA) or the tensor cores (3xTF32)
@@ -86,6 +94,7 @@ def check(weights=WEIGHTS, parts=PARTS, layer_batch: int = 32, logits_batch: int
             out.unlink(missing_ok=True)
             rcs.append(vit("check", *weights_args(w), "--gemm", engine, "--layer-batch", layer_batch,
                            "--logits-batch", logits_batch, "--out", out))
+            _stamped(out)
     return max(rcs)
 
 
@@ -94,6 +103,14 @@ def _read(path: Path):
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
+
+
+def _stamped(path: Path) -> None:
+    """The binary's JSON at `path` with the commit and date every results file records
+    (spec.provenance.stamp) in front; nothing when it wrote none."""
+    doc = _read(path)
+    if isinstance(doc, dict):
+        write_json(path, {**provenance.stamp(), **doc})
 
 
 def passed_engines(parts=PARTS) -> list[str]:
@@ -138,6 +155,7 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
     for e in [engine] + [x for x in ENGINES if x != engine]:
         rc = vit("predict", *weights_args(weights), "--gemm", e, "--out", parts / f"ours_logits_{e}.npy",
                  "--json", parts / f"predict_{e}.json")
+        _stamped(parts / f"predict_{e}.json")
         if rc and e == engine:
             return rc
         if not rc and e != engine:
@@ -158,6 +176,7 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
         shown = differ[:EXPLAIN_MAX]
         vit("check", *weights_args(weights), "--gemm", engine, "--layer-batch", 1, "--logits-batch", 1,
             "--explain", ",".join(map(str, shown)), "--out", explain_out)
+        _stamped(explain_out)
         explained = {e["index"]: e for e in (_read(explain_out) or {}).get("explain", [])}
         for i in shown:
             e = explained.get(i)
@@ -171,7 +190,7 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
                         "within_bound": bool(abs(ref[a] - ref[b]) <= bound[a] + bound[b])}
             cases.append(rec)
     acc_o, acc_t = float((po == labels).mean()), float((pt == labels).mean())
-    doc = {"engine": engine, "engine_why": why, "other_engines": others, "n": int(n), "ours": acc_o, "torch": acc_t,
+    doc = {**provenance.stamp(), "engine": engine, "engine_why": why, "other_engines": others, "n": int(n), "ours": acc_o, "torch": acc_t,
            "correct_ours": int((po == labels).sum()), "correct_torch": int((pt == labels).sum()),
            "differ": len(differ), "explained_shown": len(cases),
            "explained_within_bound": sum(1 for c in cases if c.get("within_bound")),
@@ -189,8 +208,10 @@ def time_ours(weights=WEIGHTS, parts=PARTS, batches="128,1024,10000", warmup: in
               engines=ENGINES) -> int:
     out = Path(parts) / "time_ours.json"
     out.unlink(missing_ok=True)
-    return vit("time", *weights_args(weights), "--gemm", ",".join(engines), "--batches", batches, "--warmup", warmup,
-               "--repeats", repeats, "--out", out)
+    rc = vit("time", *weights_args(weights), "--gemm", ",".join(engines), "--batches", batches, "--warmup", warmup,
+             "--repeats", repeats, "--out", out)
+    _stamped(out)
+    return rc
 
 
 def kernel_rows(kern, batch: int) -> list[dict]:
@@ -231,9 +252,9 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
     with tempfile.TemporaryDirectory(dir=profile_dir, prefix=".transformer-nsys-") as tmp:
         base = Path(tmp) / PROFILE_NAME
         cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx", f"--nvtx-capture={PROFILE_RANGE}",
-               "--capture-range-end=stop", "--force-overwrite", "true", "-o", str(base), str(binary()), "profile",
-               *weights_args(weights), "--gemm", engine, "--batch", str(batch), "--data", str(DATA_DIR),
-               "--config", str(config_path())]
+               "--capture-range-end=stop", "--force-overwrite", "true", "-o", _arg(base), _arg(binary()), "profile",
+               *weights_args(weights), "--gemm", engine, "--batch", str(batch), "--data", _arg(DATA_DIR),
+               "--config", _arg(config_path())]
         log("+ " + shlex.join(cmd))
         env = dict(os.environ, NSYS_NVTX_PROFILER_REGISTER_ONLY="0")
         rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
@@ -258,7 +279,7 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
         os.replace(rep, profile_dir / rep.name)
     rows = kernel_rows(read_kern_sum(moved["cuda_gpu_kern_sum"]), batch)
     write_json(Path(parts) / "profile.json", {
-        "batch": batch, "engine": engine, "engine_why": why, "range": PROFILE_RANGE, "report": f"profile/{PROFILE_NAME}.nsys-rep",
+        **provenance.stamp(), "batch": batch, "engine": engine, "engine_why": why, "range": PROFILE_RANGE, "report": f"profile/{PROFILE_NAME}.nsys-rep",
         "csv": {r: f"profile/{moved[r].name}" for r in REPORTS}, "kernels": rows,
         "gpu_ns": sum(r["total_ns"] for r in rows)})
     log(f"profile: {len(rows)} kernel rows, widest {rows[0]['op'] if rows else '-'}")

@@ -29,8 +29,8 @@ from harness.data.dataset import load_dataset
 from harness.transformer.model import EncoderViT, ViT, load_flat
 from harness.transformer.train import set_float32_exact
 from harness.transformer.weights import read_weights
-from spec import stats
-from spec.files import DATA_DIR, RESULTS_DIR, write_bytes, write_json
+from spec import provenance, stats
+from spec.files import DATA_DIR, RESULTS_DIR, shown_path, write_bytes, write_json
 from spec.transformer import CONFIG_PATH, forward_flop, load_config, shape
 
 PART = RESULTS_DIR / "transformer" / "torch_time.json"
@@ -168,11 +168,11 @@ def run(weights_dir, batches=(128, 1024, 10000), warmup=5, repeats=30, variants=
         f"(nn.TransformerEncoder); their predictions differ on "
         f"{int((preds['sdpa'].argmax(1) != preds['encoder'].argmax(1)).sum())} images")
 
-    doc = {"schema": 1, "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+    doc = {"schema": 1, **provenance.stamp(), "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(), "tf32": False, "warmup": warmup, "repeats": repeats,
            "flop_per_image": forward_flop(s), "weights_sha256": manifest["files"][0]["sha256"],
            "compile_modes": {"compiled-default": "default", "compiled-reduce-overhead": "reduce-overhead"},
-           "test_accuracy": acc, "logits": str(logits_out), "deadline_s": deadline_s,
+           "test_accuracy": acc, "logits": shown_path(logits_out), "deadline_s": deadline_s,
            "rows": [{"batch": b, "variants": {}} for b in batches]}
     inputs = {b: (images[:b] if b <= images.shape[0] else
                   images.repeat((b + images.shape[0] - 1) // images.shape[0], 1)[:b]).contiguous() for b in batches}
