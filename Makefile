@@ -5,6 +5,7 @@
 #   build/mlp_fit     each path's fit, without a GPU   (cuda/tools/mlp_fit.cu)
 #   build/vit_forward the transformer extension        (cuda/transformer/vit_forward.cu, issue 31)
 #   build/gemm_check  the tiled GEMMs against float64   (cuda/tools/gemm_check.cu)
+#   build/gemm_bench  the tiled GEMMs timed at shapes   (cuda/tools/gemm_bench.cu, issue 38)
 #
 #   make ARCH=sm_90                          our submission (cuda/contract/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
@@ -58,7 +59,7 @@ GATE_OBJ   := $(call obj_of,$(GATE_SRC))
 SUB_OBJ    := $(OBJ)/submission.o
 
 .PHONY: all clean
-all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward $(BUILD)/gemm_check
+all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward $(BUILD)/gemm_check $(BUILD)/gemm_bench
 
 # A stamp that changes only when ARCH, SUBMISSION or ACCUM changes, so switching either rebuilds
 # what depends on it and nothing else.
@@ -102,6 +103,11 @@ $(BUILD)/libmlp.so: $(OBJ)/tools/libmlp.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
 
 # The tiled path's GEMMs at forced tile shapes and splits against float64 (tests/test_gpu_tiled.py).
 $(BUILD)/gemm_check: $(OBJ)/tools/gemm_check.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
+	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
+
+# The same GEMMs timed at given shapes on the plans the path runs, with a float64 spot-check
+# (harness/studies/gemm_bench.py runs it beside cuBLAS; issue 38).
+$(BUILD)/gemm_bench: $(OBJ)/tools/gemm_bench.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/mlp_host: $(OBJ)/tools/mlp_host.o $(HOST_OBJ)

@@ -312,11 +312,12 @@ def sweep(c, widths=None, batches=None, epochs=None, pytorch=True, full=False, p
 
 @task(help={"out": "where to write the ceilings (default: results/ceilings.json)"})
 def ceilings(c, out=None):
-    """Measure the GPU's roofline ceilings with PyTorch: copy bandwidth and FP32 (and TF32) matmul rate.
+    """Measure the GPU's roofline ceilings with PyTorch: copy bandwidth and FP32 (TF32, BF16) matmul rate.
 
     A 2 GiB device-to-device copy gives GB/s; an 8192³ float32 matrix product with TF32 off gives
-    the FP32 TFLOP/s of the CUDA cores (with TF32 on, for context). Writes results/ceilings.json,
-    which the report's roofline section sets each profiled kernel against."""
+    the FP32 TFLOP/s of the CUDA cores (with TF32 on, and in bfloat16, the tensor cores' rates,
+    which invoke gpu.gemm reads). Writes results/ceilings.json, which the report's roofline section
+    sets each profiled kernel against."""
     from harness.studies.ceilings import main as ceilings_main
     _exit_on(ceilings_main([] if out is None else ["--out", _file(out, "--out")]), "ceilings: not measured (see above)")
 
@@ -324,7 +325,7 @@ def ceilings(c, out=None):
 # ----------------------------------------------------------------------------- gpu: lent machines
 
 @task(help={"stages": "comma-separated, run in the fixed order build,ceilings,run,phases,profile,"
-                      "pytest,sanitize,sweep,ncu,accum (default: build..sanitize)",
+                      "pytest,sanitize,sweep,ncu,accum,gemm (default: build..sanitize)",
             "commit": "the commit run.json names (MLP_COMMIT; the machine's .git can be stale)",
             "run-paths": "the kernel paths the run stage times (default: all)",
             "out": "pack the evidence into OUT/evidence.tgz (default: $OUT when set)"})
@@ -382,6 +383,23 @@ def portability(c, classes=None, no_report=False):
     from harness.studies.portability import main as portability_main
     _exit_on(portability_main((["--classes", classes] if classes else []) + (["--no-report"] if no_report else [])),
              "gpu.portability: a class's run failed (its log: results/failed/portability/<class>/run.log)")
+
+
+@task(help={"precisions": "comma-separated, of fp32,tf32,bf16 (default: all three)",
+            "layouts": "comma-separated, of nn,tn,nt (default: all three)",
+            "shapes": "MxNxK:LAYOUT,... instead of harness/studies/gemm_shapes.py's list",
+            "repeats": "timed launches per shape and precision (default 30)",
+            "no-cublas": "ours alone (no torch.matmul side)"})
+def gemm(c, precisions=None, layouts=None, shapes=None, repeats=None, no_cublas=False):
+    """Our tiled GEMMs (build/gemm_bench) against cuBLAS (torch.matmul) at the sweep's and transformer's shapes -> results/gemm.json.
+
+    harness/studies/gemm_bench.py does the work (issue 38); `invoke build` makes build/gemm_bench and
+    `invoke ceilings` the ceilings its percentages use."""
+    from harness.studies.gemm_bench import main as gemm_main
+    argv = [*(["--precisions", precisions] if precisions else []), *(["--layouts", layouts] if layouts else []),
+            *(["--shapes", shapes] if shapes else []), *(["--repeats", str(repeats)] if repeats else []),
+            *(["--no-cublas"] if no_cublas else [])]
+    _exit_on(gemm_main(argv), "gpu.gemm: a side failed or a check did not pass (results/gemm.json, results/gemm/)")
 
 
 @task(help={"only": "comma-separated studies: batch,linear (default: both)"})
@@ -461,7 +479,7 @@ transformer.add_task(transformer_all, default=True)
 transformer.__doc__ = "The vision transformer's forward pass (issue 31): train, check, time, profile, report."
 
 
-gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies)
+gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies, gemm)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
 ns = Collection(data, setup, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
                transformer)

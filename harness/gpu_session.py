@@ -5,8 +5,8 @@ GPU machine:
     invoke gpu.session --commit <commit> [--stages build,run,...] [--run-paths unfused,fused]
 
 Stages, in the order they run (DEFAULT_STAGES without --stages): build, ceilings, run, phases,
-stationary-check, profile, torchprof, oursstudies, pytest, sanitize; gate, gate0, sweep, ncu and accum
-only on request. A full set takes longer than one 10-minute call on the lent H200 (the PyTorch
+stationary-check, profile, torchprof, oursstudies, pytest, sanitize; gate, gate0, sweep, ncu, accum
+and gemm only on request. A full set takes longer than one 10-minute call on the lent H200 (the PyTorch
 baseline's max-autotune compile alone is about 4 minutes), so split it:
 "build,ceilings,run,phases,stationary-check,profile", then "build,pytest,sanitize".
 --commit names the commit in run.json (MLP_COMMIT; the machine's tree copy can carry a stale
@@ -67,6 +67,9 @@ def all_stages(run_paths: str | None = None) -> list[Stage]:
         Stage("sweep", 580, (*INVOKE, "sweep")),
         Stage("ncu", 300, (*INVOKE, "gpu.ncu")),
         Stage("accum", 200, (*INVOKE, "gpu.accumulate-ab")),
+        # our tiled GEMMs against cuBLAS at the sweep's and transformer's shapes -> results/gemm.json
+        # (issue 38; after ceilings, whose bf16 rate it reads)
+        Stage("gemm", 480, (*INVOKE, "gpu.gemm")),
     ]
 
 

@@ -1,6 +1,6 @@
 """The JSON schemas of results/*.json (run, pytorch, the phase files, sanitize, ceilings, sweep,
-the three PyTorch profiling studies and our binary's two) and `validate`, which checks a parsed
-document against one without changing it.
+the three PyTorch profiling studies and our binary's two, gemm and its two sides' files) and
+`validate`, which checks a parsed document against one without changing it.
 
     validate(doc, "run", "results/run.json")   # raises SchemaError or returns None
 
@@ -296,14 +296,44 @@ SANITIZE = Obj({
                     required=("tool", "target", "errors", "exit_code"))),
 }, required=("runs",))
 
-_RATE = {"copy": "gb_per_s", "fp32_matmul": "tflops", "tf32_matmul": "tflops"}
+_RATE = {"copy": "gb_per_s", "fp32_matmul": "tflops", "tf32_matmul": "tflops", "bf16_matmul": "tflops"}
+_MATMUL = Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",))
 CEILINGS = Obj({
     "schema": INT, "gpu": OSTR, "torch_version": OSTR, "date_utc": STR, "commit": STR,
     "copy": Obj({"gb_per_s": POS, "bytes": ONUM, "tensor_bytes": ONUM, "timed": ONUM},
                 required=("gb_per_s",)),
-    "fp32_matmul": Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",)),
-    "tf32_matmul": Obj({"tflops": POS, "n": ONUM, "timed": ONUM}, required=("tflops",)),
+    "fp32_matmul": _MATMUL, "tf32_matmul": _MATMUL, "bf16_matmul": _MATMUL,
 }, required=("copy", "fp32_matmul"))
+
+# GEMM rates (issue 38): one side's file (build/gemm_bench's, harness/studies/gemm_torch.py's) and
+# results/gemm.json, which harness/studies/gemm_bench.py assembles from them.
+_LAYOUT = OneOf("nn", "tn", "nt")
+_SIDE_ROW = Obj({
+    "M": INT, "N": INT, "K": INT, "layout": _LAYOUT, "precision": OneOf(*PRECISIONS),
+    "status": OneOf("ok", "failed", "unsupported", "skipped"), "why": OSTR, "flop": NONNEG, "plan": OSTR,
+    "median_ms": ONONNEG, "mean_ms": ONONNEG, "min_ms": ONONNEG, "max_ms": ONONNEG, "cv_pct": ONONNEG,
+    "tflops": ONONNEG, "repeats": OINT, "warmup": OINT, "sets": OINT,
+    "check": Opt(Obj({"passed": BOOL, "worst_ratio": ONONNEG, "nonfinite": OINT}, required=("passed",))),
+}, required=("M", "N", "K", "layout", "precision", "status"))
+GEMM_SIDE = Obj({"schema": Const(1), "side": OneOf("ours", "cublas"), "gpu": OSTR, "layout": _LAYOUT,
+                 "repeats": INT, "warmup": INT, "rows": Arr(_SIDE_ROW)},
+                required=("schema", "side", "layout", "rows"))
+_GEMM_ENTRY = Opt(Obj({"status": STR, "tflops": ONONNEG, "median_ms": ONONNEG, "cv_pct": ONONNEG},
+                      required=("status",)))
+GEMM = Obj({
+    "schema": Const(1), "commit": STR, "date_utc": STR, "gpu": OSTR, "passed": BOOL,
+    "config": Obj({"precisions": Arr(OneOf(*PRECISIONS)), "layouts": Arr(_LAYOUT), "repeats": INT, "warmup": INT}),
+    "ceilings": Opt(Obj({"fp32_tflops": Opt(POS), "tf32_tflops": Opt(POS), "bf16_tflops": Opt(POS), "gpu": OSTR})),
+    "sides": Arr(Obj({"side": OneOf("ours", "cublas"), "layout": _LAYOUT, "exit_status": OINT, "seconds": ONONNEG,
+                      "error": OSTR}, required=("side", "layout", "exit_status"))),
+    "rows": Arr(Obj({
+        "M": INT, "N": INT, "K": INT, "layout": _LAYOUT, "precision": OneOf(*PRECISIONS), "sources": Arr(STR),
+        "ours": _GEMM_ENTRY, "cublas": _GEMM_ENTRY, "ours_tflops": ONONNEG, "cublas_tflops": ONONNEG,
+        "pct_of_cublas": ONONNEG, "ceiling_tflops": Opt(POS), "ours_pct_of_ceiling": ONONNEG,
+        "cublas_pct_of_ceiling": ONONNEG, "check_passed": OBOOL},
+        required=("M", "N", "K", "layout", "precision", "ours", "cublas", "ours_tflops", "cublas_tflops",
+                  "pct_of_cublas", "ours_pct_of_ceiling"))),
+}, required=("schema", "commit", "date_utc", "passed", "config", "sides", "rows"))
 
 _METRICS = Opt(Obj({"passed": OBOOL, "error": OSTR, "median_ms": ONONNEG, "cv_pct": ONONNEG,
                     "min_ms": ONONNEG, "max_ms": ONONNEG, "test_accuracy": OFRAC,
@@ -499,6 +529,18 @@ def _pytorch_checks(doc) -> str | None:
     return _ordered_times(variants, "variants")
 
 
+def _gemm_side_checks(doc) -> str | None:
+    for i, r in enumerate(doc["rows"]):
+        if r["layout"] != doc["layout"]:
+            return f"rows[{i}].layout: {r['layout']!r} in a file of layout {doc['layout']!r}"
+        if r["status"] in ("ok", "failed") and (r.get("median_ms") is None or r.get("tflops") is None):
+            return f"rows[{i}]: status {r['status']!r} without median_ms and tflops"
+        lo, med, hi = (r.get(k) for k in ("min_ms", "median_ms", "max_ms"))
+        if None not in (lo, med, hi) and not lo <= med <= hi:
+            return f"rows[{i}]: min_ms {lo!r}, median_ms {med!r}, max_ms {hi!r}: expected min <= median <= max"
+    return None
+
+
 def _sweep_checks(doc) -> str | None:
     for i, p in enumerate(doc["points"]):
         best = p.get("best_cuda_path")
@@ -531,6 +573,7 @@ SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
     "torch_linear_kernels": (TORCH_LINEAR, None), "stationary_phases": (STATIONARY_PHASES, None),
     "ours_batch_steps": (OURS_BATCH_STEPS, None), "ours_linear_kernels": (OURS_LINEAR, None),
     "sanitize": (SANITIZE, None), "ceilings": (CEILINGS, None), "sweep": (SWEEP, _sweep_checks),
+    "gemm_side": (GEMM_SIDE, _gemm_side_checks), "gemm": (GEMM, None),
 }
 
 

@@ -21,6 +21,9 @@ from typing import NamedTuple
 from spec.files import ROOT, InputError, load_toml
 
 CONFIG_PATH = ROOT / "transformer.toml"
+# The batches `invoke transformer.time` times our forward at (harness/transformer/run.py's default;
+# harness/studies/gemm_shapes.py derives the transformer's GEMM shapes from them).
+TIME_BATCHES = (128, 1024, 10000)
 
 
 class Bound(NamedTuple):

@@ -14,7 +14,7 @@ from spec.files import ROOT
 ENTRY_POINTS = ["analysis.report", "analysis.sweep_report", "analysis.accumulate_ab", "harness.data.dataset",
                 "harness.data.reference", "harness.studies.sweep", "harness.studies.ceilings",
                 "harness.studies.arch_resources", "harness.studies.loss_band_study",
-                "harness.studies.ours_studies"]   # harness.studies.portability hands unknown flags to mlp_train
+                "harness.studies.ours_studies", "harness.studies.gemm_bench"]   # harness.studies.portability hands unknown flags to mlp_train
 
 
 def python_m(module: str, *args, cwd=ROOT) -> subprocess.CompletedProcess:

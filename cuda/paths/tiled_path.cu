@@ -120,10 +120,14 @@ std::map<PlanKey, GemmPlan>& plan_cache() {
   static std::map<PlanKey, GemmPlan> cache;
   return cache;
 }
+}  // namespace
+
 bool measure_plans() {
   const char* v = std::getenv("MLP_TILED_PLAN");
   return !(v && std::strcmp(v, "model") == 0);
 }
+
+namespace {
 
 struct Scratch {
   std::vector<void*> bufs;

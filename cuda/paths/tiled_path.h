@@ -1,6 +1,7 @@
 // cuda/paths/tiled_path.h — the tiled paths' launches (cuda/kernels/tiled.cuh, tiled_mma.cuh) for
 // callers other than the paths themselves: build/gemm_check (cuda/tools/gemm_check.cu) runs each
-// GEMM at forced tile shapes and splits, at each precision, against float64.
+// GEMM at forced tile shapes and splits, at each precision, against float64; build/gemm_bench
+// (cuda/tools/gemm_bench.cu) times them on the plans the path runs (chosen_plan).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -23,6 +24,10 @@ void launch_gemm(ALayout al, Epi epi, GemmArgs a, const GemmPlan& p, size_t part
 // The plan the path runs for a problem: measured once per process (tiled_path.cu says how), or
 // the cost model's with MLP_TILED_PLAN=model.
 GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms, Precision prec = Precision::FP32);
+// Whether chosen_plan measures its plans (false with MLP_TILED_PLAN=model), and the first reason a
+// measurement of this process failed ("" when none did; chosen_plan then kept the cost model's plan).
+bool measure_plans();
+std::string& measurement_failure();
 // The registers of the instantiation (cudaFuncGetAttributes), for the fit; -1 with `why` set when
 // the device refuses it.
 int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why, Precision prec = Precision::FP32);

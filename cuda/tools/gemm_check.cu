@@ -13,8 +13,9 @@
 // An output passes when |got − want| <= tol, with want in float64 and
 //   forward: tol = γ(K)·Σ_k |x_k w_k| + u·|want|             (γ(K) = K·u, u = 2⁻²⁴)
 //   update:  tol = lr·γ(K)·Σ_k |x_k dh_k| + 4u·(|W1| + μ|v| + lr|g|)
-// (the worst-case bound of a float32 dot product of K terms, then the epilogue's roundings); at TF32
-// and BF16 the products' inputs are rounded first, which adds (2·u_p + u_p²)·Σ|terms| (u_p = 2⁻¹¹,
+// (the worst-case bound of a float32 dot product of K terms, then the epilogue's roundings;
+// tools/gemm_tools.h holds them, gemm_bench uses them too); at TF32 and BF16 the products' inputs
+// are rounded first, which adds (2·u_p + u_p²)·Σ|terms| (u_p = 2⁻¹¹,
 // 2⁻⁸; the float32 sum's bound then on the rounded terms, (1 + 2u_p + u_p²) times larger). Prints
 // one line per check with the worst ratio error/tol; exits 0 when all pass, 1 when one fails,
 // 2 for bad arguments, 3 without a CUDA device.
@@ -29,9 +30,11 @@
 #include "common/cuda_check.h"
 #include "paths/kernel_path.h"
 #include "paths/tiled_path.h"
+#include "tools/gemm_tools.h"
 
 namespace {
 using namespace mlp::tiled;
+using namespace mlp::tiled::tools;
 using mlp::Precision;
 
 std::vector<int> parse_list(const char* flag, const char* v) {
@@ -54,47 +57,9 @@ std::vector<int> parse_list(const char* flag, const char* v) {
   return out;
 }
 
-// A device array of n T, filled from `host` when given.
-template <class T = float>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(size_t n) { CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T) + 16)); }
-  explicit Dev(const std::vector<T>& host) : Dev(host.size()) {
-    CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() { cudaFree(p); }
-};
-
-// One check's plan (the shape's own with shape < 0, else the forced shape and split) and its
-// split-K scratch, the tickets zeroed.
-struct PlannedGemm {
-  GemmPlan p;
-  Dev<float> partials;
-  Dev<unsigned> tickets;
-  Precision prec;
-  PlannedGemm(int M, int N, int K, int sms, int shape, int split, Precision pr)
-      : p(shape < 0 ? plan_gemm(M, N, K, sms, pr) : plan_gemm_fixed(M, N, K, sms, shape, split)),
-        prec(pr),
-        partials(p.partial_floats()),
-        tickets((size_t)p.tiles()) {
-    CUDA_CHECK(cudaMemset(tickets.p, 0, sizeof(unsigned) * p.tiles()));
-  }
-  void launch(ALayout al, Epi epi, GemmArgs a) {
-    a.partials = partials.p;
-    a.tickets = tickets.p;
-    launch_gemm(al, epi, a, p, std::max<size_t>(1, p.partial_floats()), p.tiles(), 0, prec);
-  }
-};
-
-constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff
-
-// A product of inputs rounded to `prec` is within (1 + u_p)² − 1 of |a·b| (0 at FP32: the inputs
-// are used as they are); the float32 sums' bound comes on top.
-double product_rel(Precision prec) {
-  const double up = prec == Precision::FP32 ? 0.0 : mlp::unit_roundoff(prec);
-  return 2 * up + up * up;
+// One check's plan: the shape's own (the cost model's) with shape < 0, else the forced shape and split.
+GemmPlan check_plan(int M, int N, int K, int sms, int shape, int split, Precision pr) {
+  return shape < 0 ? plan_gemm(M, N, K, sms, pr) : plan_gemm_fixed(M, N, K, sms, shape, split);
 }
 
 struct Verdict {
@@ -147,9 +112,8 @@ Verdict check_forward(int M, int N, int K, int shape, int split, int sms, Precis
   Dev<> dX(X), dW(W), db(b), dH(H.size());
   Dev<int> drows(rows);
   CUDA_CHECK(cudaMemset(dH.p, 0xff, H.size() * 4));  // NaN
-  PlannedGemm g(M, N, K, sms, shape, split, prec);
+  PlannedGemm g(check_plan(M, N, K, sms, shape, split, prec), prec);
   *plan = g.p.describe();
-  const double pr = product_rel(prec);
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
   a.A = dX.p; a.lda = K; a.a_rows = drows.p;
@@ -166,7 +130,7 @@ Verdict check_forward(int M, int N, int K, int shape, int split, int sms, Precis
       mag += std::fabs((double)x[k] * W[(size_t)k * N + n]);
     }
     const double want = s > 0 ? s : 0, got = H[(size_t)m * N + n];
-    const double tol = (pr + (K + 1) * kU * (1 + pr)) * mag + kU * std::fabs(want) + 1e-30;
+    const double tol = forward_tol(prec, K, mag, want);
     return std::isfinite(got) ? std::fabs(got - want) / tol : INFINITY;
   });
 }
@@ -186,9 +150,8 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, Precisi
   for (int i = 0; i < K; ++i) rows[i] = (int)((i * 104729L + 1) % n_rows);
   Dev<> dX(X), dG(G), dW(W), dV(V);
   Dev<int> drows(rows);
-  PlannedGemm g(M, N, K, sms, shape, split, prec);
+  PlannedGemm g(check_plan(M, N, K, sms, shape, split, prec), prec);
   *plan = g.p.describe();
-  const double pr = product_rel(prec);
   GemmArgs a{};
   a.M = M; a.N = N; a.K = K;
   a.A = dX.p; a.lda = M; a.a_rows = drows.p;
@@ -207,8 +170,7 @@ Verdict check_update(int M, int N, int K, int shape, int split, int sms, Precisi
     }
     const size_t i = (size_t)m * N + n;
     const double vel = mu * (double)V[i] - lr * g, want = W[i] + vel;
-    const double tol = lr * (pr + K * kU * (1 + pr)) * mag +
-                       4 * kU * (std::fabs(W[i]) + mu * std::fabs(V[i]) + lr * std::fabs(g)) + 1e-30;
+    const double tol = update_tol(prec, K, lr, mu, mag, W[i], V[i], g);
     const double rw = std::isfinite(W1[i]) ? std::fabs(W1[i] - want) / tol : INFINITY;
     const double rv = std::isfinite(V1[i]) ? std::fabs(V1[i] - vel) / tol : INFINITY;
     return std::max(rw, rv);
@@ -253,8 +215,7 @@ int main(int argc, char** argv) {
     const int sms = mlp::effective_limits().sms;
     std::mt19937 rng(20260829);
     long failed = 0, checks = 0;
-    std::printf("tolerance: |got - want| <= K*u*sum|a*b| (+ epilogue roundings), u = 2^-24; at tf32 and bf16 also "
-                "(2 u_p + u_p^2)*sum|a*b| for the rounded inputs (u_p = 2^-11, 2^-8); ratio = worst error / tol\n");
+    std::printf("%s\n", kToleranceText);
     for (Precision prec : precisions)
       for (int w : widths)
         for (int b : batches) {

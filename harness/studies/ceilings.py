@@ -1,4 +1,4 @@
-"""Measure the device's two roofline ceilings with PyTorch and write results/ceilings.json.
+"""Measure the device's roofline ceilings with PyTorch and write results/ceilings.json.
 
     python -m harness.studies.ceilings [--out results/ceilings.json]
 
@@ -12,6 +12,10 @@
   CUDA events; the median. FLOP = 2·n³; TFLOP/s = FLOP / median seconds / 1e12.
 - tf32_matmul: the same product with TF32 allowed (tensor cores), for context only: our kernels
   are FP32 on the CUDA cores, so the roofline uses fp32_matmul.
+- bf16_matmul: the same product of bfloat16 matrices (the float32 draws rounded; bfloat16 output),
+  the tensor cores' BF16 rate: the ceiling harness/studies/gemm_bench.py holds bf16 GEMMs to, as
+  tf32_matmul for tf32 and fp32_matmul for fp32 (issue 38). Not yet measured on a GPU: added on a
+  CPU machine, its loop tested there (tests/test_roofline.py).
 
 The TF32 setting is put back as it was. The file is written atomically (spec.files); its
 format is in docs/formats.md. Without a CUDA device (or without PyTorch) it prints one line and
@@ -45,12 +49,12 @@ def copy_summary(tensor_bytes: int, times_ms: list[float], warmup: int) -> dict:
             "timed": len(times_ms), "min_ms": s["min"], "max_ms": s["max"]}
 
 
-def matmul_summary(n: int, times_ms: list[float], warmup: int, allow_tf32: bool) -> dict:
+def matmul_summary(n: int, times_ms: list[float], warmup: int, allow_tf32: bool, dtype: str = "float32") -> dict:
     """A matmul entry of ceilings.json from the timed products (ms each)."""
     s = summary(times_ms)
     flop = 2 * n ** 3
     return {"n": n, "flop": flop, "median_ms": s["median"], "tflops": flop / (s["median"] / 1e3) / 1e12,
-            "allow_tf32": allow_tf32, "warmup": warmup, "timed": len(times_ms),
+            "allow_tf32": allow_tf32, "dtype": dtype, "warmup": warmup, "timed": len(times_ms),
             "min_ms": s["min"], "max_ms": s["max"]}
 
 
@@ -84,19 +88,21 @@ def measure_copy(torch, tensor_bytes: int = COPY_TENSOR_BYTES, warmup: int = COP
 
 
 def measure_matmul(torch, allow_tf32: bool, n: int = MATMUL_N, warmup: int = MATMUL_WARMUP,
-                   timed: int = MATMUL_TIMED, device: str = "cuda") -> dict:
+                   timed: int = MATMUL_TIMED, device: str = "cuda", bf16: bool = False) -> dict:
+    """fp32 (allow_tf32 False), tf32 (True) or, with bf16, the bfloat16 product (TF32 setting False)."""
     matmul = torch.backends.cuda.matmul
     before = matmul.allow_tf32
     matmul.allow_tf32 = allow_tf32
+    dtype = torch.bfloat16 if bf16 else torch.float32
     try:
-        gen = torch.Generator(device=device).manual_seed(SEED + int(allow_tf32))
-        a = torch.randn(n, n, dtype=torch.float32, device=device, generator=gen)
-        b = torch.randn(n, n, dtype=torch.float32, device=device, generator=gen)
-        c = torch.empty(n, n, dtype=torch.float32, device=device)
+        gen = torch.Generator(device=device).manual_seed(SEED + int(allow_tf32) + 2 * int(bf16))
+        a = torch.randn(n, n, dtype=torch.float32, device=device, generator=gen).to(dtype)
+        b = torch.randn(n, n, dtype=torch.float32, device=device, generator=gen).to(dtype)
+        c = torch.empty(n, n, dtype=dtype, device=device)
         times = _timed(torch, lambda: torch.matmul(a, b, out=c), warmup, timed)
         if not bool(torch.isfinite(c).all()):
             raise RuntimeError("the matrix product has non-finite values")
-        out = matmul_summary(n, times, warmup, allow_tf32)
+        out = matmul_summary(n, times, warmup, allow_tf32, str(dtype).removeprefix("torch."))
         out["allow_tf32_read_back"] = bool(matmul.allow_tf32)
         return out
     finally:
@@ -117,7 +123,8 @@ def measure(torch) -> dict:
     }
     for key, fn in (("copy", lambda: measure_copy(torch)),
                     ("fp32_matmul", lambda: measure_matmul(torch, allow_tf32=False)),
-                    ("tf32_matmul", lambda: measure_matmul(torch, allow_tf32=True))):
+                    ("tf32_matmul", lambda: measure_matmul(torch, allow_tf32=True)),
+                    ("bf16_matmul", lambda: measure_matmul(torch, allow_tf32=False, bf16=True))):
         doc[key] = fn()
         torch.cuda.empty_cache()
     return doc
@@ -125,7 +132,7 @@ def measure(torch) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = validate.ArgParser(prog="python -m harness.studies.ceilings",
-                                description="Measure copy bandwidth and FP32/TF32 matmul "
+                                description="Measure copy bandwidth and FP32/TF32/BF16 matmul "
                                                  "rates on the CUDA device -> ceilings.json.")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="default: results/ceilings.json")
     args = parser.parse_args(argv)
@@ -145,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json(out, doc)
     print(f"ceilings: copy {doc['copy']['gb_per_s']:.1f} GB/s, FP32 matmul "
           f"{doc['fp32_matmul']['tflops']:.2f} TFLOP/s, TF32 matmul "
-          f"{doc['tf32_matmul']['tflops']:.2f} TFLOP/s on {doc['gpu']} -> {out}")
+          f"{doc['tf32_matmul']['tflops']:.2f}, BF16 matmul {doc['bf16_matmul']['tflops']:.2f} TFLOP/s on "
+          f"{doc['gpu']} -> {out}")
     return 0
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, repo_relative, write_json
-from spec.transformer import CONFIG_PATH, kernel_op, load_config, op_costs, shape
+from spec.transformer import CONFIG_PATH, TIME_BATCHES, kernel_op, load_config, op_costs, shape
 
 PARTS = RESULTS_DIR / "transformer"
 WEIGHTS = PARTS / "weights"
@@ -204,8 +204,8 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
     return 0 if same else 1
 
 
-def time_ours(weights=WEIGHTS, parts=PARTS, batches="128,1024,10000", warmup: int = 5, repeats: int = 30,
-              engines=ENGINES) -> int:
+def time_ours(weights=WEIGHTS, parts=PARTS, batches=",".join(map(str, TIME_BATCHES)), warmup: int = 5,
+              repeats: int = 30, engines=ENGINES) -> int:
     out = Path(parts) / "time_ours.json"
     out.unlink(missing_ok=True)
     rc = vit("time", *weights_args(weights), "--gemm", ",".join(engines), "--batches", batches, "--warmup", warmup,
@@ -292,7 +292,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.transformer.run", description=main.__doc__)
     ap.add_argument("step", choices=("check", "accuracy", "time", "profile"))
     ap.add_argument("--weights", default=str(WEIGHTS))
-    ap.add_argument("--batches", default="128,1024,10000")
+    ap.add_argument("--batches", default=",".join(map(str, TIME_BATCHES)))
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=PROFILE_BATCH)
     ap.add_argument("--warmup", type=int, default=5)
