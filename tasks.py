@@ -402,6 +402,20 @@ def gemm(c, precisions=None, layouts=None, shapes=None, repeats=None, no_cublas=
     _exit_on(gemm_main(argv), "gpu.gemm: a side failed or a check did not pass (results/gemm.json, results/gemm/)")
 
 
+@task(name="gate-bench", help={"n": "submissions in the generated course (issue 40's acceptance: 50)",
+                               "seed": "the generator's seed (default 40)",
+                               "jobs": "submissions gated at once on each GPU (default 4)",
+                               "gpus": "'all' (default) or comma-separated GPU indices"})
+def gate_bench(c, n=50, seed=40, jobs=4, gpus=None):
+    """Gate a generated course of N learner-style submissions and time it -> results/gate_bench.json.
+
+    harness/studies/gate_bench.py does the work: harness/gate/course_gen.py's course, gated as `invoke
+    gate` gates one (sanitizers included), every verdict held against the generator's intent."""
+    from harness.studies.gate_bench import main as bench_main
+    argv = ["--n", str(n), "--seed", str(seed), "--jobs", str(jobs), *(["--gpus", gpus] if gpus else [])]
+    _exit_on(bench_main(argv), "gpu.gate-bench: a verdict was not the one intended (results/gate_bench.json)")
+
+
 @task(help={"only": "comma-separated studies: batch,linear (default: both)"})
 def ours_studies(c, only=None):
     """Our binary's step time against batch (fastest path per batch) and the fused path's kernels by layer, from nsys -> results/ours_*.json, profile/ours/."""
@@ -479,7 +493,8 @@ transformer.add_task(transformer_all, default=True)
 transformer.__doc__ = "The vision transformer's forward pass (issue 31): train, check, time, profile, report."
 
 
-gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies, gemm)
+gpu = Collection("gpu", session, phases, ncu, accumulate_ab, torch_profiles, portability, ours_studies, gemm,
+                 gate_bench)
 gpu.__doc__ = "Lent GPU machines: the evidence session and the experiments it runs."
 ns = Collection(data, setup, build, run, profile, report, test, all, sanitize, gate, reference, sweep, ceilings, gpu,
                transformer)

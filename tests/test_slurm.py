@@ -462,14 +462,14 @@ def test_sbatch_array_afterany_aggregate_on_a_real_slurm(slurm_cluster, tmp_path
     assert rows[broken]["first_hint"].startswith("does not build: ") and "error" in rows[broken]["first_hint"], rows
     assert rows[naive]["verdict"] == "FAIL" and rows[naive]["first_hint"], rows
     for n in (naive, broken):
-        assert f"| {n} | 0/" in md, md
+        assert f"| {n} | **FAIL** | 0/" in md, md
 
     # The gate's no-GPU path names what happened, and a task that died is a row naming how (issue 26).
     assert "no CUDA device" in rows[naive]["first_hint"] or "no GPU reached" in rows[naive]["first_hint"], rows[naive]
     for n, word in ((cancelled, "CANCELLED"), (killed, "signal 9")):
         row = rows.get(n)
         assert row is not None and row["verdict"] == "FAIL" and row["first_hint"].startswith(recs[n]["ended"]), (n, row)
-        assert word in row["first_hint"] and f"| {n} | 0/" in md, (row, md)
+        assert word in row["first_hint"] and f"| {n} | **FAIL** | 0/" in md, (row, md)
 
 
 # ----------------------------------------------------------------------------- the scripts, on the CPU
