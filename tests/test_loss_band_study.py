@@ -3,6 +3,7 @@ float64, and its float32 run differs from it only by rounding on the recipe's se
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from spec.files import BUILD_DIR, DATA_DIR
 from spec.recipe import load_recipe
