@@ -1,6 +1,6 @@
 """Rewrite the absolute paths of the machines that made the committed evidence into paths that name
-no machine, in the text files tests/test_evidence_paths.py reads (JSON, CSV, Markdown, text and
-HTML under results/ and profile/, and RESULTS.md, SWEEP.md, PROFILES.md). A mechanical rewrite of
+no machine, in the text files tests/test_evidence_paths.py reads (JSON, CSV, Markdown, text,
+HTML and logs under results/ and profile/, and RESULTS.md, SWEEP.md, PROFILES.md). A mechanical rewrite of
 path strings and nothing else: no number, no key, no other byte changes (a JSON file is checked to
 parse to the same object with the rewrite applied to its strings).
 
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TEXT = (".json", ".csv", ".md", ".txt", ".html")
+TEXT = (".json", ".csv", ".md", ".txt", ".html", ".log")
 REPORTS = ("RESULTS.md", "SWEEP.md", "PROFILES.md")
 
 

@@ -1,9 +1,9 @@
 """The committed evidence names no machine: no absolute path of a home folder, of a checkout (this
-one's or another's) or of a temp folder in any committed JSON, CSV, Markdown, text or HTML file
-under results/ and profile/, nor in the rendered reports (RESULTS.md, SWEEP.md, PROFILES.md).
+one's or another's) or of a temp folder in any committed JSON, CSV, Markdown, text, HTML or log
+file under results/ and profile/, nor in the rendered reports (RESULTS.md, SWEEP.md, PROFILES.md).
 Paths there are relative to the repository (spec.files.repo_relative), or named ($TMPDIR/..., ~/...,
-spec.files.shown_path). Left out, and why: logs (*.log: a tool's own output, nsys's temp files
-among it) and binary reports (.nsys-rep, .ncu-rep, .png, .gz), whose bytes are the tools'.
+spec.files.shown_path). Left out, and why: binary reports (.nsys-rep, .ncu-rep, .png, .gz),
+whose bytes are the tools'.
 dev/relativize_evidence.py rewrites older evidence mechanically."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from spec.files import ROOT, repo_relative, shown_path
 
-TEXT = (".json", ".csv", ".md", ".txt", ".html")
+TEXT = (".json", ".csv", ".md", ".txt", ".html", ".log")
 REPORTS = ("RESULTS.md", "SWEEP.md", "PROFILES.md")
 
 
