@@ -65,8 +65,10 @@ def _finite(x):
     return x
 
 
-def decide_all(docs, build_dir: Path = BUILD_DIR) -> list[Verdict]:
-    """The owner's verdict of each run.json document, in one mlp_host call."""
+def decide_all(docs, build_dir: Path = BUILD_DIR, errors: str = "raise") -> list:
+    """The owner's verdict of each run.json document, in one mlp_host call. A document the owner cannot
+    read (no "cases" list, a row without an id) is an InputError naming it, or with errors="return"
+    the owner's one line of why, in its place (a leaderboard's FAIL row)."""
     docs = list(docs)
     if not docs:
         return []
@@ -77,9 +79,14 @@ def decide_all(docs, build_dir: Path = BUILD_DIR) -> list[Verdict]:
     proc = subprocess.run([str(host), "verdict"], input=text, capture_output=True, text=True)
     if proc.returncode != 0:
         raise InputError(f"error: {host} verdict exited {proc.returncode}: {proc.stderr.strip()[:300]}")
-    out = [Verdict.from_json(json.loads(ln)) for ln in proc.stdout.splitlines() if ln.strip()]
-    if len(out) != len(docs):
-        raise InputError(f"error: {host} verdict answered {len(out)} documents of {len(docs)}")
+    answers = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.strip()]
+    if len(answers) != len(docs):
+        raise InputError(f"error: {host} verdict answered {len(answers)} documents of {len(docs)}")
+    out = []
+    for a in answers:
+        if "error" in a and errors != "return":
+            raise InputError(f"error: run.json: {a['error']}")
+        out.append(str(a["error"]) if "error" in a else Verdict.from_json(a))
     return out
 
 

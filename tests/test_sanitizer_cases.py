@@ -58,8 +58,8 @@ def fake_binary(tmp_path):
     return exe
 
 
-def cases(tmp_path, doc=None):
-    return {r["name"]: r for r in sc.sanitizer_cases(fake_binary(tmp_path), tmp_path / "out", "submission", doc)}
+def cases(tmp_path):
+    return {r["name"]: r for r in sc.sanitizer_cases(fake_binary(tmp_path), tmp_path / "out", "submission")}
 
 
 def test_clean_runs_pass_with_value_0_on_the_workload_after_its_measurement(tmp_path, monkeypatch):

@@ -192,3 +192,13 @@ def test_the_committed_run_of_record_and_leaderboard_agree_with_the_owner():
         want = verdicts.get(f)
         word = "FAIL" if want is None or isinstance(want, str) else want.word
         assert r["verdict"] == word, (r["submission"], r["verdict"], word)
+
+
+def test_a_document_the_owner_cannot_read_is_named_and_the_others_still_decided():
+    from spec.files import InputError
+    docs = [{"cases": 3}, DOCS["pass"][0], {"cases": [{"name": "no id"}]}]
+    got = verdict.decide_all(docs, errors="return")
+    assert isinstance(got[0], str) and '"cases" is missing or not an array' in got[0]
+    assert got[1].word == "PASS" and isinstance(got[2], str) and "numeric \"id\"" in got[2]
+    with pytest.raises(InputError, match="not an array"):
+        verdict.decide_all(docs)

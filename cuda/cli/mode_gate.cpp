@@ -102,12 +102,6 @@ GateVerdict decide_written(const Json& doc, const std::string& where) {
   return gate_verdict(parse_json(doc.done(), where), where);
 }
 
-Json strings_json(const std::vector<std::string>& v) {
-  Json a = Json::array();
-  for (const auto& s : v) a.add(Json::str(s));
-  return a;
-}
-
 std::vector<std::string> path_notes(const RunContext& ctx, const std::vector<PathRun>& runs) {
   std::vector<std::string> notes;
   for (const auto& r : runs) {
@@ -150,13 +144,13 @@ int run_gate(const RunContext& ctx) {
   const std::string paths = gate_paths_json(ctx, gr.runs, ref);
   const std::string run_json = in.opt.out + "/run.json";
   const GateVerdict v = decide_written(Json::object().set("gated_path", Json::str(ctx.gated)).set("cases", cj.done())
-                                           .set("paths", paths).set("path_failures", strings_json(path_fails).done()),
+                                           .set("paths", paths).set("path_failures", strings_json(path_fails)),
                                        run_json);
   Json root = gate_header(ctx);
   root.set("memory", memory_watch().json())
-      .set("cases", cj.done()).set("hints", strings_json(v.hints).done())
+      .set("cases", cj.done()).set("hints", strings_json(v.hints))
       .set("notes", notes_json(cases, path_notes(ctx, gr.runs))).set("paths", paths)
-      .set("reference_fp64", reference_fp64_json(ref)).set("path_failures", strings_json(path_fails).done())
+      .set("reference_fp64", reference_fp64_json(ref)).set("path_failures", strings_json(path_fails))
       .set("verdict", verdict_json(v));
   write_init_and_order(ctx);
   write_file_atomic(run_json, root.done() + "\n");

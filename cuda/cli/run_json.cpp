@@ -86,9 +86,9 @@ Json& add_path_run(Json& o, const PathRun& r) {
       .set("test_accuracy_per_epoch", Json::nums(r.test_accuracy_per_epoch))
       .set("loss_per_epoch", Json::nums(r.loss_per_epoch));
 }
-std::string hints_json(const std::vector<std::string>& hints) {
+std::string strings_json(const std::vector<std::string>& v) {
   Json a = Json::array();
-  for (const auto& h : hints) a.add(Json::str(h));
+  for (const auto& h : v) a.add(Json::str(h));
   return a.done();
 }
 

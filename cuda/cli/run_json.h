@@ -19,7 +19,8 @@ std::string gpu_json(const cudaDeviceProp& prop);
 std::string device_limits_json();
 std::string recipe_json(const Recipe& R, int n_test, size_t n_params);
 std::string case_json(const CaseResult& c);
-std::string hints_json(const std::vector<std::string>& hints);
+// A JSON array of strings (run.json's "hints", "path_failures").
+std::string strings_json(const std::vector<std::string>& v);
 // Timing, accuracy and loss of one path's run (the gate adds its verdicts to these); "config"
 // (what it ran in; null when skipped) and, only for a path that did not fit, "skipped" (why).
 Json& add_path_run(Json& o, const PathRun& r);

@@ -33,50 +33,66 @@ struct Call {
   bool odd = false;               // a call of the odd shape (declining it skips the shape's others)
 };
 
-// The buffers and calls of one shape: entry points at a full batch `b_full` and at `b_tail`, and
-// epochs of (rows, batch) each.
+// One batch's rows of a workload and the outputs its calls chain through: X and its labels in, H and
+// Z from forward, dZ from loss.
+struct BatchBufs {
+  int b = 0;
+  std::unique_ptr<Exact<float>> X, H, Z, dZ;
+  std::unique_ptr<Exact<int>> y;
+};
+
+// The buffers and calls of one shape: entry points at a full batch and at a tail, and epochs.
 struct ShapeCalls {
   MlpShape s;
   std::string label;
-  int b_full, b_tail;
-  std::unique_ptr<Exact<float>> params, velocity, X_full, X_tail, H_full, Z_full, H_tail, Z_tail, dZ_full, dZ_tail,
-      loss, grads, dH, dX, workspace, step_loss, X_all, epoch_params, epoch_velocity;
-  std::unique_ptr<Exact<int>> y_full, y_tail, y_all, order;
-  std::vector<float> init;
+  BatchBufs full, tail;
+  std::unique_ptr<Exact<float>> params, velocity, loss, grads, dH, dX, workspace, step_loss, epoch_params,
+      epoch_velocity;
+  std::unique_ptr<Exact<int>> order;
 };
+
+BatchBufs batch_bufs(const gate::Workload& w, int b) {
+  BatchBufs bb;
+  bb.b = b;
+  std::vector<float> X;
+  std::vector<int> y;
+  gate::take_rows(w, b, X, y);
+  bb.X = std::make_unique<Exact<float>>(X.size(), X.data());
+  bb.y = std::make_unique<Exact<int>>(y.size(), y.data());
+  bb.H = std::make_unique<Exact<float>>((size_t)b * w.s.hidden);
+  bb.Z = std::make_unique<Exact<float>>((size_t)b * w.s.out);
+  bb.dZ = std::make_unique<Exact<float>>((size_t)b * w.s.out);
+  return bb;
+}
+
+// forward, loss and backward of `bb` (dX written when `with_dX`, else NULL) into `calls`.
+void batch_calls(ShapeCalls* c, const BatchBufs* bb, bool with_dX, std::vector<Call>& calls, bool odd) {
+  auto at = [c, bb](const char* fn) { return c->label + " " + fn + ", batch " + std::to_string(bb->b); };
+  calls.push_back({at("mlp_forward"), [c, bb](cudaStream_t st) {
+    return mlp_forward(c->s, c->params->p, bb->X->p, bb->b, bb->H->p, bb->Z->p, st); }, odd});
+  calls.push_back({at("mlp_loss"), [c, bb](cudaStream_t st) {
+    return mlp_loss(c->s, bb->Z->p, bb->y->p, bb->b, bb->dZ->p, c->loss->p, st); }, odd});
+  calls.push_back({at(with_dX ? "mlp_backward (dX)" : "mlp_backward (no dX)"), [c, bb, with_dX](cudaStream_t st) {
+    return mlp_backward(c->s, c->params->p, bb->X->p, bb->H->p, bb->dZ->p, bb->b, c->grads->p, c->dH->p,
+                        with_dX ? c->dX->p : nullptr, st); }, odd});
+}
 
 std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int b_tail, int epoch_rows,
                                         int epoch_batch, std::vector<Call>& calls, bool odd) {
   auto sc = std::make_unique<ShapeCalls>();
-  sc->s = w.s;
-  sc->label = w.label;
-  sc->b_full = b_full;
-  sc->b_tail = b_tail;
   const MlpShape s = w.s;
   const size_t n = mlp_offsets(s).total;
-  const int b_max = std::max({b_full, b_tail, epoch_batch});
-  std::vector<float> Xf, Xt;
-  std::vector<int> yf, yt;
-  gate::take_rows(w, b_full, Xf, yf);
-  gate::take_rows(w, b_tail, Xt, yt);
-  sc->init = w.init;
-  sc->params = std::make_unique<Exact<float>>(n, w.init.data());
+  sc->s = s;
+  sc->label = w.label;
+  sc->full = batch_bufs(w, b_full);
+  sc->tail = batch_bufs(w, b_tail);
   std::vector<float> v0(n, 0.f);
   for (size_t i = 0; i < n; ++i) v0[i] = 1e-3f * (float)((int)(i % 7) - 3);  // a velocity that is not zero
+  sc->params = std::make_unique<Exact<float>>(n, w.init.data());
   sc->velocity = std::make_unique<Exact<float>>(n, v0.data());
-  sc->X_full = std::make_unique<Exact<float>>(Xf.size(), Xf.data());
-  sc->X_tail = std::make_unique<Exact<float>>(Xt.size(), Xt.data());
-  sc->y_full = std::make_unique<Exact<int>>(yf.size(), yf.data());
-  sc->y_tail = std::make_unique<Exact<int>>(yt.size(), yt.data());
-  sc->H_full = std::make_unique<Exact<float>>((size_t)b_full * s.hidden);
-  sc->Z_full = std::make_unique<Exact<float>>((size_t)b_full * s.out);
-  sc->H_tail = std::make_unique<Exact<float>>((size_t)b_tail * s.hidden);
-  sc->Z_tail = std::make_unique<Exact<float>>((size_t)b_tail * s.out);
-  sc->dZ_full = std::make_unique<Exact<float>>((size_t)b_full * s.out);
-  sc->dZ_tail = std::make_unique<Exact<float>>((size_t)b_tail * s.out);
   sc->loss = std::make_unique<Exact<float>>(1);
   sc->grads = std::make_unique<Exact<float>>(n);
-  sc->dH = std::make_unique<Exact<float>>((size_t)b_max * s.hidden);
+  sc->dH = std::make_unique<Exact<float>>((size_t)std::max({b_full, b_tail, epoch_batch}) * s.hidden);
   sc->dX = std::make_unique<Exact<float>>((size_t)b_full * s.in);
   sc->workspace = std::make_unique<Exact<float>>(mlp_workspace_floats(s, epoch_batch));
   sc->step_loss = std::make_unique<Exact<float>>((size_t)((epoch_rows + epoch_batch - 1) / epoch_batch));
@@ -85,24 +101,11 @@ std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int
   std::vector<int32_t> ord(w.order.begin(), w.order.begin() + std::min<size_t>(epoch_rows, w.order.size()));
   sc->order = std::make_unique<Exact<int>>(ord.size(), ord.data());
   ShapeCalls* c = sc.get();
-  const float lr = 0.1f, mu = 0.9f;
-  auto at = [c](const char* fn, int batch) { return c->label + " " + fn + ", batch " + std::to_string(batch); };
-  calls.push_back({at("mlp_forward", b_full), [c](cudaStream_t st) {
-    return mlp_forward(c->s, c->params->p, c->X_full->p, c->b_full, c->H_full->p, c->Z_full->p, st); }, odd});
-  calls.push_back({at("mlp_loss", b_full), [c](cudaStream_t st) {
-    return mlp_loss(c->s, c->Z_full->p, c->y_full->p, c->b_full, c->dZ_full->p, c->loss->p, st); }, odd});
-  calls.push_back({at("mlp_backward (dX)", b_full), [c](cudaStream_t st) {
-    return mlp_backward(c->s, c->params->p, c->X_full->p, c->H_full->p, c->dZ_full->p, c->b_full, c->grads->p,
-                        c->dH->p, c->dX->p, st); }, odd});
-  calls.push_back({at("mlp_step", b_full), [c, n, lr, mu](cudaStream_t st) {
-    return mlp_step(c->params->p, c->velocity->p, c->grads->p, n, lr, mu, st); }, odd});
-  calls.push_back({at("mlp_forward", b_tail), [c](cudaStream_t st) {
-    return mlp_forward(c->s, c->params->p, c->X_tail->p, c->b_tail, c->H_tail->p, c->Z_tail->p, st); }, odd});
-  calls.push_back({at("mlp_loss", b_tail), [c](cudaStream_t st) {
-    return mlp_loss(c->s, c->Z_tail->p, c->y_tail->p, c->b_tail, c->dZ_tail->p, c->loss->p, st); }, odd});
-  calls.push_back({at("mlp_backward (no dX)", b_tail), [c](cudaStream_t st) {
-    return mlp_backward(c->s, c->params->p, c->X_tail->p, c->H_tail->p, c->dZ_tail->p, c->b_tail, c->grads->p,
-                        c->dH->p, nullptr, st); }, odd});
+  // At the full batch: forward, loss, backward with dX, and the step; at the tail: backward without dX.
+  batch_calls(c, &c->full, true, calls, odd);
+  calls.push_back({c->label + " mlp_step, batch " + std::to_string(b_full), [c, n](cudaStream_t st) {
+    return mlp_step(c->params->p, c->velocity->p, c->grads->p, n, 0.1f, 0.9f, st); }, odd});
+  batch_calls(c, &c->tail, false, calls, odd);
   return sc;
 }
 

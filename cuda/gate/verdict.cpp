@@ -76,35 +76,31 @@ std::vector<int> required_cases(const JsonValue& run) {
 
 }  // namespace
 
-std::string GateVerdict::first_hint() const {
-  if (passed) return "";
-  if (!hints.empty()) return hints.front();
-  return reasons.empty() ? "" : reasons.front();
-}
+std::string GateVerdict::first_hint() const { return passed || hints.empty() ? "" : hints.front(); }
 
 const char* verdict_word(const GateVerdict& v) { return v.passed ? "PASS" : "FAIL"; }
 
-GateVerdict gate_verdict(const JsonValue& run, const std::string& where) {
-  if (run.kind != JsonValue::kObject) throw UserError(where + ": not a JSON object");
+namespace {
+
+// The cases: every row as the hints read it (a row not true or false is "not run"); a deciding row
+// that is not true, a required case with no row, or a failing row of an id the catalog does not know
+// fails, in the catalog's table order.
+std::vector<CaseResult> judge_cases(const JsonValue& run, const std::string& where, GateVerdict& v) {
   const JsonValue* rows = run.get("cases");
   if (!rows || rows->kind != JsonValue::kArray) throw UserError(where + ": \"cases\" is missing or not an array");
-  GateVerdict v;
-  v.required_cases = required_cases(run);
-
-  // Cases: the rows as the hints read them; a deciding row that is not true fails.
   std::vector<CaseResult> cases;
   std::vector<int> seen;
   for (const auto& row : rows->items) {
     const JsonValue* id = member_of(&row, "id");
     if (!id || id->kind != JsonValue::kNumber) throw UserError(where + ": a case row without a numeric \"id\"");
+    const JsonValue* passed = member_of(&row, "passed");
+    const bool judged = passed && passed->kind == JsonValue::kBool;
     CaseResult c;
     c.id = (int)id->number;
     c.name = string_of(member_of(&row, "name"));
-    const JsonValue* passed = member_of(&row, "passed");
-    c.passed = passed && passed->kind == JsonValue::kBool && passed->boolean;
+    c.passed = judged && passed->boolean;
     c.detail = string_of(member_of(&row, "detail"));
-    if ((!passed || passed->kind != JsonValue::kBool) && c.detail.rfind("not run", 0) != 0)
-      c.detail = "not run" + (c.detail.empty() ? "" : ": " + c.detail);
+    if (!judged && c.detail.rfind("not run", 0) != 0) c.detail = "not run" + (c.detail.empty() ? "" : ": " + c.detail);
     cases.push_back(c);
     seen.push_back(c.id);
   }
@@ -112,80 +108,99 @@ GateVerdict gate_verdict(const JsonValue& run, const std::string& where) {
     if (contains(v.failed_cases, id)) return;
     v.failed_cases.push_back(id);
     const CaseInfo* info = find_case(id);
-    v.reasons.push_back("case " + std::to_string(id) + " " + (info ? info->name : "?") + ": " + why);
+    v.reasons.push_back("case " + std::to_string(id) + " " + (info ? info->name : "?") + ": " +
+                        (why.empty() ? "failed" : why));
   };
   for (const auto& info : gate_cases()) {  // table order
     if (!info.decides) continue;
     for (const auto& c : cases)
-      if (c.id == info.id && !c.passed) fail_case(c.id, c.detail.empty() ? "failed" : c.detail);
+      if (c.id == info.id && !c.passed) fail_case(c.id, c.detail);
     if (contains(v.required_cases, info.id) && !contains(seen, info.id)) fail_case(info.id, "no row in run.json");
   }
   for (const auto& c : cases)  // an id the catalog does not know cannot be waved through
-    if (!find_case(c.id) && !c.passed) fail_case(c.id, c.detail.empty() ? "failed" : c.detail);
+    if (!find_case(c.id) && !c.passed) fail_case(c.id, c.detail);
+  return cases;
+}
 
-  // Paths: each record's own flag, and every failure string of the document.
+// Why a path record fails ("" when it passes or was skipped on this device, save the gated path).
+std::string record_failure(const std::string& name, const JsonValue& rec, const std::string& gated) {
+  if (const JsonValue* skipped = member_of(&rec, "skipped"))
+    return name == gated ? "path " + name + ": the gated path was skipped: " + string_of(skipped) : "";
+  const JsonValue* ok = member_of(&rec, "passed");
+  if (ok && ok->kind == JsonValue::kBool && ok->boolean) return "";
+  std::string why = string_of(member_of(&rec, "failure"));
+  if (why.empty()) why = string_of(member_of(&rec, "error"));
+  return why.rfind("path ", 0) == 0 ? why : "path " + name + ": " + (why.empty() ? "failed its checks" : why);
+}
+
+// The paths: every failure string of the document (top level and the supervisor block's), then each
+// record's own failure where no string names its path.
+std::vector<std::string> judge_paths(const JsonValue& run, GateVerdict& v) {
   std::vector<std::string> path_failures = strings_of(run.get("path_failures"));
   for (const auto& f : strings_of(member_of(run.get("supervisor"), "path_failures")))
     if (!contains(path_failures, f)) path_failures.push_back(f);
-  const std::string gated = string_of(run.get("gated_path"));
   const JsonValue* paths = run.get("paths");
   if (paths && paths->kind == JsonValue::kObject)
     for (const auto& [name, rec] : paths->members) {
       bool named = false;
       for (const auto& f : path_failures) named |= named_path(f) == name;
-      if (named) continue;
-      if (const JsonValue* skipped = member_of(&rec, "skipped")) {  // did not run on this device: not a failure,
-        if (name == gated)                                           // save for the path the cases gate
-          path_failures.push_back("path " + name + ": the gated path was skipped: " + string_of(skipped));
-        continue;
-      }
-      const JsonValue* ok = member_of(&rec, "passed");
-      if (ok && ok->kind == JsonValue::kBool && ok->boolean) continue;
-      std::string why = string_of(member_of(&rec, "failure"));
-      if (why.empty()) why = string_of(member_of(&rec, "error"));
-      path_failures.push_back(why.rfind("path ", 0) == 0 ? why
-                              : "path " + name + ": " + (why.empty() ? "failed its checks" : why));
+      const std::string f = named ? "" : record_failure(name, rec, string_of(run.get("gated_path")));
+      if (!f.empty()) path_failures.push_back(f);
     }
   for (const auto& f : path_failures) {
     v.reasons.push_back(f);
     const std::string name = named_path(f).empty() ? f : named_path(f);
     if (!contains(v.failed_paths, name)) v.failed_paths.push_back(name);
   }
+  return path_failures;
+}
 
-  // Stages: a stage of mlp_train's that did not end by itself (a sanitizer stage's row speaks for it).
+// The stages of mlp_train's that did not end by themselves (a sanitizer stage's row speaks for it):
+// their records, the supervisor's stage_failures, or one process's own ending. Returns the endings.
+std::vector<std::string> judge_stages(const JsonValue& run, GateVerdict& v) {
   std::vector<std::string> endings;
-  const JsonValue* sup = run.get("supervisor");
-  const JsonValue* recs = member_of(sup, "stages");
   auto fail_stage = [&](const std::string& name, const std::string& ended) {
     if (contains(v.failed_stages, name)) return;
     v.failed_stages.push_back(name);
     v.reasons.push_back((name == "run" ? std::string("the run") : "stage " + name) + ": " + ended);
     endings.push_back(ended);
   };
+  auto ours = [](const std::string& name) {
+    const StageInfo* st = find_stage(name);
+    return !st || std::strcmp(st->runner, "mlp_train") == 0;
+  };
+  const JsonValue* sup = run.get("supervisor");
+  const JsonValue* recs = member_of(sup, "stages");
   if (recs && recs->kind == JsonValue::kArray) {
     for (const auto& s : recs->items) {
-      const std::string name = string_of(member_of(&s, "name"));
-      const StageInfo* st = find_stage(name);
-      if (st && std::strcmp(st->runner, "mlp_train") != 0) continue;
-      const std::string ended = string_of(member_of(&s, "ended"));
-      if (!ended_by_itself(ended)) fail_stage(name.empty() ? "?" : name, ended.empty() ? "no ending recorded" : ended);
+      const std::string name = string_of(member_of(&s, "name")), ended = string_of(member_of(&s, "ended"));
+      if (ours(name) && !ended_by_itself(ended))
+        fail_stage(name.empty() ? "?" : name, ended.empty() ? "no ending recorded" : ended);
     }
     for (const auto& f : strings_of(member_of(sup, "stage_failures"))) {
       const size_t colon = f.find(": ");
       const std::string name = colon == std::string::npos ? f : f.substr(0, colon);
-      const StageInfo* st = find_stage(name);
-      if (st && std::strcmp(st->runner, "mlp_train") != 0) continue;
-      fail_stage(name, colon == std::string::npos ? "failed" : f.substr(colon + 2));
+      if (ours(name)) fail_stage(name, colon == std::string::npos ? "failed" : f.substr(colon + 2));
     }
-  } else if (sup && sup->kind == JsonValue::kObject) {  // one process: the run's own ending
+  } else if (sup && sup->kind == JsonValue::kObject) {  // one process (--one-process): the run's own ending
     const std::string ended = string_of(member_of(sup, "ended"));
-    if (!ended_by_itself(ended)) fail_stage("run",  // "run": the one process of --one-process
-                                            ended.empty() ? "no ending recorded" : ended);
+    if (!ended_by_itself(ended)) fail_stage("run", ended.empty() ? "no ending recorded" : ended);
   }
+  return endings;
+}
 
+}  // namespace
+
+GateVerdict gate_verdict(const JsonValue& run, const std::string& where) {
+  if (run.kind != JsonValue::kObject) throw UserError(where + ": not a JSON object");
+  GateVerdict v;
+  v.required_cases = required_cases(run);
+  const std::vector<CaseResult> cases = judge_cases(run, where, v);
+  const std::vector<std::string> path_failures = judge_paths(run, v);
+  const std::vector<std::string> endings = judge_stages(run, v);
   v.passed = v.reasons.empty();
   v.hints = hints_for(cases, path_failures, endings);
-  if (!v.passed && v.hints.empty()) v.hints.push_back(v.reasons.front());
+  if (!v.passed && v.hints.empty()) v.hints.push_back(v.reasons.front());  // never a FAIL without a hint
   return v;
 }
 

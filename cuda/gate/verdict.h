@@ -32,7 +32,7 @@ struct GateVerdict {
   std::vector<std::string> failed_stages;  // stages that did not end by themselves
   std::vector<int> required_cases;         // the deciding cases the document had to have
   std::vector<std::string> hints;          // hints_for over the same cases, path failures and endings
-  // The hint a one-line output shows beside FAIL: the first hint, else the first reason ("" on PASS).
+  // The hint a one-line output shows beside FAIL: the first hint ("" on PASS); a FAIL always has one.
   std::string first_hint() const;
 };
 

@@ -22,7 +22,8 @@
 //                                                         is linked: the weak default, fp32) as JSON
 //   mlp_host verdict [RUN.json ...]   the gate's verdict (cuda/gate/verdict.h: PASS or FAIL, what failed, the hints)
 //                                of each run.json named, else of each JSON document on stdin, one a line: one
-//                                JSON object a line, in order (spec/verdict.py asks it for every report)
+//                                JSON object a line, in order, {"error": why} for one that is no run.json
+//                                (spec/verdict.py asks it for every report)
 // Each command takes only the flags listed above (kFlags); another flag, one given twice, or a flag
 // whose value is missing or starts with `--` is one line, exit 2.
 // Exit statuses as mlp_train's (cuda/common/exit_status.h): 2 for bad input, 4 for an internal error.
@@ -116,8 +117,14 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "verdict") {  // the supervisor, the reports and the leaderboard take their verdicts from here
+    // One answer a document, in order; a document that is not a run.json answers {"error": why} and the
+    // others are still decided (a leaderboard of many folders is not lost to one broken file).
     auto answer = [](const std::string& text, const std::string& where) {
-      std::printf("%s\n", verdict_json(gate_verdict(parse_json(text, where), where)).c_str());
+      try {
+        std::printf("%s\n", verdict_json(gate_verdict(parse_json(text, where), where)).c_str());
+      } catch (const UserError& e) {
+        std::printf("%s\n", Json::object().set("error", Json::str(e.what())).done().c_str());
+      }
     };
     if (argc > 2) {
       for (int i = 2; i < argc; ++i) answer(read_file(argv[i]), argv[i]);

@@ -187,15 +187,15 @@ def run_doc(folder: Path) -> dict | None:
 
 
 def verdicts_of(folders) -> dict[Path, verdict.Verdict | str]:
-    """Each gate run's verdict, from the owner (spec/verdict.py) in one call; a folder whose run.json
-    records a verdict its evidence does not give maps to why (its row then FAILs naming that)."""
+    """Each gate run's verdict, from the owner (spec/verdict.py) in one call; a folder whose run.json the
+    owner cannot read, or records a verdict its evidence does not give, maps to why (its row then FAILs
+    naming that)."""
     docs = {Path(f): d for f in folders if (d := run_doc(f)) is not None}
-    out: dict[Path, verdict.Verdict | str] = {f: "run.json holds no case rows" for f, d in docs.items()
-                                              if not isinstance(d.get("cases"), list)}
-    docs = {f: d for f, d in docs.items() if f not in out}
-    for (f, doc), v in zip(docs.items(), verdict.decide_all(docs.values())):
-        why = verdict.disagreement(doc, v)
-        out[f] = f"run.json was changed after its verdict: {why}" if why else v
+    out: dict[Path, verdict.Verdict | str] = {}
+    for (f, doc), v in zip(docs.items(), verdict.decide_all(docs.values(), errors="return")):
+        why = None if isinstance(v, str) else verdict.disagreement(doc, v)
+        out[f] = (f"run.json is no gate run: {v}" if isinstance(v, str) else
+                  f"run.json was changed after its verdict: {why}" if why else v)
     return out
 
 

@@ -244,12 +244,11 @@ def format_row(c: dict) -> str:
             f"{'PASS' if c['passed'] else 'FAIL'}   {c['detail']}")
 
 
-def sanitizer_cases(binary: Path, out: Path, gated: str, doc: dict | None = None, tools=None,
-                    data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None,
-                    sanitizer_guard=None) -> list[dict]:
+def sanitizer_cases(binary: Path, out: Path, gated: str, tools=None, data: Path = DATA_DIR,
+                    env: dict[str, str] | None = None, guard=None, sanitizer_guard=None) -> list[dict]:
     """Case rows 11 and 12 for `binary` (the gated path `gated`): the workload measured unsanitized
     (under `guard(False)`: a shared stage), then each tool on it under `sanitizer_guard()` (the
-    course's one-sanitizer-at-a-time queue of its GPU). `doc` is accepted for the callers' sake."""
+    course's one-sanitizer-at-a-time queue of its GPU)."""
     sanitizer = find_sanitizer()
     tools = tools or [s["name"] for s in sanitizer_stages()]
     rows = []
@@ -293,7 +292,7 @@ def apply(binary: Path, out: Path, gated: str, rc: int, data: Path = DATA_DIR, l
     except (OSError, ValueError):
         print(f"error: {run_json}: no run.json to add cases 11-12 to", file=sys.stderr)
         return rc or 1
-    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, doc, data=data, env=env, guard=guard,
+    rows = sanitizer_cases(binary, Path(logs) if logs else Path(out), gated, data=data, env=env, guard=guard,
                            sanitizer_guard=sanitizer_guard)
     for r in rows:   # the log as a path from run.json's folder
         if "log" in r:
