@@ -405,14 +405,16 @@ def gemm(c, precisions=None, layouts=None, shapes=None, repeats=None, no_cublas=
 @task(name="gate-bench", help={"n": "submissions in the generated course (issue 40's acceptance: 50)",
                                "seed": "the generator's seed (default 40)",
                                "jobs": "submissions gated at once on each GPU (default 4)",
-                               "gpus": "'all' (default) or comma-separated GPU indices"})
-def gate_bench(c, n=50, seed=40, jobs=4, gpus=None):
+                               "gpus": "'all' (default) or comma-separated GPU indices",
+                               "racecheck-slots": "racecheck runs at once on each GPU (default 1)"})
+def gate_bench(c, n=50, seed=40, jobs=4, gpus=None, racecheck_slots=1):
     """Gate a generated course of N learner-style submissions and time it -> results/gate_bench.json.
 
     harness/studies/gate_bench.py does the work: harness/gate/course_gen.py's course, gated as `invoke
     gate` gates one (sanitizers included), every verdict held against the generator's intent."""
     from harness.studies.gate_bench import main as bench_main
-    argv = ["--n", str(n), "--seed", str(seed), "--jobs", str(jobs), *(["--gpus", gpus] if gpus else [])]
+    argv = ["--n", str(n), "--seed", str(seed), "--jobs", str(jobs), "--racecheck-slots", str(racecheck_slots),
+            *(["--gpus", gpus] if gpus else [])]
     _exit_on(bench_main(argv), "gpu.gate-bench: a verdict was not the one intended (results/gate_bench.json)")
 
 

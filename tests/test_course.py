@@ -287,3 +287,59 @@ def test_a_submission_the_binary_refuses_is_a_fail_row_naming_why_and_the_others
     assert rows["badprec"]["precision"] == "" and rows["naive"]["precision"] == "tf32"
     md = (out / "leaderboard.md").read_text()
     assert "| submission | verdict | passed | precision |" in md and "| naive | " in md and "| tf32 |" in md
+
+
+def test_the_lock_queues_each_sanitizer_tool_on_its_own_slots():
+    """One racecheck and one memcheck at once on a GPU (SANITIZER_SLOTS), never two racechecks: a
+    second racecheck waits until the first leaves, while a memcheck gets in beside it. Event-driven."""
+    lock = schedule.GpuLock()
+    inside = {n: threading.Event() for n in ("race1", "race2", "mem")}
+    leave = {n: threading.Event() for n in inside}
+
+    def use(tool, name):
+        with lock.sanitizer(tool):
+            inside[name].set()
+            assert leave[name].wait(30)
+
+    threads = [threading.Thread(target=use, args=("racecheck", "race1"), daemon=True)]
+    threads[0].start()
+    assert inside["race1"].wait(30)
+    threads += [threading.Thread(target=use, args=("racecheck", "race2"), daemon=True),
+                threading.Thread(target=use, args=("memcheck", "mem"), daemon=True)]
+    for t in threads[1:]:
+        t.start()
+    assert inside["mem"].wait(30), "a memcheck run queued behind a racecheck run"
+    assert not inside["race2"].wait(0.2), "two racecheck runs at once on one GPU"
+    leave["race1"].set()
+    assert inside["race2"].wait(30), "the second racecheck never got its slot"
+    for n in ("race2", "mem"):
+        leave[n].set()
+    for t in threads:
+        t.join(30)
+    with pytest.raises(KeyError):
+        with lock.sanitizer("initcheck"):   # a tool with no slots is refused, not run unqueued
+            pass
+
+
+def test_run_on_gpus_takes_items_as_a_source_yields_them_and_keeps_their_order():
+    """Items from a generator that releases them one at a time (as builds end): each is worked once,
+    the workers wait on the source rather than ending early, and the results keep the source's order."""
+    release = [threading.Event() for _ in range(5)]
+    seen: list[int] = []
+    guard = threading.Lock()
+
+    def source():
+        for k in range(5):
+            assert release[k].wait(30)
+            yield k
+
+    def work(item, gpu, lock):
+        with guard:
+            seen.append(item)
+        if item + 1 < len(release):
+            release[item + 1].set()   # the next item is "built" only once this one is being gated
+        return item * 10
+
+    release[0].set()
+    assert schedule.run_on_gpus(source(), [None], 3, work) == [0, 10, 20, 30, 40]
+    assert sorted(seen) == [0, 1, 2, 3, 4]

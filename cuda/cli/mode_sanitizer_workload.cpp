@@ -1,7 +1,7 @@
 // cuda/cli/mode_sanitizer_workload.cpp — --sanitizer-workload once|measure (modes.h): the workload of
 // gate/sanitizer_workload.h, and for "measure" its time and launches as
 //   OUT/sanitizer-workload.json {"calls", "launches", "memory_ops", "seconds", "capture", "statuses",
-//                                "workload"}
+//                                "call_seconds", "workload"}
 // (docs/formats.md), which harness/gate/sanitizer_cases.py derives the sanitizers' time limits from.
 #include <cstdio>
 
@@ -25,12 +25,16 @@ int run_sanitizer_workload_mode(const RunContext& ctx) {
   if (measure) {
     Json st = Json::array();
     for (const auto& s : w.statuses) st.add(Json::str(s));
+    Json per_call = Json::array();
+    for (const auto& c : w.call_seconds)
+      per_call.add(Json::object().set("call", Json::str(c.first)).set("seconds", Json::num(c.second)).done());
     make_out_dir(ctx.in.opt.out);
     const std::string file = ctx.in.opt.out + "/sanitizer-workload.json";
     write_file_atomic(file, Json::object()
                                 .set("calls", Json::num(w.calls)).set("launches", Json::num(w.launches))
                                 .set("memory_ops", Json::num(w.memory_ops)).set("seconds", Json::num(w.seconds))
                                 .set("capture", Json::str(w.capture)).set("statuses", st.done())
+                                .set("call_seconds", per_call.done())
                                 .set("workload", Json::str(sanitizer_workload_words(g))).done() + "\n");
     std::fprintf(stderr, "wrote %s\n", file.c_str());
   }

@@ -5,7 +5,8 @@
 // bounded by construction instead of being whole stages of the gate.
 //
 //   the recipe's shape (real images, the seed's initial weights, epoch 0's order), batch B (the
-//   recipe's) and a tail T = max(1, B·11/32) (case 9's: 44 at B = 128):
+//   recipe's) and a tail T = max(1, min(13, B - 1)) (13 at B = 128: short of every tile; a row-at-a-time
+//   tail costs racecheck a block's whole K loop per row, so the tail is no longer than that needs):
 //     forward, loss, backward with dX, step at B; forward, loss, backward without dX at T;
 //     mlp_train_epoch over B + T rows (one full step and one short one)
 //   the odd shape 37-19-3 (gate/odd_shape.h, seeded data), batches 7 and 129 (one tile row and past it):
@@ -19,12 +20,16 @@
 // MLP_ERR_UNSUPPORTED skips its other calls); the cases judge statuses, the sanitizers only errors.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gate/cases.h"
 
 struct SanitizerWorkload {
   int calls = 0;                     // entry-point calls in one pass
+  // each call's wall seconds, launch to synchronisation (measure: the timed pass's); under a
+  // sanitizer, which calls its time goes to
+  std::vector<std::pair<std::string, double>> call_seconds;
   std::vector<std::string> statuses; // "label: status" of each call not MLP_OK
   // measure only (run_sanitizer_workload(g, true)):
   double seconds = 0;                // one eager pass after a warm-up one, synchronised after each call
@@ -34,8 +39,9 @@ struct SanitizerWorkload {
   std::string capture = "";          // "ok", or why the capture failed
 };
 
-// One pass of the workload (what a sanitizer runs); with `measure`, a warm-up pass, a timed pass and
-// a captured pass for the launch count.
+// One pass of the workload (what a sanitizer runs), printing a line per call as it ends ("sanitizer
+// workload: call N LABEL: S s"); with `measure`, silently a warm-up pass, a timed pass (its
+// call_seconds) and a captured pass for the launch count.
 SanitizerWorkload run_sanitizer_workload(const GateInputs& g, bool measure);
 // The workload's calls as one line, for the sanitizer cases' rows.
 std::string sanitizer_workload_words(const GateInputs& g);

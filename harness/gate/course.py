@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -463,10 +463,12 @@ def gate_one(src: Path, out: Path, arch: str, common: Path, limit: float | None 
 
 def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFAULT_ARCH,
              limit: float | None = None, strict_determinism: bool = False, gpus: str | None = None,
-             available: list | None = None, timings: dict | None = None) -> int:
-    """Build every *.cu of SRC_DIR, gate each on the GPUs of `gpus` (`jobs` at a time on each;
-    harness/gate/schedule.py), then the leaderboard of those gated. See the module's text.
-    `timings` (a dict) gets "build_s" and "gate_s", the wall seconds of the two phases."""
+             available: list | None = None, timings: dict | None = None,
+             sanitizer_slots: dict[str, int] | None = None) -> int:
+    """Build every *.cu of SRC_DIR, gate each on the GPUs of `gpus` as its build ends (`jobs` at a
+    time on each; `sanitizer_slots` over schedule.SANITIZER_SLOTS; harness/gate/schedule.py), then
+    the leaderboard of those gated. See the module's text. `timings` (a dict) gets "build_s", the wall
+    seconds until the last build ended, and "gate_s", the gating's (from the first build's start)."""
     timings = {} if timings is None else timings
     t0 = time.time()
     subs = submissions_in(src_dir)
@@ -474,31 +476,44 @@ def gate_dir(src_dir: Path, out: Path = OUT_DIR, jobs: int = 1, arch: str = DEFA
         raise InputError(f"error: {src_dir}: no *.cu files")
     chosen = schedule.select_gpus(gpus, available)
     common = build_common(arch)
-    print(f"gate: {len(subs)} submissions; building them on {max(1, (os.cpu_count() or 2) // 2)} cores", flush=True)
-    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
-        built = list(pool.map(lambda s: (s, *build_one(s, arch, common)), subs))
-    timings["build_s"] = time.time() - t0
+    cores = max(1, (os.cpu_count() or 2) // 2)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    runnable = [(s, b) for s, b, _ in built if b is not None]
     workers = max(1, len(chosen)) * max(1, jobs)
     # The float64 work of the shared stages must not starve the timed one of host cores.
     env_extra = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 2) // (workers + 1)))} if workers > 1 else {}
     where = ", ".join(f"GPU {g.index} ({g.name})" for g in chosen) or "the GPU CUDA sees (nvidia-smi lists none)"
-    print(f"gate: {len(runnable)} built; gating {jobs} at a time on {where}", flush=True)
+    print(f"gate: {len(subs)} submissions; building them on {cores} cores and gating each as its build ends, "
+          f"{jobs} at a time on {where}", flush=True)
+    built: list[tuple[Submission, Path | None, str]] = []
     done = [0]
+
+    def as_built(pool):
+        """(submission, binary) of each build that succeeded, as it ends; every build into `built`."""
+        futures = [pool.submit(lambda s: (s, *build_one(s, arch, common)), s) for s in subs]
+        for f in as_completed(futures):
+            sub, binary, error = f.result()
+            built.append((sub, binary, error))
+            if binary is None:
+                print(f"gate: {sub.src.name}: does not build: {error}", flush=True)
+            else:
+                yield sub, binary
+        timings["build_s"] = time.time() - t0
 
     def work(item, gpu, lock):
         sub, binary = item
         state, rc = gate_submission(sub, binary, out, limit, strict_determinism, gpu, lock, env_extra)
         done[0] += 1
-        print(f"gate: [{done[0]}/{len(runnable)}] {sub.name}: {state}, exit {rc}"
+        print(f"gate: [{done[0]}/{len(subs)}] {sub.name}: {state}, exit {rc}"
               f"{f' (GPU {gpu.index})' if gpu else ''}", flush=True)
-        return state, rc
+        return item, (state, rc)
 
-    t1 = time.time()
-    results = schedule.run_on_gpus(runnable, chosen, jobs, work)
+    with ThreadPoolExecutor(max_workers=cores) as pool:
+        t1 = time.time()
+        ran = schedule.run_on_gpus(as_built(pool), chosen, jobs, work, sanitizer_slots)
     timings["gate_s"] = time.time() - t1
+    runnable = [item for item, _ in ran]
+    results = [r for _, r in ran]
     gated = [s for (s, _), (state, _) in zip(runnable, results) if state in ("gated", "refused")]
     if not gated:
         no_gpu = any(rc == EXIT_NO_GPU for _, rc in results)

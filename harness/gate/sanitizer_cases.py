@@ -178,7 +178,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
     print(f"{tool}: {' '.join(cmd)}", flush=True)
     print(f"{tool}: time limit {why}", flush=True)
     timed_out = False
-    with open(log, "w") as fh, (guard() if guard else contextlib.nullcontext()):
+    with open(log, "w") as fh, (guard(tool) if guard else contextlib.nullcontext()):
         t0 = time.time()   # once the queue let it start: its own seconds, not the wait
         child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
                                  env={**os.environ, **env} if env else None)
@@ -247,8 +247,8 @@ def format_row(c: dict) -> str:
 def sanitizer_cases(binary: Path, out: Path, gated: str, tools=None, data: Path = DATA_DIR,
                     env: dict[str, str] | None = None, guard=None, sanitizer_guard=None) -> list[dict]:
     """Case rows 11 and 12 for `binary` (the gated path `gated`): the workload measured unsanitized
-    (under `guard(False)`: a shared stage), then each tool on it under `sanitizer_guard()` (the
-    course's one-sanitizer-at-a-time queue of its GPU)."""
+    (under `guard(False)`: a shared stage), then each tool on it under `sanitizer_guard(tool)` (the
+    course's queue of that tool's runs on its GPU)."""
     sanitizer = find_sanitizer()
     tools = tools or [s["name"] for s in sanitizer_stages()]
     rows = []

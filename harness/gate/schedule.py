@@ -3,19 +3,21 @@
     gpus = select_gpus("all")            every GPU nvidia-smi lists: Gpu(index, name, uuid)
     gpus = select_gpus("0,1")            those indices
     run_on_gpus(items, gpus, jobs, work)  work(item, gpu, lock) for every item, `jobs` at a time per GPU
+                                         (items: a list, or an iterable that yields them as they are
+                                         ready, e.g. as their builds finish)
 
 Each GPU has a GpuLock. A stage that needs the GPU to itself (the catalog's "exclusive" stages: the
 timed train stage, and the contract stage, which reads the device's free memory) takes it alone: no
 other stage runs on that GPU meanwhile, and a waiting exclusive stage holds back new shared ones so it
 is not starved. The other stages share the GPU, up to `jobs` at once, one submission per worker; the
-compute-sanitizer runs share it too, but queue for its sanitizer slots (one by default): one queue
-of sanitized runs per GPU, beside the other submissions' unsanitized stages. A child runs with CUDA_VISIBLE_DEVICES set to its GPU's UUID, so it sees
+compute-sanitizer runs share it too, but queue for the GPU's slots of their tool (SANITIZER_SLOTS:
+one racecheck and one memcheck at a time by default): a queue of sanitized runs per tool and GPU,
+beside the other submissions' unsanitized stages. A child runs with CUDA_VISIBLE_DEVICES set to its GPU's UUID, so it sees
 that GPU alone (as device 0). `jobs` is per GPU: on one GPU it keeps its old meaning, submissions
 gated at once, and their timed stages are undisturbed by each other.
 """
 from __future__ import annotations
 
-import queue
 import shutil
 import subprocess
 import threading
@@ -24,11 +26,12 @@ from dataclasses import asdict, dataclass
 
 from spec.files import InputError
 
-# Sanitized runs at once on one GPU. compute-sanitizer runs from separate processes time-slice the
-# GPU rather than share it (four racechecks side by side took four times one on the H200), so one
-# at a time keeps each run's limit honest and loses nothing (docs/PERFLOG.md: the measurement of one
-# against two).
-SANITIZER_SLOTS = 1
+# Sanitized runs at once on one GPU, per tool. compute-sanitizer runs from separate processes
+# time-slice the GPU rather than share it (four racechecks side by side took four times one on the
+# H200), so one racecheck at a time keeps each run's limit honest and loses little; a memcheck run is
+# mostly its own start (about 1 s, a few ms of instrumented kernels), so it runs beside a racecheck
+# rather than queueing behind one (docs/PERFLOG.md: the course benchmark's measurements).
+SANITIZER_SLOTS = {"memcheck": 1, "racecheck": 1}
 
 
 @dataclass(frozen=True)
@@ -89,20 +92,22 @@ def select_gpus(spec: str | None, available: list[Gpu] | None = None) -> list[Gp
 
 class GpuLock:
     """Shared or exclusive use of one GPU; a waiting exclusive user blocks new shared ones. A
-    compute-sanitizer run (sanitizer()) is a shared user that also holds one of the GPU's
-    `sanitizer_slots` (default SANITIZER_SLOTS): sanitized runs queue for the GPU while other
-    submissions' unsanitized stages run beside them."""
+    compute-sanitizer run (sanitizer(tool)) is a shared user that also holds one of the GPU's
+    slots of its tool (`sanitizer_slots` over SANITIZER_SLOTS): sanitized runs queue for the GPU
+    while other submissions' unsanitized stages run beside them."""
 
-    def __init__(self, sanitizer_slots: int | None = None) -> None:
+    def __init__(self, sanitizer_slots: dict[str, int] | None = None) -> None:
         self._cond = threading.Condition()
         self._shared = 0
         self._exclusive = False
         self._waiting_exclusive = 0
-        self._sanitizers = threading.Semaphore(sanitizer_slots or SANITIZER_SLOTS)
+        slots = {**SANITIZER_SLOTS, **(sanitizer_slots or {})}
+        self._sanitizers = {tool: threading.Semaphore(n) for tool, n in slots.items()}
 
     @contextmanager
-    def sanitizer(self):
-        with self._sanitizers, self.stage(False):
+    def sanitizer(self, tool: str):
+        """A compute-sanitizer run of `tool`: one of its slots, and the GPU shared."""
+        with self._sanitizers[tool], self.stage(False):
             yield
 
     @contextmanager
@@ -127,24 +132,29 @@ class GpuLock:
                 self._cond.notify_all()
 
 
-def run_on_gpus(items: list, gpus: list[Gpu | None], jobs: int, work, sanitizer_slots: int | None = None) -> list:
-    """work(item, gpu, lock) for every item, in `jobs` workers per GPU pulling from one queue (an
-    item goes to whichever GPU frees a worker first); results in the items' order. `gpus` empty:
-    one pseudo-GPU None (the children then see whatever CUDA sees)."""
+def run_on_gpus(items, gpus: list[Gpu | None], jobs: int, work, sanitizer_slots: dict[str, int] | None = None) -> list:
+    """work(item, gpu, lock) for every item, in `jobs` workers per GPU pulling from one source (an
+    item goes to whichever GPU frees a worker first); results in the order the items came. `items`:
+    a list, or an iterable that yields them as they become ready (a worker waits on it; the builds of
+    a course feed the gating this way). `gpus` empty: one pseudo-GPU None (the children then see
+    whatever CUDA sees)."""
     gpus = list(gpus) or [None]
     locks = {id(g): GpuLock(sanitizer_slots) for g in gpus}
-    todo: queue.Queue = queue.Queue()
-    for k, item in enumerate(items):
-        todo.put((k, item))
-    results: list = [None] * len(items)
+    source = enumerate(items)
+    take = threading.Lock()
+    results: dict[int, object] = {}
     errors: list[BaseException] = []
 
     def worker(gpu):
-        while True:
-            try:
-                k, item = todo.get_nowait()
-            except queue.Empty:
-                return
+        while not errors:
+            with take:
+                try:
+                    k, item = next(source)
+                except StopIteration:
+                    return
+                except BaseException as exc:  # noqa: BLE001 - the source failed: re-raised below
+                    errors.append(exc)
+                    return
             try:
                 results[k] = work(item, gpu, locks[id(gpu)])
             except BaseException as exc:  # noqa: BLE001 - re-raised below, after every worker stopped
@@ -158,4 +168,4 @@ def run_on_gpus(items: list, gpus: list[Gpu | None], jobs: int, work, sanitizer_
         t.join()
     if errors:
         raise errors[0]
-    return results
+    return [results[k] for k in sorted(results)]

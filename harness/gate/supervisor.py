@@ -53,8 +53,8 @@ def supervise_run(binary: Path, out: Path, args: list[str], limit: float | None 
     """supervise(), with what happened. `logs`: where the logs (and the stages' parts) go
     (default OUT). `write_unstarted` False: a run that stopped before any case leaves
     OUT/run.json as it was (`invoke run`: a machine without a GPU keeps the committed results).
-    `sanitizer_guard()`: a context each compute-sanitizer run holds (the course's queue of one
-    sanitized run at a time per GPU)."""
+    `sanitizer_guard(tool)`: a context each compute-sanitizer run holds (the course's queue of
+    that tool's runs on its GPU)."""
     if staged:
         from harness.gate.stages import run_staged
         outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted, env=env, guard=guard)

@@ -3,10 +3,11 @@ gated on this node's GPUs as `invoke gate` gates a course (harness/gate/course.p
 included), timed; each verdict held against the generator's intent.
 
     python -m harness.studies.gate_bench --n N --seed S [--jobs J] [--gpus all|0,1] [--correct-share 0.5]
-                                          [--out results/gate_bench.json] [--keep DIR]
+                                          [--racecheck-slots 1] [--out results/gate_bench.json] [--keep DIR]
 
 Writes OUT (results/gate_bench.json, docs/formats.md): the commit and date, the GPUs, N, the seed,
-the jobs, the wall time of the builds and of the gating, submissions a minute, each stage's
+the jobs, the sanitizer slots per tool and GPU, the wall time until the last build ended and of the
+gating (the two overlap: a submission is gated as soon as its build ends), submissions a minute, each stage's
 seconds over the course (count, median, 90th percentile, max, sum), and one row per file: its base,
 defect, intent and the cases that must fail, the gate's verdict (the owner's, spec/verdict.py) and
 the cases that failed, and whether the verdict is what the generator intended ("as_intended": PASS
@@ -78,7 +79,7 @@ def judged(manifest: dict, gated: Path) -> list[dict]:
 
 
 def bench(n: int, seed: int, jobs: int = 4, gpus: str | None = None, correct_share: float = 0.5,
-          keep: Path | None = None, out: Path = OUT) -> int:
+          keep: Path | None = None, out: Path = OUT, racecheck_slots: int = 1) -> int:
     chosen = schedule.select_gpus(gpus)
     with tempfile.TemporaryDirectory(prefix="gate_bench_") as tmp:
         root = Path(keep) if keep else Path(tmp)
@@ -89,7 +90,9 @@ def bench(n: int, seed: int, jobs: int = 4, gpus: str | None = None, correct_sha
         print(f"gate_bench: {n} submissions (seed {seed}) in {src}", flush=True)
         timings: dict[str, float] = {}
         t0 = time.time()
-        rc = course.gate_dir(src, gated, jobs=jobs, gpus=gpus, available=chosen, timings=timings)
+        slots = {**schedule.SANITIZER_SLOTS, "racecheck": racecheck_slots}
+        rc = course.gate_dir(src, gated, jobs=jobs, gpus=gpus, available=chosen, timings=timings,
+                             sanitizer_slots=slots)
         wall = time.time() - t0
         if rc == course.EXIT_NO_GPU:
             return rc
@@ -97,7 +100,7 @@ def bench(n: int, seed: int, jobs: int = 4, gpus: str | None = None, correct_sha
         folders = [gated / course.name_of(Path(e["file"])) for e in manifest["submissions"]]
         doc = {"schema": 1, **provenance.stamp(), "generator": {"n": n, "seed": seed, "correct_share": correct_share},
                "gpus": [g.record() for g in chosen], "jobs": jobs,
-               "sanitizer_slots": schedule.SANITIZER_SLOTS,
+               "sanitizer_slots": slots,
                "build_s": round(timings.get("build_s", 0.0), 1), "gate_s": round(timings.get("gate_s", wall), 1),
                "wall_s": round(wall, 1), "submissions_per_minute": round(60.0 * n / wall, 2) if wall > 0 else None,
                "stages": stage_times(folders), "submissions": rows,
@@ -120,6 +123,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", default="4", help="submissions gated at once on each GPU (default 4)")
     ap.add_argument("--gpus", default=None, help="'all' (default) or comma-separated GPU indices")
     ap.add_argument("--correct-share", default="0.5", help="the share of files with no defect (default 0.5)")
+    ap.add_argument("--racecheck-slots", default="1", help="racecheck runs at once on each GPU (default 1)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--keep", default=None, help="keep the course and its gate folders in this new folder")
     try:
@@ -128,7 +132,8 @@ def main(argv=None) -> int:
         n = validate.count(a.n, "--n", 1, course_gen.MAX_FILES)
         seed = validate.count(a.seed, "--seed", 0, (1 << 63) - 1)
         share = validate.real(a.correct_share, "--correct-share", 0.0, 1.0)
-        return bench(n, seed, jobs, a.gpus, share, Path(a.keep) if a.keep else None, Path(a.out))
+        slots = validate.count(a.racecheck_slots, "--racecheck-slots", 1, 8)
+        return bench(n, seed, jobs, a.gpus, share, Path(a.keep) if a.keep else None, Path(a.out), slots)
     except InputError as exc:
         print(str(exc), file=sys.stderr)
         return 2
