@@ -219,7 +219,7 @@ def test_parser_values(host_tool, args, value):
     (["--seed", "-1"], "--seed: -1 is out of range"),
     (["--epochs", "1\n2"], "--epochs"),
     (["--stage", "nope"], "--stage: no stage named 'nope' (have: entry, epoch-check, contract, invalid-args, overfit, train, guard-bands)"),
-    (["--sanitizer-workload", "twice"], "--sanitizer-workload: 'twice' is neither once nor measure"),
+    (["--sanitizer-workload", "twice"], "--sanitizer-workload: 'twice' is not once, race or measure"),
     (["--sanitizer-workload", "once", "--stage", "entry"], "--sanitizer-workload runs alone: drop --stage"),
     (["--sanitizer-workload", "measure", "--perf-only"], "--sanitizer-workload runs alone: drop --perf-only"),
     (["--stage", "entry,entry"], "--stage: stage 'entry' named twice"),

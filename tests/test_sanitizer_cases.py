@@ -73,9 +73,12 @@ def test_clean_runs_pass_with_value_0_on_the_workload_after_its_measurement(tmp_
     argv = calls(tmp_path)
     assert [a[a.index("--tool") + 1] for a in argv] == ["memcheck", "racecheck"]
     target = argv[0][argv[0].index("--error-exitcode") + 2:]
-    # The workload of the submission's entry points (cuda/gate/sanitizer_workload.h), nothing of ours.
+    # The workload of the submission's entry points (cuda/gate/sanitizer_workload.h), nothing of ours:
+    # the whole of it under memcheck, racecheck's plan under racecheck.
     assert target[0].endswith("mlp_train") and target[-2:] == ["--sanitizer-workload", "once"]
     assert target[target.index("--out") + 1].endswith("memcheck")     # its outputs apart from the gate's
+    race = argv[1][argv[1].index("--error-exitcode") + 2:]
+    assert race[-2:] == ["--sanitizer-workload", "race"] and race[race.index("--out") + 1].endswith("racecheck")
     assert (tmp_path / "out" / "workload" / "sanitizer-workload.json").exists()   # the measured run's
 
 
@@ -104,7 +107,7 @@ def test_a_tool_out_of_time_is_inconclusive_never_a_race_or_a_hang(tmp_path, mon
     r = rows["racecheck"]
     assert not r["passed"] and r["inconclusive"] is True and r["value"] is None and r["seconds"] < 10
     assert r["detail"].startswith("inconclusive: racecheck did not finish within its limit of 1 s")
-    assert "neither a race nor a hang" in r["detail"] and "Reproduce: `" in r["detail"] and "--sanitizer-workload once" in r["detail"]
+    assert "neither a race nor a hang" in r["detail"] and "Reproduce: `" in r["detail"] and "--sanitizer-workload race" in r["detail"]
     found = hints.hints_for(list(rows.values()))
     assert found and found[0].startswith("inconclusive:") and "race" not in found[0].split(":")[0]
     assert not any(h.startswith(("timeout:", "racecheck: a shared-memory race")) for h in found), found

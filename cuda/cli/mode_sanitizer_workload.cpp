@@ -1,7 +1,7 @@
-// cuda/cli/mode_sanitizer_workload.cpp — --sanitizer-workload once|measure (modes.h): the workload of
+// cuda/cli/mode_sanitizer_workload.cpp — --sanitizer-workload once|race|measure (modes.h): the workload of
 // gate/sanitizer_workload.h, and for "measure" its time and launches as
 //   OUT/sanitizer-workload.json {"calls", "launches", "memory_ops", "seconds", "capture", "statuses",
-//                                "call_seconds", "workload"}
+//                                "call_seconds", "workload", "race_workload"}
 // (docs/formats.md), which harness/gate/sanitizer_cases.py derives the sanitizers' time limits from.
 #include <cstdio>
 
@@ -15,8 +15,10 @@
 
 int run_sanitizer_workload_mode(const RunContext& ctx) {
   const GateInputs g = gate_inputs(ctx);
-  const bool measure = ctx.in.opt.sanitizer_workload == "measure";
-  const SanitizerWorkload w = run_sanitizer_workload(g, measure);
+  const std::string& mode = ctx.in.opt.sanitizer_workload;
+  const bool measure = mode == "measure";
+  const WorkloadRun run = measure ? WorkloadRun::kMeasure : mode == "race" ? WorkloadRun::kRace : WorkloadRun::kOnce;
+  const SanitizerWorkload w = run_sanitizer_workload(g, run);
   std::printf("sanitizer workload: %d calls", w.calls);
   if (measure) std::printf(", %d launches, %d memory operations, %.3f s (%s)", w.launches, w.memory_ops, w.seconds,
                            w.capture.c_str());
@@ -35,7 +37,8 @@ int run_sanitizer_workload_mode(const RunContext& ctx) {
                                 .set("memory_ops", Json::num(w.memory_ops)).set("seconds", Json::num(w.seconds))
                                 .set("capture", Json::str(w.capture)).set("statuses", st.done())
                                 .set("call_seconds", per_call.done())
-                                .set("workload", Json::str(sanitizer_workload_words(g))).done() + "\n");
+                                .set("workload", Json::str(sanitizer_workload_words(g, WorkloadRun::kOnce)))
+                                .set("race_workload", Json::str(sanitizer_workload_words(g, WorkloadRun::kRace))).done() + "\n");
     std::fprintf(stderr, "wrote %s\n", file.c_str());
   }
   std::fflush(stdout);

@@ -78,8 +78,9 @@ void batch_calls(ShapeCalls* c, const BatchBufs* bb, bool with_dX, std::vector<C
                         with_dX ? c->dX->p : nullptr, st); }, odd});
 }
 
+// `tail_calls` false: the tail's entry-point calls are left out (the racecheck plan at the recipe's shape).
 std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int b_tail, int epoch_rows,
-                                        int epoch_batch, std::vector<Call>& calls, bool odd) {
+                                        int epoch_batch, std::vector<Call>& calls, bool odd, bool tail_calls = true) {
   auto sc = std::make_unique<ShapeCalls>();
   const MlpShape s = w.s;
   const size_t n = mlp_offsets(s).total;
@@ -106,7 +107,7 @@ std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int
   batch_calls(c, &c->full, true, calls, odd);
   calls.push_back({c->label + " mlp_step, batch " + std::to_string(b_full), [c, n](cudaStream_t st) {
     return mlp_step(c->params->p, c->velocity->p, c->grads->p, n, 0.1f, 0.9f, st); }, odd});
-  batch_calls(c, &c->tail, false, calls, odd);
+  if (tail_calls) batch_calls(c, &c->tail, false, calls, odd);
   return sc;
 }
 
@@ -132,12 +133,12 @@ struct Plan {
 constexpr int kSanitizerTail = 13;
 int sanitizer_tail(int B) { return std::max(1, std::min(kSanitizerTail, B - 1)); }
 
-Plan plan_of(const GateInputs& g) {
+Plan plan_of(const GateInputs& g, bool race) {
   Plan p;
   const int B = g.recipe->batch;
   const int T = sanitizer_tail(B);
   const gate::Workload rw = gate::recipe_workload(g);
-  p.shapes.push_back(shape_calls(rw, B, T, B + T, B, p.calls, false));
+  p.shapes.push_back(shape_calls(rw, B, T, B + T, B, p.calls, false, !race));
   epoch_call(rw, p.shapes.back().get(), std::min(B + T, g.recipe->train_size), B, p.calls, false);
   const gate::Workload& ow = gate::odd_workload(g);
   // The odd shape's two epochs share its buffers: the larger batch sizes them.
@@ -175,17 +176,21 @@ void one_pass(const Plan& p, cudaStream_t st, bool eager, SanitizerWorkload& out
 
 }  // namespace
 
-std::string sanitizer_workload_words(const GateInputs& g) {
+std::string sanitizer_workload_words(const GateInputs& g, WorkloadRun run) {
   const int B = g.recipe->batch;
   const int T = sanitizer_tail(B);
-  return "every entry point at batches " + std::to_string(B) + " and " + std::to_string(T) + " and an epoch of " +
-         std::to_string(B + T) + " rows (a full step and a " + std::to_string(T) + "-row tail) at the recipe's shape; "
-         "the same at the odd shape 37-19-3 at batches 7 and 129, epochs of 10 and 136 rows";
+  const std::string entry = run == WorkloadRun::kRace
+                                ? "every entry point at batch " + std::to_string(B)
+                                : "every entry point at batches " + std::to_string(B) + " and " + std::to_string(T);
+  return entry + " and an epoch of " + std::to_string(B + T) + " rows (a full step and a " + std::to_string(T) +
+         "-row tail) at the recipe's shape; every entry point at batches 7 and 129 at the odd shape 37-19-3, epochs of "
+         "10 and 136 rows";
 }
 
-SanitizerWorkload run_sanitizer_workload(const GateInputs& g, bool measure) {
+SanitizerWorkload run_sanitizer_workload(const GateInputs& g, WorkloadRun run) {
   SanitizerWorkload out;
-  const Plan plan = plan_of(g);
+  const bool measure = run == WorkloadRun::kMeasure;
+  const Plan plan = plan_of(g, run == WorkloadRun::kRace);
   cudaStream_t st = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   one_pass(plan, st, true, out, !measure);

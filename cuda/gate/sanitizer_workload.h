@@ -1,6 +1,6 @@
 // cuda/gate/sanitizer_workload.h — the workload compute-sanitizer runs for cases 11 (memcheck) and 12
 // (racecheck): every entry point of the linked submission, and its epoch, on each code path the gate's
-// cases reach, with the fewest calls and rows that reach them. A sanitizer's cost grows with the
+// cases reach, with the fewest calls and rows that reach them (racecheck's plan fewer still: kRace). A sanitizer's cost grows with the
 // work it instruments (racecheck: every shared-memory access of every launch), so the workload is
 // bounded by construction instead of being whole stages of the gate.
 //
@@ -39,9 +39,19 @@ struct SanitizerWorkload {
   std::string capture = "";          // "ok", or why the capture failed
 };
 
-// One pass of the workload (what a sanitizer runs), printing a line per call as it ends ("sanitizer
-// workload: call N LABEL: S s"); with `measure`, silently a warm-up pass, a timed pass (its
-// call_seconds) and a captured pass for the launch count.
-SanitizerWorkload run_sanitizer_workload(const GateInputs& g, bool measure);
+// How the workload runs (--sanitizer-workload once|race|measure):
+//   kOnce     the whole workload, one pass (memcheck's);
+//   kRace     racecheck's plan: the same less the recipe's tail entry-point calls. Racecheck costs a
+//             launch a whole block's K loop whatever the launch's rows (a 13-row forward at the
+//             recipe's 784 columns costs it as much as a 128-row one), and the tail's partial tiles are
+//             reached without them: by the recipe epoch's tail step and the odd shape's batches 7 and
+//             129 (memcheck, which needs the tail's exact-size buffers, keeps them);
+//   kMeasure  the whole workload unsanitized: a warm-up pass, a timed pass (its call_seconds) and a
+//             captured pass for the launch count (the limits of both tools derive from it).
+enum class WorkloadRun { kOnce, kRace, kMeasure };
+
+// One pass of the workload (kOnce, kRace: what a sanitizer runs), printing a line per call as it ends
+// ("sanitizer workload: call N LABEL: S s"); kMeasure: silently, as above.
+SanitizerWorkload run_sanitizer_workload(const GateInputs& g, WorkloadRun run);
 // The workload's calls as one line, for the sanitizer cases' rows.
-std::string sanitizer_workload_words(const GateInputs& g);
+std::string sanitizer_workload_words(const GateInputs& g, WorkloadRun run);

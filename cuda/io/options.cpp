@@ -20,7 +20,7 @@ const char* kSynopsis =
     "                 [--batch N] [--lr X] [--momentum X] [--seed N] [--init FILE.npy]\n"
     "                 [--hidden N] [--train-size N] [--profile PATH] [--quick] [--smoke] [--perf-only]\n"
     "                 [--reference same-run|shipped] [--run-id STR] [--stage NAME[,NAME]]\n"
-    "                 [--strict-determinism] [--parity] [--sanitizer-workload once|measure] [--help]\n"
+    "                 [--strict-determinism] [--parity] [--sanitizer-workload once|race|measure] [--help]\n"
     "  Runs gate cases 1-8 and writes OUT/run.json (exit 1 when a case 1-7 fails).\n"
     "  --out DIR       an existing directory, or a new one whose parent exists (default results)\n"
     "  --paths a,b     the kernel paths to run (default every path but the opt-in persistent2)\n"
@@ -38,9 +38,10 @@ const char* kSynopsis =
     "  --stage NAMES   only these stages of the gate, each writing OUT/stage-NAME.json (no run.json);\n"
     "                  harness/gate/supervisor.py runs each in a fresh process and merges them into\n"
     "                  run.json (the stages and their cases: `mlp_host catalog`)\n"
-    "  --sanitizer-workload once|measure  the workload compute-sanitizer runs for cases 11-12: every\n"
-    "                  entry point and two short epochs at each code path the cases reach (once: one pass;\n"
-    "                  measure: also a timed pass and the launches, into OUT/sanitizer-workload.json)\n"
+    "  --sanitizer-workload once|race|measure  the workload compute-sanitizer runs for cases 11-12:\n"
+    "                  every entry point and two short epochs at each code path the cases reach (once: one\n"
+    "                  pass, memcheck's; race: racecheck's, without the recipe's tail entry calls; measure:\n"
+    "                  unsanitized, a timed pass and the launches, into OUT/sanitizer-workload.json)\n"
     "  --strict-determinism  a linked submission's one-epoch rerun must be bitwise identical, as our\n"
     "                  paths' must (default: within the parity limit, with a note)\n"
     "  Every input is checked before the GPU is touched. Recipe values and their overrides:\n";
@@ -133,7 +134,8 @@ Options parse_args(const std::vector<std::string>& args) {
       check_stage_names(o.stages, "--stage");
     }
     else if (a == "--sanitizer-workload") {
-      if (v != "once" && v != "measure") throw UserError("--sanitizer-workload: '" + v + "' is neither once nor measure");
+      if (v != "once" && v != "race" && v != "measure")
+        throw UserError("--sanitizer-workload: '" + v + "' is not once, race or measure");
       o.sanitizer_workload = v;
     }
     else if (a == "--reference") {

@@ -75,7 +75,9 @@ SETUP_S = {"memcheck": 30.0, "racecheck": 30.0}
 PER_LAUNCH_S = {"memcheck": 0.1, "racecheck": 0.5}
 SLOWDOWN = {"memcheck": 2000.0, "racecheck": 20000.0}
 WORKLOAD_LIMIT_S = 60.0       # the unsanitized measured run: past this the workload hangs
-WORKLOAD_ARGS = ("--sanitizer-workload", "once")
+# Each tool's pass of the workload: memcheck the whole of it, racecheck its plan without the recipe's
+# tail entry-point calls (cuda/gate/sanitizer_workload.h, WorkloadRun::kRace: why that loses no path).
+WORKLOAD_ARGS = {"memcheck": ("--sanitizer-workload", "once"), "racecheck": ("--sanitizer-workload", "race")}
 MEASURE_ARGS = ("--sanitizer-workload", "measure")
 
 
@@ -170,10 +172,11 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
                                              "/usr/local/cuda/bin)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    target = [repo_relative(binary), "--data", repo_relative(data), "--out", repo_relative(out / tool), *WORKLOAD_ARGS]
+    args = WORKLOAD_ARGS[tool]
+    target = [repo_relative(binary), "--data", repo_relative(data), "--out", repo_relative(out / tool), *args]
     cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
     # As a row says it: the tool by its name, the run's own folder as OUT (a temporary one while it runs).
-    shown = " ".join(["compute-sanitizer", *cmd[1:-len(WORKLOAD_ARGS) - 2], "--out", f"OUT/{tool}", *WORKLOAD_ARGS])
+    shown = " ".join(["compute-sanitizer", *cmd[1:-len(args) - 2], "--out", f"OUT/{tool}", *args])
     log = out / f"{tool}.log"
     print(f"{tool}: {' '.join(cmd)}", flush=True)
     print(f"{tool}: time limit {why}", flush=True)
@@ -221,9 +224,9 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
         row = _case(tool, cid, False, errors, f"0 errors, but the run under it {_ended(rc, False, limit, text)} "
                                               f"before its end ({what}; {log.name})", **extra)
     else:
+        words = workload.get("race_workload" if tool == "racecheck" else "workload") or "every entry point"
         row = _case(tool, cid, True, 0, f"0 {'hazards' if tool == 'racecheck' else 'errors'} in {seconds:.0f} s "
-                                        f"(limit {why}) ({what}: {workload.get('workload') or 'every entry point'}; "
-                                        f"{work})", **extra)
+                                        f"(limit {why}) ({what}: {words}; {work})", **extra)
     print(format_row(row), flush=True)
     return row
 

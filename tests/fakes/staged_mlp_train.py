@@ -11,7 +11,7 @@ a peer. FAKE_RENDEZVOUS (a folder): a stage that shares its GPU (not the catalog
 marks itself running there (GPU.PID, removed before it ends) and, until some stage on its GPU has met
 a peer (GPU.met), waits for another stage's mark on the same GPU: two shared stages provably overlap
 there (or, after 60 s without one, it goes on, met false, and the test that asked fails).
-`--sanitizer-workload measure|once` (the sanitizer cases' workload): FAKE_WORKLOAD "ok" (the
+`--sanitizer-workload measure|once|race` (the sanitizer cases' workload): FAKE_WORKLOAD "ok" (the
 default: measure writes OUT/sanitizer-workload.json with FAKE_LAUNCHES launches, default 40, and
 0.05 s), "hang" (sleeps 60 s) or "crash" (exit 3 with a CUDA error line)."""
 import atexit
@@ -41,7 +41,8 @@ if get("--sanitizer-workload"):
     if get("--sanitizer-workload") == "measure":
         os.makedirs(out, exist_ok=True)
         json.dump({"calls": 19, "launches": int(os.environ.get("FAKE_LAUNCHES", "40")), "memory_ops": 0,
-                   "seconds": 0.05, "capture": "ok", "statuses": [], "workload": "fake workload"},
+                   "seconds": 0.05, "capture": "ok", "statuses": [], "workload": "fake workload",
+                   "race_workload": "fake workload, racecheck's plan"},
                   open(os.path.join(out, "sanitizer-workload.json"), "w"))
     print("sanitizer workload: 19 calls", flush=True)
     sys.exit(0)
