@@ -35,8 +35,9 @@ const std::vector<CaseInfo>& gate_cases() {
        "compute-sanitizer memcheck on the sanitizer workload (every entry point, two short epochs, both shapes; "
        "exact-size buffers): 0 errors"},
       {12, "racecheck", "racecheck", true, "",
-       "compute-sanitizer racecheck on the sanitizer workload (its racecheck plan: the recipe's tail entry calls "
-       "left out, their paths reached by the tail epoch step and the odd shape): 0 hazards, warnings included"},
+       "compute-sanitizer racecheck on the sanitizer workload's racecheck plan (the odd shape's calls, then the "
+       "recipe's epoch over one batch, or all the recipe's calls where the odd shape is declined): 0 hazards, "
+       "warnings included"},
   };
   return cases;
 }

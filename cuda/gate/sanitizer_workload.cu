@@ -28,10 +28,15 @@ struct Exact {
   Exact& operator=(const Exact&) = delete;
 };
 
+// When a call runs, against whether the submission declined the odd shape (racecheck's plan runs
+// the odd shape first and picks the recipe's calls by it).
+enum class When { kAlways, kOddDeclined, kOddTaken };
+
 struct Call {
   std::string label;              // "784-256-10 mlp_forward, batch 128"
   std::function<int(cudaStream_t)> run;
   bool odd = false;               // a call of the odd shape (declining it skips the shape's others)
+  When when = When::kAlways;
 };
 
 // One batch's rows of a workload and the outputs its calls chain through: X and its labels in, H and
@@ -78,9 +83,8 @@ void batch_calls(ShapeCalls* c, const BatchBufs* bb, bool with_dX, std::vector<C
                         with_dX ? c->dX->p : nullptr, st); }, odd});
 }
 
-// `tail_calls` false: the tail's entry-point calls are left out (the racecheck plan at the recipe's shape).
 std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int b_tail, int epoch_rows,
-                                        int epoch_batch, std::vector<Call>& calls, bool odd, bool tail_calls = true) {
+                                        int epoch_batch, std::vector<Call>& calls, bool odd) {
   auto sc = std::make_unique<ShapeCalls>();
   const MlpShape s = w.s;
   const size_t n = mlp_offsets(s).total;
@@ -107,7 +111,7 @@ std::unique_ptr<ShapeCalls> shape_calls(const gate::Workload& w, int b_full, int
   batch_calls(c, &c->full, true, calls, odd);
   calls.push_back({c->label + " mlp_step, batch " + std::to_string(b_full), [c, n](cudaStream_t st) {
     return mlp_step(c->params->p, c->velocity->p, c->grads->p, n, 0.1f, 0.9f, st); }, odd});
-  if (tail_calls) batch_calls(c, &c->tail, false, calls, odd);
+  batch_calls(c, &c->tail, false, calls, odd);
   return sc;
 }
 
@@ -137,14 +141,30 @@ Plan plan_of(const GateInputs& g, bool race) {
   Plan p;
   const int B = g.recipe->batch;
   const int T = sanitizer_tail(B);
+  const int recipe_rows = std::min(B + T, g.recipe->train_size);
   const gate::Workload rw = gate::recipe_workload(g);
-  p.shapes.push_back(shape_calls(rw, B, T, B + T, B, p.calls, false, !race));
-  epoch_call(rw, p.shapes.back().get(), std::min(B + T, g.recipe->train_size), B, p.calls, false);
   const gate::Workload& ow = gate::odd_workload(g);
-  // The odd shape's two epochs share its buffers: the larger batch sizes them.
-  p.shapes.push_back(shape_calls(ow, 7, 129, 129 + 7, 129, p.calls, true));
-  epoch_call(ow, p.shapes.back().get(), 7 + 3, 7, p.calls, true);
-  epoch_call(ow, p.shapes.back().get(), 129 + 7, 129, p.calls, true);
+  auto odd_shape = [&] {
+    // The odd shape's two epochs share its buffers: the larger batch sizes them.
+    p.shapes.push_back(shape_calls(ow, 7, 129, 129 + 7, 129, p.calls, true));
+    epoch_call(ow, p.shapes.back().get(), 7 + 3, 7, p.calls, true);
+    epoch_call(ow, p.shapes.back().get(), 129 + 7, 129, p.calls, true);
+  };
+  if (!race) {
+    p.shapes.push_back(shape_calls(rw, B, T, B + T, B, p.calls, false));
+    epoch_call(rw, p.shapes.back().get(), recipe_rows, B, p.calls, false);
+    odd_shape();
+    return p;
+  }
+  // Racecheck's plan (WorkloadRun::kRace): the odd shape first; then, if the submission took it, the
+  // recipe's epoch over one full batch; if it declined it, the recipe's calls as above.
+  odd_shape();
+  const size_t first = p.calls.size();
+  p.shapes.push_back(shape_calls(rw, B, T, B + T, B, p.calls, false));
+  epoch_call(rw, p.shapes.back().get(), recipe_rows, B, p.calls, false);
+  for (size_t k = first; k < p.calls.size(); ++k) p.calls[k].when = When::kOddDeclined;
+  epoch_call(rw, p.shapes.back().get(), std::min(B, g.recipe->train_size), B, p.calls, false);
+  p.calls.back().when = When::kOddTaken;
   return p;
 }
 
@@ -155,6 +175,7 @@ void one_pass(const Plan& p, cudaStream_t st, bool eager, SanitizerWorkload& out
   bool odd_declined = false;
   for (const auto& c : p.calls) {
     if (c.odd && odd_declined) continue;
+    if ((c.when == When::kOddDeclined && !odd_declined) || (c.when == When::kOddTaken && odd_declined)) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const int status = c.run(st);
     if (eager) {
@@ -179,12 +200,15 @@ void one_pass(const Plan& p, cudaStream_t st, bool eager, SanitizerWorkload& out
 std::string sanitizer_workload_words(const GateInputs& g, WorkloadRun run) {
   const int B = g.recipe->batch;
   const int T = sanitizer_tail(B);
-  const std::string entry = run == WorkloadRun::kRace
-                                ? "every entry point at batch " + std::to_string(B)
-                                : "every entry point at batches " + std::to_string(B) + " and " + std::to_string(T);
-  return entry + " and an epoch of " + std::to_string(B + T) + " rows (a full step and a " + std::to_string(T) +
-         "-row tail) at the recipe's shape; every entry point at batches 7 and 129 at the odd shape 37-19-3, epochs of "
-         "10 and 136 rows";
+  const std::string recipe = "every entry point at batches " + std::to_string(B) + " and " + std::to_string(T) +
+                             " and an epoch of " + std::to_string(B + T) + " rows (a full step and a " +
+                             std::to_string(T) + "-row tail) at the recipe's shape";
+  const std::string odd = "every entry point at batches 7 and 129 and epochs of 10 and 136 rows at the odd shape "
+                          "37-19-3";
+  if (run == WorkloadRun::kRace)
+    return odd + "; then an epoch of " + std::to_string(B) + " rows (one full step) at the recipe's shape, or, "
+           "where the odd shape is declined, " + recipe;
+  return recipe + "; " + odd;
 }
 
 SanitizerWorkload run_sanitizer_workload(const GateInputs& g, WorkloadRun run) {

@@ -41,11 +41,15 @@ struct SanitizerWorkload {
 
 // How the workload runs (--sanitizer-workload once|race|measure):
 //   kOnce     the whole workload, one pass (memcheck's);
-//   kRace     racecheck's plan: the same less the recipe's tail entry-point calls. Racecheck costs a
-//             launch a whole block's K loop whatever the launch's rows (a 13-row forward at the
-//             recipe's 784 columns costs it as much as a 128-row one), and the tail's partial tiles are
-//             reached without them: by the recipe epoch's tail step and the odd shape's batches 7 and
-//             129 (memcheck, which needs the tail's exact-size buffers, keeps them);
+//   kRace     racecheck's plan: the odd shape's calls first; then, where the submission takes the
+//             odd shape, only the recipe's epoch over one full batch; where it declines it, the recipe's
+//             calls of kOnce. Racecheck costs a launch a whole block's K loop whatever its rows (a
+//             13-row forward at the recipe's 784 columns costs it as much as a 128-row one: seconds
+//             apiece for 32x32 tiles, docs/PERFLOG.md), while a kernel's shared-memory protocol is the
+//             same at every size: the odd shape reaches every entry point's full and partial tiles and
+//             its tail steps (3 and 7 rows), the recipe's full step the code the recipe's shape
+//             selects. Assumed, and the one path it gives up: an entry point's code that only the
+//             recipe's shape selects and the epoch never runs (memcheck, and cases 1-5, still run it);
 //   kMeasure  the whole workload unsanitized: a warm-up pass, a timed pass (its call_seconds) and a
 //             captured pass for the launch count (the limits of both tools derive from it).
 enum class WorkloadRun { kOnce, kRace, kMeasure };

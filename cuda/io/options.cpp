@@ -40,7 +40,7 @@ const char* kSynopsis =
     "                  run.json (the stages and their cases: `mlp_host catalog`)\n"
     "  --sanitizer-workload once|race|measure  the workload compute-sanitizer runs for cases 11-12:\n"
     "                  every entry point and two short epochs at each code path the cases reach (once: one\n"
-    "                  pass, memcheck's; race: racecheck's, without the recipe's tail entry calls; measure:\n"
+    "                  pass, memcheck's; race: racecheck's, the odd shape and then the recipe's full step; measure:\n"
     "                  unsanitized, a timed pass and the launches, into OUT/sanitizer-workload.json)\n"
     "  --strict-determinism  a linked submission's one-epoch rerun must be bitwise identical, as our\n"
     "                  paths' must (default: within the parity limit, with a note)\n"

@@ -75,8 +75,9 @@ SETUP_S = {"memcheck": 30.0, "racecheck": 30.0}
 PER_LAUNCH_S = {"memcheck": 0.1, "racecheck": 0.5}
 SLOWDOWN = {"memcheck": 2000.0, "racecheck": 20000.0}
 WORKLOAD_LIMIT_S = 60.0       # the unsanitized measured run: past this the workload hangs
-# Each tool's pass of the workload: memcheck the whole of it, racecheck its plan without the recipe's
-# tail entry-point calls (cuda/gate/sanitizer_workload.h, WorkloadRun::kRace: why that loses no path).
+# Each tool's pass of the workload: memcheck the whole of it, racecheck its own plan (the odd shape's
+# calls, then the recipe's epoch over one batch; cuda/gate/sanitizer_workload.h, WorkloadRun::kRace:
+# why, and the one path it gives up). The limits of both derive from the whole workload's measurement.
 WORKLOAD_ARGS = {"memcheck": ("--sanitizer-workload", "once"), "racecheck": ("--sanitizer-workload", "race")}
 MEASURE_ARGS = ("--sanitizer-workload", "measure")
 
