@@ -1,6 +1,6 @@
 """The JSON schemas of results/*.json (run, pytorch, the phase files, sanitize, ceilings, sweep,
-the three PyTorch profiling studies and our binary's two, gemm and its two sides' files) and
-`validate`, which checks a parsed document against one without changing it.
+the three PyTorch profiling studies and our binary's two, gemm and its two sides' files, gate_bench)
+and `validate`, which checks a parsed document against one without changing it.
 
     validate(doc, "run", "results/run.json")   # raises SchemaError or returns None
 
@@ -489,6 +489,25 @@ STATIONARY_PHASES = Obj({
                         required=("name", "us_per_step", "shipped"))),
 }, required=("schema", "step_us", "phases"))
 
+# The course benchmark (issue 40, harness/studies/gate_bench.py): a generated course gated and timed,
+# each stage's seconds summarised over the course, one row per file against the generator's intent.
+_VERDICT_WORD = OneOf("PASS", "FAIL")
+GATE_BENCH = Obj({
+    "schema": Const(1), "commit": STR, "date_utc": STR,
+    "generator": Obj({"n": COUNT, "seed": COUNT, "correct_share": FRAC}, required=("n",)),
+    "gpus": Arr(Obj({"index": INT, "name": STR, "uuid": STR}, required=("name",))),
+    "jobs": COUNT, "sanitizer_slots": Map(COUNT),
+    "build_s": NONNEG, "gate_s": NONNEG, "wall_s": NONNEG, "submissions_per_minute": ONONNEG,
+    "stages": Map(Obj({"n": COUNT, "median_s": NONNEG, "p90_s": NONNEG, "max_s": NONNEG, "total_s": NONNEG},
+                      required=("n", "median_s", "p90_s", "max_s", "total_s"))),
+    "submissions": Arr(Obj({"file": STR, "base": STR, "defect": OSTR, "intent": _VERDICT_WORD,
+                            "must_fail": Arr(INT), "verdict": _VERDICT_WORD, "failed_cases": Arr(INT),
+                            "first_hint": STR, "as_intended": BOOL},
+                           required=("file", "base", "defect", "intent", "verdict", "as_intended"))),
+    "as_intended": COUNT, "all_as_intended": BOOL,
+}, required=("schema", "commit", "date_utc", "generator", "gpus", "jobs", "sanitizer_slots", "build_s",
+             "gate_s", "wall_s", "stages", "submissions", "as_intended", "all_as_intended"))
+
 
 def _ordered_times(records: dict, where: str) -> str | None:
     """The first timing of `records` whose min_ms <= median_ms <= max_ms does not hold."""
@@ -541,6 +560,24 @@ def _gemm_side_checks(doc) -> str | None:
     return None
 
 
+def _gate_bench_checks(doc) -> str | None:
+    """The counts agree with the rows: one row per generated file, `as_intended` their count of
+    true, `all_as_intended` whether every row is; each stage's median <= 90th percentile <= max."""
+    rows, n = doc["submissions"], doc["generator"]["n"]
+    if len(rows) != n:
+        return f"submissions: {len(rows)} rows for generator.n {n}"
+    count = sum(1 for r in rows if r["as_intended"])
+    if doc["as_intended"] != count:
+        return f"as_intended: {doc['as_intended']!r}, but {count} rows are as intended"
+    if doc["all_as_intended"] != (count == n):
+        return f"all_as_intended: {doc['all_as_intended']!r}, but {count} of {n} rows are as intended"
+    for name, st in doc["stages"].items():
+        if not st["median_s"] <= st["p90_s"] <= st["max_s"]:
+            return (f"stages.{name}: median_s {st['median_s']!r}, p90_s {st['p90_s']!r}, max_s {st['max_s']!r}: "
+                    f"expected median <= p90 <= max")
+    return None
+
+
 def _sweep_checks(doc) -> str | None:
     for i, p in enumerate(doc["points"]):
         best = p.get("best_cuda_path")
@@ -574,6 +611,7 @@ SCHEMAS: dict[str, tuple[_Type, Callable | None]] = {
     "ours_batch_steps": (OURS_BATCH_STEPS, None), "ours_linear_kernels": (OURS_LINEAR, None),
     "sanitize": (SANITIZE, None), "ceilings": (CEILINGS, None), "sweep": (SWEEP, _sweep_checks),
     "gemm_side": (GEMM_SIDE, _gemm_side_checks), "gemm": (GEMM, None),
+    "gate_bench": (GATE_BENCH, _gate_bench_checks),
 }
 
 
