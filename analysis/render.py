@@ -12,7 +12,7 @@ from analysis import fmt, plots
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from spec.provenance import committed_in
 from analysis.sections import common, floor, gate, memory, phases, precision, profiles, roofline
-from analysis.sections import sanitize
+from analysis.sections import gate_bench, sanitize
 from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
@@ -116,6 +116,7 @@ def results_context(inp: Inputs) -> dict:
         "stationary": floor.stationary(inp.stationary_phases, run),
         "floor": floor.floor(run, inp.ceilings, inp.phases, inp.stationary_phases),
         "transformer": transformer.section(inp.transformer),
+        "gate_bench": gate_bench.section(inp.gate_bench),
     }
 
 

@@ -22,7 +22,7 @@ from spec.provenance import age as commit_age
 EVIDENCE = (("pytorch", "Epoch time (PyTorch's half)"),
             ("phases", "Where the persistent epoch's time goes"),
             ("stationary_phases", "Where the stationary epoch's time goes"),
-            ("ceilings", "Roofline"), ("sanitize", "Sanitizers"),
+            ("ceilings", "Roofline"), ("sanitize", "Sanitizers"), ("gate_bench", "Gating a course"),
             ("sweep", "Memory and cost"), ("full_split", "The full train split"),
             ("torch_memory", "PyTorch memory"),
             ("torch_batch", "PyTorch step time against batch size"),
