@@ -497,7 +497,7 @@ GATE_BENCH = Obj({
     "generator": Obj({"n": COUNT, "seed": COUNT, "correct_share": FRAC}, required=("n",)),
     "gpus": Arr(Obj({"index": INT, "name": STR, "uuid": STR}, required=("name",))),
     "jobs": COUNT, "sanitizer_slots": Map(COUNT),
-    "build_s": NONNEG, "gate_s": NONNEG, "wall_s": NONNEG, "submissions_per_minute": ONONNEG,
+    "build_s": NONNEG, "builds_ended_s": NONNEG, "gate_s": NONNEG, "wall_s": NONNEG, "submissions_per_minute": ONONNEG,
     "stages": Map(Obj({"n": COUNT, "median_s": NONNEG, "p90_s": NONNEG, "max_s": NONNEG, "total_s": NONNEG},
                       required=("n", "median_s", "p90_s", "max_s", "total_s"))),
     "submissions": Arr(Obj({"file": STR, "base": STR, "defect": OSTR, "intent": _VERDICT_WORD,

@@ -44,7 +44,7 @@ def fake_gate(tmp_path, monkeypatch):
     log = tmp_path / "stages.jsonl"
     monkeypatch.setenv("FAKE_LOG", str(log))
 
-    def go(files, plan=None, gpus=None, jobs=1, rendezvous=False, available=GPUS):
+    def go(files, plan=None, gpus=None, jobs=1, rendezvous=False, available=GPUS, timings=None):
         src = tmp_path / "subs"
         src.mkdir(exist_ok=True)
         for f in files:
@@ -54,7 +54,7 @@ def fake_gate(tmp_path, monkeypatch):
             (tmp_path / "rendezvous").mkdir(exist_ok=True)
             monkeypatch.setenv("FAKE_RENDEZVOUS", str(tmp_path / "rendezvous"))
         out = tmp_path / "out"
-        rc = course.gate_dir(src, out, jobs=jobs, limit=30, gpus=gpus, available=available)
+        rc = course.gate_dir(src, out, jobs=jobs, limit=30, gpus=gpus, available=available, timings=timings)
         lines = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
         return rc, out, lines
     return go
@@ -160,6 +160,24 @@ def test_the_gpus_run_side_by_side_each_child_on_its_own_and_exclusive_stages_al
     import csv
     rows = list(csv.DictReader(open(out / "leaderboard.csv")))
     assert len(rows) == len(files) and all(r["gpu"] in ("0: Fake GPU A", "1: Fake GPU B") for r in rows), rows
+
+
+def test_the_timings_tell_a_builds_end_from_when_the_gating_took_it(fake_gate):
+    """Three instant builds, one worker: every build has ended long before the gating takes the third,
+    which waits for the first two to be gated."""
+    timings = {}
+    rc, _, lines = fake_gate(["a.cu", "b.cu", "c.cu"], gpus="0", jobs=1, timings=timings)
+    assert rc == 0
+    ends = {}
+    for ln in lines:
+        name = Path(ln["out"]).name.split(".")[1]
+        ends[name] = max(ends.get(name, 0.0), ln["t1"])
+    starts = {Path(ln["out"]).name.split(".")[1]: ln["t0"] for ln in reversed(lines)}
+    third = max(starts, key=starts.get)
+    first_two_took = max(t for n, t in ends.items() if n != third) - min(starts.values())
+    assert first_two_took > 0.5
+    assert timings["builds_ended_s"] < 0.5 < first_two_took <= timings["build_s"] + 0.1
+    assert timings["build_s"] <= timings["gate_s"] + 0.1
 
 
 def test_one_named_gpu_takes_every_submission(fake_gate):

@@ -42,7 +42,7 @@ def bench(n=50, wall_s=412.3, gpus=("NVIDIA H200",), flip=()) -> dict:
             "generator": {"n": n, "seed": 40, "correct_share": 0.5},
             "gpus": [{"index": i, "name": name, "uuid": f"GPU-{i}"} for i, name in enumerate(gpus)],
             "jobs": 6, "sanitizer_slots": {"memcheck": 1, "racecheck": 2},
-            "build_s": 88.4, "gate_s": 410.9, "wall_s": wall_s, "submissions_per_minute": round(60 * n / wall_s, 2),
+            "build_s": 92.0, "builds_ended_s": 88.4, "gate_s": 410.9, "wall_s": wall_s, "submissions_per_minute": round(60 * n / wall_s, 2),
             "stages": {"entry": {"n": n, "median_s": 3.1, "p90_s": 4.8, "max_s": 6.0, "total_s": 160.2},
                        "racecheck": {"n": n, "median_s": 4.25, "p90_s": 13.5, "max_s": 31.75, "total_s": 270.4}},
             "submissions": rows, "as_intended": k, "all_as_intended": k == n}
@@ -70,6 +70,15 @@ def test_without_the_file_the_section_says_not_measured_yet_and_the_report_rende
     assert "|" not in part and "MET" not in part
 
 
+def test_a_run_before_builds_ended_s_was_recorded_says_only_when_the_last_file_was_taken(tmp_path):
+    doc = bench(wall_s=494.4)
+    del doc["builds_ended_s"]
+    rc, _, part = render(tmp_path, doc)
+    assert rc == 0, part
+    assert "the gating took the last built file at 92.0 s (a worker free for it)." in part
+    assert "last build ended" not in part
+
+
 def test_a_run_within_the_line_meets_the_acceptance(tmp_path):
     rc, text, part = render(tmp_path, bench(wall_s=412.3))
     assert rc == 0, part
@@ -77,7 +86,8 @@ def test_a_run_within_the_line_meets_the_acceptance(tmp_path):
             "commit not in this repository") in text.split("## Setup")[0]
     assert ("**50 submissions gated in 412.3 s on one NVIDIA H200, 7.28 a minute**, at commit `abc1234`, "
             "2026-12-05T10:00:00Z (`../results/gate_bench.json`; the generator's seed 40, 50% of the files correct)") in part
-    assert "of the gating's 410.9 s from the first build's start, the last build ended at 88.4 s." in part
+    assert ("of the gating's 410.9 s from the first build's start, the last build ended at 88.4 s and the gating "
+            "took the last built file at 92.0 s (a worker free for it).") in part
     assert "Sanitizer slots on each GPU: memcheck 1, racecheck 2; 6 submissions gated at once on each GPU." in part
     assert "Every verdict as the generator intended: **50 of 50 as intended**" in part
     assert "| entry | 50 | 3.10 | 4.80 | 6.00 | 160.2 |" in part

@@ -77,9 +77,10 @@ def section(doc: dict | None) -> dict:
         return {"present": False, "acceptance": acceptance(None)}
     rows = doc["submissions"]
     gen = doc["generator"]
-    return {"present": True, "commit": doc["commit"], "date": doc["date_utc"], "n": len(rows),
+    return {"present": True, "commit": doc["commit"], "short": doc["commit"][:7], "date": doc["date_utc"], "n": len(rows),
             "seed": gen.get("seed"), "correct_share": gen.get("correct_share"),
             "wall_s": doc["wall_s"], "gate_s": doc["gate_s"], "build_s": doc["build_s"],
+            "builds_ended_s": doc.get("builds_ended_s"),
             "per_minute": doc.get("submissions_per_minute"), "gpus": gpu_counts(doc), "n_gpus": len(doc["gpus"]),
             "jobs": doc["jobs"], "slots": [{"tool": k, "slots": v} for k, v in doc["sanitizer_slots"].items()],
             "as_intended": doc["as_intended"], "all_as_intended": doc["all_as_intended"],

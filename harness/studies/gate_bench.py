@@ -101,13 +101,14 @@ def bench(n: int, seed: int, jobs: int = 4, gpus: str | None = None, correct_sha
         doc = {"schema": 1, **provenance.stamp(), "generator": {"n": n, "seed": seed, "correct_share": correct_share},
                "gpus": [g.record() for g in chosen], "jobs": jobs,
                "sanitizer_slots": slots,
-               "build_s": round(timings.get("build_s", 0.0), 1), "gate_s": round(timings.get("gate_s", wall), 1),
+               "build_s": round(timings.get("build_s", 0.0), 1),
+               "builds_ended_s": round(timings.get("builds_ended_s", 0.0), 1), "gate_s": round(timings.get("gate_s", wall), 1),
                "wall_s": round(wall, 1), "submissions_per_minute": round(60.0 * n / wall, 2) if wall > 0 else None,
                "stages": stage_times(folders), "submissions": rows,
                "as_intended": sum(r["as_intended"] for r in rows), "all_as_intended": all(r["as_intended"] for r in rows)}
         write_json(Path(out), doc)
-    print(f"gate_bench: {n} submissions in {doc['wall_s']} s ({doc['submissions_per_minute']} a minute; builds "
-          f"{doc['build_s']} s); {doc['as_intended']} of {n} verdicts as intended -> {out}", flush=True)
+    print(f"gate_bench: {n} submissions in {doc['wall_s']} s ({doc['submissions_per_minute']} a minute; the last build "
+          f"ended at {doc['builds_ended_s']} s, taken at {doc['build_s']} s); {doc['as_intended']} of {n} verdicts as intended -> {out}", flush=True)
     for r in rows:
         if not r["as_intended"]:
             print(f"gate_bench: NOT AS INTENDED {r['file']} ({r['base']}, {r['defect']}): intent {r['intent']} "
