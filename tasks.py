@@ -177,7 +177,11 @@ def test(c, gpu=False, k=None, file=None, fast=False, jobs="auto"):
     """Run the test suite with pytest (GPU tests skip, with a reason, where there is no CUDA device)."""
     files = [_file(f, "--file") for f in file or ()]
     jobs = "auto" if str(jobs) == "auto" else validate.count(jobs, "--jobs", 1, 256)
-    c.run(pytest_command(gpu, k, files, fast, jobs), pty=False, echo=True)
+    # Python may cache bytecode for the run even where the environment says not to
+    # (PYTHONDONTWRITEBYTECODE, set on our CI image): otherwise each test process and each of the
+    # hundreds of Python children it starts compiles every module it imports, and pytest re-rewrites
+    # every test module's asserts, each run. The caches are __pycache__/ folders, git-ignored.
+    c.run(pytest_command(gpu, k, files, fast, jobs), pty=False, echo=True, env={"PYTHONDONTWRITEBYTECODE": ""})
 
 
 @task(pre=[build, run, profile, report])

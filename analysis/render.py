@@ -3,6 +3,7 @@ the plots into PNG bytes, and every output of a report written together (spec.fi
 all temp files first, then the renames) or, on any error before that, none."""
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -31,14 +32,22 @@ SWEEP_PLOT_FILES = {"speedup": "sweep_speedup_vs_width.png",
                     "precision_speedup": "sweep_speedup_by_precision_vs_width.png"}
 
 
+@functools.lru_cache(maxsize=None)
+def _environment(folder: str) -> jinja2.Environment:
+    """One jinja2 environment per template folder for the process: a template is compiled once and
+    recompiled only when its file changes (jinja2's auto_reload), not at every render."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(fmt.FILTERS)
+    return env
+
+
 def load_template(path) -> jinja2.Template:
     """A jinja2 template with strict undefined names and the fmt filters; a missing or broken
     one is one line."""
     path = Path(path)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(path.parent)),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(fmt.FILTERS)
+    env = _environment(os.path.abspath(path.parent))
     try:
         return env.get_template(path.name)
     except jinja2.TemplateNotFound:

@@ -4,6 +4,7 @@ writes nothing."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -66,20 +67,31 @@ def test_bad_input_files_are_one_line_exit_2(tmp_path):
 
 @pytest.fixture
 def scratch_repo(tmp_path, built):
-    """A copy of the working tree (build/ included, mlp_train made up to date first; .git left out) to
-    break recipe.toml in."""
+    """A copy of the working tree to break recipe.toml in: build/ only as far as a run reads it before
+    anything else (mlp_train, made up to date first, and the build's records), without .git and the
+    device folders. A task that forgot to check the recipe would run that mlp_train and write."""
     import shutil
     built("mlp_train")
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".git", "__pycache__", "full", "asan", "f32acc"),
-                    symlinks=True)
+    keep_in_build = {"mlp_train", "build_info.json", "config.stamp", "catalog.json"}
+
+    def ignore(folder, names):
+        if Path(folder) == ROOT / "build":
+            return [n for n in names if n not in keep_in_build]
+        return [n for n in names if n in (".git", "__pycache__", ".devbuild", ".device-kit")]
+    shutil.copytree(ROOT, repo, ignore=ignore, symlinks=True)
     return repo
 
 
-def _hashes(root):
-    import hashlib
-    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+def _snapshot(root):
+    """Every file under root with its size and modification time (ns): any write, even of the same
+    bytes, changes the mtime, and a new or removed file changes the keys."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            st = p.stat()
+            out[p] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 @pytest.mark.parametrize("breakage, words", [
@@ -96,8 +108,8 @@ def test_invoke_with_a_bad_or_missing_recipe_is_one_line_exit_2(scratch_repo, br
         recipe.unlink()
     else:
         recipe.write_text(breakage(recipe.read_text()))
-    before = _hashes(scratch_repo)
+    before = _snapshot(scratch_repo)
     res = subprocess.run([sys.executable, "-m", "invoke", *task], cwd=scratch_repo, capture_output=True, text=True,
                          timeout=300)
     one_line_exit_2(res, words)
-    assert _hashes(scratch_repo) == before
+    assert _snapshot(scratch_repo) == before

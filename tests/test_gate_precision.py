@@ -120,7 +120,7 @@ int main(int, char** argv) {
 """
 
 
-def test_case_9s_fp32_bound_is_the_one_before_the_precisions_bit_for_bit(tmp_path):
+def test_case_9s_fp32_bound_is_the_one_before_the_precisions_bit_for_bit(tmp_path, host_tools):
     """The bound of cuda/gate/epoch_check.cpp at FP32 (the default of EpochCheckInput::precision) against
     the same file at the commit before it learnt a precision, built side by side: every double equal."""
     if not shutil.which("g++") or not shutil.which("git"):
@@ -134,12 +134,10 @@ def test_case_9s_fp32_bound_is_the_one_before_the_precisions_bit_for_bit(tmp_pat
         text = subprocess.run(["git", "show", f"{BEFORE}:cuda/gate/{name}"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout
         (old / name).write_text(text)
-    rest = ["cuda/gate/cpu_reference.cpp", "cuda/io/dataset.cpp", "cuda/common/common.cpp", "cuda/io/sha256.cpp",
-            "cuda/io/npy.cpp", "cuda/io/input_file.cpp"]
-    objs = []   # the files that do not include epoch_check.h, compiled once for both builds
-    for src in rest:
-        objs.append(str(tmp_path / (Path(src).stem + ".o")))
-        subprocess.run([*CXX, "-Icuda", "-Icuda/contract", "-c", src, "-o", objs[-1]], cwd=ROOT, check=True)
+    # The files that do not include epoch_check.h, the same objects for both builds: build/'s, which
+    # host_tools made up to date (the very objects of build/mlp_host).
+    objs = [str(BUILD_DIR / "obj" / f"{o}.o") for o in ("gate/cpu_reference", "io/dataset", "common/common",
+                                                        "io/sha256", "io/npy", "io/input_file")]
     builds = {"old": ([f"-I{tmp_path / 'old'}"], str(old / "epoch_check.cpp")), "new": ([], "cuda/gate/epoch_check.cpp")}
     for name, (first, src) in builds.items():   # the old header found before cuda/'s
         subprocess.run([*CXX, *first, "-Icuda", "-Icuda/contract", str(tmp_path / "dump.cpp"), src, *objs, "-o",
