@@ -44,11 +44,11 @@ def have_gpu() -> bool:
 
 
 @pytest.fixture(scope="session")
-def arch_build(tmp_path_factory):
-    """arch_build(ARCH) -> a folder holding `make all` for ARCH, made once a session: build/ when it is
-    `invoke build --arch ARCH` (brought up to date), else a folder of the session's (tests/shared_build.py)."""
+def arch_build():
+    """arch_build(ARCH) -> a folder holding `make all` for ARCH, brought up to date once a session:
+    build/ when it is `invoke build --arch ARCH`, else build/arch/ARCH/ (tests/shared_build.py)."""
     from shared_build import ArchBuilds
-    return ArchBuilds(tmp_path_factory.mktemp("arch"))
+    return ArchBuilds()
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -1,7 +1,9 @@
-"""One `make` at a time into the shared build/ folder, across pytest-xdist's workers (and any other
+"""One `make` at a time into a shared build folder, across pytest-xdist's workers (and any other
 pytest run in this checkout): tests that make a target of build/ (build/mlp_host, vit_forward_emu,
-tiled_emu) run it under this lock, so two workers never compile the same objects at once. Builds
-into a test's own temp folder need no lock."""
+tiled_emu) run it under build/'s lock, and the builds for another architecture (build/arch/ARCH/)
+under that folder's, so two workers never compile the same objects at once and a build one worker
+made is the other's too (make brings it up to date: nothing to do, as a rule). Builds into a test's
+own temp folder need no lock."""
 from __future__ import annotations
 
 import contextlib
@@ -16,9 +18,9 @@ DEFAULT_SUBMISSION = "cuda/contract/submission_ref.cu"
 
 
 @contextlib.contextmanager
-def build_lock():
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with open(BUILD_DIR / ".tests-make.lock", "w") as fh:
+def build_lock(folder: Path = BUILD_DIR):
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".tests-make.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -26,9 +28,9 @@ def build_lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def make(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run(args, **kwargs) of a make into build/, under build_lock()."""
-    with build_lock():
+def make(args: list[str], folder: Path = BUILD_DIR, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(args, **kwargs) of a make into `folder` (build/), under its build_lock()."""
+    with build_lock(folder):
         return subprocess.run(args, **kwargs)
 
 
@@ -43,22 +45,21 @@ def is_default_build(arch: str, build_dir: Path = BUILD_DIR) -> bool:
 
 
 class ArchBuilds:
-    """`make all` for an architecture, once per session (tests/conftest.py's arch_build fixture):
-    for the architecture build/ was made for by `invoke build --arch ARCH` (README's set-up: sm_90),
-    build/ itself, brought up to date under the lock (a make with nothing to do, as a rule); for any
-    other, a folder of the session's own. Each with the Makefile's flags (warnings as errors)."""
+    """`make all` for an architecture (tests/conftest.py's arch_build fixture): for the architecture
+    build/ was made for by `invoke build --arch ARCH` (README's set-up: sm_90), build/ itself; for any
+    other, build/arch/ARCH/, shared by the workers of a run and kept between runs (git-ignored with
+    build/). Either is brought up to date under its lock, once per worker, with the Makefile's flags
+    (warnings as errors)."""
 
-    def __init__(self, tmp_root: Path):
-        self.tmp_root, self.done = Path(tmp_root), {}
+    def __init__(self):
+        self.done = {}
 
     def __call__(self, arch: str) -> Path:
         if arch not in self.done:
-            shared = is_default_build(arch)
-            out = BUILD_DIR if shared else self.tmp_root / arch
-            where = out.relative_to(ROOT) if shared else out       # build/ as invoke build names it
-            args = ["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j2", f"ARCH={arch}", f"BUILD={where}", "all"]
-            res = make(args, capture_output=True, text=True) if shared else \
-                subprocess.run(args, capture_output=True, text=True)
+            out = BUILD_DIR if is_default_build(arch) else BUILD_DIR / "arch" / arch
+            args = ["make", "--no-print-directory", "-s", "-C", str(ROOT), "-j2", f"ARCH={arch}",
+                    f"BUILD={out.relative_to(ROOT)}", "all"]
+            res = make(args, out, capture_output=True, text=True)
             assert res.returncode == 0, f"make all for {arch}:\n{res.stderr[-3000:]}"
             self.done[arch] = out
         return self.done[arch]
