@@ -88,16 +88,29 @@ HOSTILE_NAMES = ["x`id>PWNED`", "a b", "it's", "a;touch PWNED2", "$(HOME)", "-x"
 
 
 def test_hostile_submission_names_compile_through_a_safe_copy_and_no_shell_sees_them(tmp_path, monkeypatch):
-    """Each name compiles for real (the check step) and reaches make only as a copy under a safe
-    name; no command it holds runs (no PWNED file anywhere). The full build's make is stood in for."""
+    """Each name reaches make only as a copy under a safe name, in the check step and in the full
+    build; no command it holds runs (no PWNED file anywhere). The first name's check step compiles
+    for real (make's recipe runs nvcc through a shell: the safe copy is what it sees); the later
+    names' check steps, with the same starter bytes, reuse its object once their make command is
+    shown to hold no part of the name. The full build's make is stood in for."""
     starter = (ROOT / "cuda" / "contract" / "submission_starter.cu").read_bytes()
     real_run = subprocess.run
-    made = []
+    made, checked, compiled = [], [], {}
 
     def run(cmd, *a, **kw):
         if cmd[0] == "make" and cmd[-1] == "all":
             made.append(cmd)
             return subprocess.CompletedProcess(cmd, 0)
+        if cmd[0] == "make" and cmd[-1].endswith("submission.o"):
+            checked.append(cmd)
+            if compiled:
+                target = ROOT / cmd[-1]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(compiled["obj"])
+                return subprocess.CompletedProcess(cmd, 0)
+            res = real_run(cmd, *a, **kw)
+            compiled["obj"] = (ROOT / cmd[-1]).read_bytes()
+            return res
         return real_run(cmd, *a, **kw)
     monkeypatch.setattr(hb.subprocess, "run", run)
     monkeypatch.chdir(tmp_path)
@@ -107,6 +120,10 @@ def test_hostile_submission_names_compile_through_a_safe_copy_and_no_shell_sees_
         src.write_bytes(starter)
         build_dir = tmp_path / f"build{i}"
         info = hb.build(arch="sm_90", submission=str(src), build_dir=build_dir)
+        assert len(checked) == i + 1 and not any(stem in arg for arg in checked[-1] if stem not in ("-x", "...")), \
+            checked[-1]                                   # the check's make: only the safe copy
+        check_arg = next(a for a in checked[-1] if a.startswith("SUBMISSION="))
+        assert hb.MAKE_SAFE_PATH.fullmatch(check_arg.removeprefix("SUBMISSION=")), check_arg
         sub_arg = next(a for a in made[-1] if a.startswith("SUBMISSION="))
         assert hb.MAKE_SAFE_PATH.fullmatch(sub_arg.removeprefix("SUBMISSION=")), sub_arg
         copy = (ROOT / sub_arg.removeprefix("SUBMISSION=")).resolve()
