@@ -195,7 +195,10 @@ def test_an_architecture_that_fails_to_compile_is_named(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_every_kernel_fits_on_every_architecture_nvcc_supports():
-    report = ar.run()
+    # The translation units that define or include a kernel (--kernels-only): a unit without one has
+    # nothing for ptxas to report, and its device pass compiles no code (the sm_75 and sm_90 builds
+    # of test_host compile every unit whole).
+    report = ar.run(all_sources=False)
     print("\n" + ar.render(report))
     assert report.archs, "nvcc supports none of the table's architectures"
     assert "sm_90" in report.archs  # what the README's build and CI use
