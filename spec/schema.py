@@ -206,7 +206,7 @@ _CASES = Arr(Obj({"id": INT, "name": STR, "passed": OBOOL, "value": ONUM, "limit
 # harness/gate/supervisor.py's account of a supervised run (stages: one per child process).
 _SUPERVISOR = Obj({"limit_s": ONUM, "seconds": ONUM, "ended": STR, "stderr_tail": STR, "staged": BOOL,
                    "stages": Arr(Obj({"name": STR, "cases": Arr(INT), "limit_s": ONUM, "limit_why": STR,
-                                      "seconds": ONUM, "ended": STR, "exit_status": OINT},
+                                      "seconds": ONUM, "ended": STR, "exit_status": OINT, "gpu_wait_s": ONUM},
                                      required=("name", "ended"))),
                    "path_failures": Arr(STR), "stage_failures": Arr(STR)}, required=("ended",))
 
@@ -498,7 +498,8 @@ GATE_BENCH = Obj({
     "gpus": Arr(Obj({"index": INT, "name": STR, "uuid": STR}, required=("name",))),
     "jobs": COUNT, "sanitizer_slots": Map(COUNT),
     "build_s": NONNEG, "builds_ended_s": NONNEG, "gate_s": NONNEG, "wall_s": NONNEG, "submissions_per_minute": ONONNEG,
-    "stages": Map(Obj({"n": COUNT, "median_s": NONNEG, "p90_s": NONNEG, "max_s": NONNEG, "total_s": NONNEG},
+    "stages": Map(Obj({"n": COUNT, "median_s": NONNEG, "p90_s": NONNEG, "max_s": NONNEG, "total_s": NONNEG,
+                       "wait_total_s": NONNEG},
                       required=("n", "median_s", "p90_s", "max_s", "total_s"))),
     "submissions": Arr(Obj({"file": STR, "base": STR, "defect": OSTR, "intent": _VERDICT_WORD,
                             "must_fail": Arr(INT), "verdict": _VERDICT_WORD, "failed_cases": Arr(INT),

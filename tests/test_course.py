@@ -146,13 +146,18 @@ def test_the_gpus_run_side_by_side_each_child_on_its_own_and_exclusive_stages_al
         ran = {ln["gpu"] for ln in lines if Path(ln["out"]).name.startswith(f".{f[:-3]}.")}
         assert len(ran) == 1 and doc["gate_gpu"] == uuids[ran.pop()].record()
     exclusive = {s["name"] for s in catalog.stages() if s["exclusive"]}
+    assert {ln["stage"] for ln in lines if ln["go"] is not None} == exclusive   # they, and only they, took a section
+
+    def busy(b):
+        """When a stage's process could touch its GPU: all its life but a wait for its section."""
+        return [(b["t0"], b["ready"]), (b["go"], b["t1"])] if b["go"] is not None else [(b["t0"], b["t1"])]
     for gpu in uuids:
         on = [ln for ln in lines if ln["gpu"] == gpu]
         for a in on:
-            if a["stage"] not in exclusive:
+            if a["go"] is None:
                 continue
-            others = [b for b in on if b is not a and b["t0"] < a["t1"] and a["t0"] < b["t1"]]
-            assert not others, (a, others)                                   # alone on its GPU
+            others = [b for b in on if b is not a and any(s < a["done"] and a["go"] < e for s, e in busy(b))]
+            assert not others, (a, others)                                   # alone on its GPU in its section
     for gpu in uuids:   # jobs 2: two shared stages ran at once on each GPU (the rendezvous waited for it)
         on = [ln for ln in lines if ln["gpu"] == gpu]
         assert any(ln["met"] for ln in on), on

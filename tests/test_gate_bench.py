@@ -43,6 +43,21 @@ def test_each_verdict_is_held_to_the_generators_intent(tmp_path):
     assert times["train"] == {"n": 2, "median_s": 2.0, "p90_s": 3.0, "max_s": 3.0, "total_s": 4.0}
 
 
+def test_an_exclusive_stages_wait_for_the_gpu_is_summed_apart_from_its_seconds(tmp_path):
+    for k, (seconds, wait) in enumerate([(5.0, 4.0), (2.5, 0.5), (1.0, None)]):
+        doc = passing()
+        for st in doc["supervisor"]["stages"]:
+            if st["name"] == "train":
+                st["seconds"] = seconds
+                if wait is not None:
+                    st["gpu_wait_s"] = wait
+        folder(tmp_path, f"sub-{k:03d}", doc)
+    times = gate_bench.stage_times([tmp_path / f"sub-{k:03d}" for k in range(3)])
+    assert times["train"] == {"n": 3, "median_s": 1.0, "p90_s": 2.0, "max_s": 2.0, "total_s": 4.0,
+                              "wait_total_s": 4.5}
+    assert all("wait_total_s" not in v for name, v in times.items() if name != "train")
+
+
 @pytest.mark.parametrize("args, words", [(["--n", "0"], "--n"), (["--n", "5", "--jobs", "0"], "--jobs"),
                                          (["--n", "5", "--correct-share", "2"], "--correct-share")])
 def test_bad_arguments_are_one_line_and_status_2(args, words, capsys):

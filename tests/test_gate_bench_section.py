@@ -103,6 +103,19 @@ def test_a_run_within_the_line_meets_the_acceptance(tmp_path):
     assert "not as intended" not in part
 
 
+def test_the_waits_for_the_gpu_alone_are_a_column_only_when_recorded(tmp_path):
+    doc = bench(wall_s=412.3)
+    doc["stages"]["train"] = {"n": 50, "median_s": 0.9, "p90_s": 1.1, "max_s": 1.4, "total_s": 46.0,
+                              "wait_total_s": 120.5}
+    rc, _, part = render(tmp_path, doc)
+    assert rc == 0, part
+    assert "| stage | n | median, s | p90, s | max, s | total, s | waited for the GPU alone, s in all |" in part
+    assert "| train | 50 | 0.90 | 1.10 | 1.40 | 46.0 | 120.5 |" in part
+    assert "| entry | 50 | 3.10 | 4.80 | 6.00 | 160.2 | — |" in part
+    rc, _, part = render(tmp_path / "without", bench(wall_s=412.3))
+    assert rc == 0 and "waited for the GPU alone" not in part and "| entry | 50 | 3.10 | 4.80 | 6.00 | 160.2 |\n" in part
+
+
 def test_a_run_over_the_line_misses_it(tmp_path):
     rc, _, part = render(tmp_path, bench(wall_s=600.0))
     assert rc == 0 and "**50 submissions gated in 600.0 s on one NVIDIA H200, 5.00 a minute**" in part

@@ -181,3 +181,8 @@ def test_a_generated_course_gets_what_its_manifest_says(tmp_path):
         if not ok:
             wrong.append((s, {k: v for k, v in row.items() if k.startswith("case") or k in ("verdict", "first_hint")}))
     assert not wrong, wrong
+    exclusive = {st["name"] for st in catalog.stages("mlp_train") if st["exclusive"]}
+    for s in manifest["submissions"]:   # each exclusive stage took the GPU alone by the binary's handshake
+        doc = json.loads((out / s["file"][:-3] / "run.json").read_text())
+        for st in doc["supervisor"]["stages"]:
+            assert ("gpu_wait_s" in st) == (st["name"] in exclusive), st

@@ -11,6 +11,7 @@
 #include "common/cuda_check.h"
 #include "common/declared_precision.h"
 #include "paths/device.h"
+#include "cli/gpu_section.h"
 #include "common/exit_status.h"
 #include "io/inputs.h"
 #include "cli/modes.h"
@@ -39,6 +40,8 @@ int run_main(int argc, char** argv) {
   const PathCatalog catalog{default_path_names(MLP_EXTERNAL_SUBMISSION), opt_in_path_names()};
   // The submission's declared precision: an answer out of range is bad input, before anything is read.
   const mlp::DeclaredPrecision precision = mlp::declared_precision();
+  // The course's scheduler may hand this run the GPU alone for its work (cli/gpu_section.h).
+  GpuSection section = GpuSection::from_env();
   const RunInputs in = load_inputs(opt, catalog);
   if (precision.precision != mlp::Precision::FP32)
     std::fprintf(stderr, "submission: %s: cases 1, 2, 4 and 9 at its tolerances (u_p = %s)\n",
@@ -47,17 +50,21 @@ int run_main(int argc, char** argv) {
   const cudaDeviceProp prop = select_device();
   std::fprintf(stderr, "GPU: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
   CUDA_CHECK(cudaFree(nullptr));  // the context exists before the memory baseline is read
+  section.begin();                // the start above runs beside others; from here the GPU is ours alone
   memory_watch().start();
   const DeviceData dd(in.data);
   // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
   const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? kSubmissionPath : "fused",
                        command_line(argc, argv), precision};
 
-  if (!opt.profile.empty()) return run_profile(ctx);
-  if (!opt.stages.empty()) return run_stages(ctx);
-  if (!opt.sanitizer_workload.empty()) return run_sanitizer_workload_mode(ctx);
-  if (opt.quick) return run_quick(ctx);
-  return opt.perf_only ? run_perf_only(ctx) : run_gate(ctx);
+  const int status = !opt.profile.empty()             ? run_profile(ctx)
+                     : !opt.stages.empty()              ? run_stages(ctx)
+                     : !opt.sanitizer_workload.empty()  ? run_sanitizer_workload_mode(ctx)
+                     : opt.quick                        ? run_quick(ctx)
+                     : opt.perf_only                    ? run_perf_only(ctx)
+                                                        : run_gate(ctx);
+  section.end();  // the GPU shared again: what is left is the process's exit
+  return status;
 }
 
 }  // namespace

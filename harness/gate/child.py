@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -136,12 +137,14 @@ def what_happened(rc: int | None, timed_out: bool, limit: float, stderr: str) ->
 
 @dataclass
 class Child:
-    """How one child ended, and what it printed."""
+    """How one child ended, and what it printed; `waited_s`: the seconds it waited for its GPU section
+    (run_child's `section`), not counted against its limit."""
     rc: int | None
     timed_out: bool
     seconds: float
     stdout: str
     stderr: str
+    waited_s: float = 0.0
 
 
 def _pump(pipe, log, echo) -> None:
@@ -155,34 +158,143 @@ def _pump(pipe, log, echo) -> None:
     pipe.close()
 
 
+SECTION_VAR = "MLP_GATE_SECTION_FDS"   # cuda/cli/gpu_section.h: "W,R", the child's ends of two pipes
+
+
+class _Section:
+    """The parent's side of cuda/cli/gpu_section.h: the child writes "ready" when its own start is done
+    and waits for "go"; we take `section.to_exclusive(cancel)` (blocking: the time limit is paused
+    meanwhile), answer "go", and on "done", the child's end of the pipe closing or close(), give it back
+    with `section.to_shared()`. The serving thread alone changes the lock, and it ends within a fraction
+    of a second of close(). Anything else the child writes is ignored (a submission is linked into the
+    child and may write to the descriptor: at worst it spoils its own timing)."""
+
+    TICK_S = 0.2
+
+    def __init__(self, section) -> None:
+        self.section = section
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.waited = 0.0
+        self.waiting_since: float | None = None
+        self.from_child, self.child_w = os.pipe()
+        self.child_r, self.to_child = os.pipe()
+
+    def env(self) -> dict[str, str]:
+        return {SECTION_VAR: f"{self.child_w},{self.child_r}"}
+
+    def fds(self) -> tuple[int, int]:
+        return self.child_w, self.child_r
+
+    def started(self) -> None:
+        """After Popen: our copies of the child's ends closed, so its exit closes the pipe."""
+        os.close(self.child_w)
+        os.close(self.child_r)
+
+    def paused(self, now: float) -> float:
+        with self.lock:
+            return self.waited + (now - self.waiting_since if self.waiting_since is not None else 0.0)
+
+    def close(self) -> None:
+        """The child has ended: a wait for the GPU gives up, a held section is given back."""
+        self.cancel.set()
+
+    def _lines(self):
+        """The child's lines as they come, until it closes its end or close()."""
+        buf = b""
+        while not self.cancel.is_set():
+            ready, _, _ = select.select([self.from_child], [], [], self.TICK_S)
+            if not ready:
+                continue
+            chunk = os.read(self.from_child, 256)
+            if not chunk:
+                return
+            buf = (buf + chunk)[-4096:]
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                yield line.strip()
+
+    def serve(self) -> None:
+        inside = False
+        try:
+            for word in self._lines():
+                if word == b"ready" and not inside:
+                    with self.lock:
+                        self.waiting_since = time.time()
+                    inside = self.section.to_exclusive(self.cancel)
+                    with self.lock:
+                        self.waited += time.time() - self.waiting_since
+                        self.waiting_since = None
+                    if not inside:
+                        return
+                    try:
+                        os.write(self.to_child, b"go\n")
+                    except OSError:
+                        return
+                elif word == b"done" and inside:
+                    self.section.to_shared()
+                    inside = False
+        finally:
+            if inside:
+                self.section.to_shared()
+            os.close(self.to_child)
+            os.close(self.from_child)
+
+
 def run_child(cmd: list[str], limit: float, stdout_log: Path, stderr_log: Path, echo: bool = True,
-              env: dict[str, str] | None = None) -> Child:
+              env: dict[str, str] | None = None, section=None) -> Child:
     """`cmd` in its own process group (killed whole at `limit` seconds), its stdout and stderr
-    written to the logs as they come and, with `echo`, to ours; `env` on top of our environment."""
+    written to the logs as they come and, with `echo`, to ours; `env` on top of our environment.
+    `section` (schedule.GpuLock while the caller holds it shared): the child may ask for the GPU alone
+    for part of its life (cuda/cli/gpu_section.h, _Section); the seconds it waits for it do not count
+    against `limit`."""
     t0 = time.time()
     timed_out = False
+    sec = _Section(section) if section is not None else None
+    full_env = {**os.environ, **(env or {}), **(sec.env() if sec else {})} if (env or sec) else None
     with open(stdout_log, "w") as so, open(stderr_log, "w") as se:
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                                 start_new_session=True, env={**os.environ, **env} if env else None)
+        try:
+            child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                                     start_new_session=True, env=full_env, pass_fds=sec.fds() if sec else ())
+        except BaseException:
+            if sec:
+                sec.started()
+                os.close(sec.from_child)
+                os.close(sec.to_child)
+            raise
+        if sec:
+            sec.started()
         pumps = [threading.Thread(target=_pump, args=(child.stdout, so, sys.stdout if echo else None), daemon=True),
                  threading.Thread(target=_pump, args=(child.stderr, se, sys.stderr if echo else None), daemon=True)]
+        if sec:
+            pumps.append(threading.Thread(target=sec.serve, daemon=True))
         for t in pumps:
             t.start()
-        try:
-            rc = child.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            rc = None
+        rc = None
+        while True:
+            now = time.time()
+            left = t0 + limit + (sec.paused(now) if sec else 0.0) - now
+            if left <= 0:
+                timed_out = True
+                break
+            try:
+                rc = child.wait(timeout=min(left, 0.5) if sec else left)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         try:
             os.killpg(child.pid, signal.SIGKILL)   # the child's group: what it left running goes too
         except (ProcessLookupError, PermissionError):
             pass
         if timed_out:
             rc = child.wait()
+        if sec:
+            sec.close()
+            pumps.pop().join()     # the section given back before the caller's hold of the lock ends
         for t in pumps:
             t.join(timeout=10)
     return Child(rc, timed_out, round(time.time() - t0, 1), Path(stdout_log).read_text(errors="replace"),
-                 Path(stderr_log).read_text(errors="replace"))
+                 Path(stderr_log).read_text(errors="replace"), round(sec.paused(time.time()), 2) if sec else 0.0)
 
 
 @dataclass

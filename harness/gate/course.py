@@ -19,7 +19,8 @@ replaces OUT/<name>/ only once a case has run, so a run that reached no GPU leav
 was.
 
 GPUs. harness/gate/schedule.py: `--jobs` submissions at once on each GPU of `--gpus`, each child
-seeing its GPU alone; the stages that time epochs or read the free memory run alone on their GPU.
+seeing its GPU alone; the stages that time epochs or read the free memory do that work alone on
+their GPU (their child's start runs beside the others: schedule.GpuLock.to_exclusive, cuda/cli/gpu_section.h).
 run.json records the GPU a submission ran on ("gate_gpu": index, name, UUID).
 
 The leaderboard (leaderboard.csv, leaderboard.md, written together or not at all) has one row per
@@ -420,7 +421,7 @@ def gate_submission(sub: Submission, binary: Path, out: Path, limit: float | Non
     env = {**(gpu.env() if gpu else {}), **(env_extra or {})}
     guard = lock.stage if lock else None
     outcome = supervise_run(binary, tmp, gate_args(strict), limit, sanitize=GATED, env=env or None, guard=guard,
-                            sanitizer_guard=lock.sanitizer if lock else None)
+                            sanitizer_guard=lock.sanitizer if lock else None, section=lock)
     final = out / sub.name
     if not outcome.started and outcome.rc == EXIT_BAD_INPUT:   # our arguments are valid: the submission's doing
         line = _refusal(tmp)

@@ -7,9 +7,11 @@
                                          ready, e.g. as their builds finish)
 
 Each GPU has a GpuLock. A stage that needs the GPU to itself (the catalog's "exclusive" stages: the
-timed train stage, and the contract stage, which reads the device's free memory) takes it alone: no
-other stage runs on that GPU meanwhile, and a waiting exclusive stage holds back new shared ones so it
-is not starved. The other stages share the GPU, up to `jobs` at once, one submission per worker; the
+timed train stage, and the contract stage, which reads the device's free memory) takes it alone for
+its work: its child starts as a shared user and, once its own start is done, becomes the exclusive one
+(to_exclusive, through cuda/cli/gpu_section.h's handshake: harness/gate/child.py run_child), then
+shares the GPU again for its exit (to_shared). No other stage runs on that GPU meanwhile, and a
+waiting exclusive user holds back new shared ones so it is not starved. The other stages share the GPU, up to `jobs` at once, one submission per worker; the
 compute-sanitizer runs share it too, but queue for the GPU's slots of their tool (SANITIZER_SLOTS:
 one racecheck and one memcheck at a time by default): a queue of sanitized runs per tool and GPU,
 beside the other submissions' unsanitized stages. A child runs with CUDA_VISIBLE_DEVICES set to its GPU's UUID, so it sees
@@ -109,6 +111,33 @@ class GpuLock:
         """A compute-sanitizer run of `tool`: one of its slots, and the GPU shared."""
         with self._sanitizers[tool], self.stage(False):
             yield
+
+    def to_exclusive(self, cancel: threading.Event | None = None) -> bool:
+        """A shared user (inside stage(False)) becomes the exclusive one: it waits as an exclusive
+        stage waits (new shared users held back) until no one else uses the GPU. False, and still
+        shared, when `cancel` is set first (its child ended). A child's GPU section
+        (harness/gate/child.py run_child) calls it; to_shared gives it back."""
+        with self._cond:
+            self._shared -= 1
+            self._waiting_exclusive += 1
+            self._cond.notify_all()
+            while self._exclusive or self._shared:
+                if cancel is not None and cancel.is_set():
+                    self._waiting_exclusive -= 1
+                    self._shared += 1
+                    self._cond.notify_all()
+                    return False
+                self._cond.wait(0.2 if cancel is not None else None)
+            self._waiting_exclusive -= 1
+            self._exclusive = True
+            return True
+
+    def to_shared(self) -> None:
+        """The exclusive user (after to_exclusive) shares the GPU again, still inside its stage(False)."""
+        with self._cond:
+            self._exclusive = False
+            self._shared += 1
+            self._cond.notify_all()
 
     @contextmanager
     def stage(self, exclusive: bool):

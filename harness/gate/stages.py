@@ -85,23 +85,29 @@ def _part(path: Path, run_id: str, stage: str) -> dict | None:
 
 
 def run_stage(stage: Stage, base: list[str], run_id: str, limit: float, why: str, out: Path, logs: Path,
-              env: dict[str, str] | None = None, guard=None) -> dict:
+              env: dict[str, str] | None = None, guard=None, section=None) -> dict:
     """One stage's process: {"record" (the supervisor block's entry), "part" (its JSON or None),
     "cases" (its rows), "synthetic" (ids the supervisor failed), "rc", "stderr"}. `env`: on top of
-    ours for the child; `guard(exclusive)`: a context held while it runs (the course's GPU lock)."""
+    ours for the child; `guard(exclusive)`: a context held while it runs (the course's GPU lock).
+    With `section` (that lock), an exclusive stage holds the GPU shared and its child takes it alone
+    only from the end of its own start to the end of its work (cuda/cli/gpu_section.h); the seconds
+    it waits for that are the record's "gpu_wait_s", not counted against its limit."""
     cmd = [*base, "--stage", stage.name, "--run-id", run_id]
     print(f"supervisor: stage {stage.name} (cases {', '.join(map(str, stage.cases))}): {' '.join(cmd)}", flush=True)
     print(f"supervisor: stage {stage.name}: time limit {why}", flush=True)
     produced = out / f"stage-{stage.name}.json"
     produced.unlink(missing_ok=True)
-    with guard(stage.exclusive) if guard else contextlib.nullcontext():
+    handshake = section is not None and guard is not None and stage.exclusive
+    with guard(stage.exclusive and not handshake) if guard else contextlib.nullcontext():
         ch = run_child(cmd, limit, logs / f"stage-{stage.name}.stdout.log", logs / f"stage-{stage.name}.stderr.log",
-                       env=env)
+                       env=env, section=section if handshake else None)
     part = _part(produced, run_id, stage.name)
     if produced.exists() and produced.resolve() != (logs / produced.name).resolve():
         produced.replace(logs / produced.name)
     record = {"name": stage.name, "cases": list(stage.cases), "limit_s": round(limit, 1), "limit_why": why,
               "seconds": ch.seconds, "exit_status": ch.rc}
+    if handshake:
+        record["gpu_wait_s"] = ch.waited_s
     synthetic: list[int] = []
     if part is not None and not ch.timed_out and ch.rc in (0, 1):
         record["ended"] = f"exited {ch.rc}"
@@ -170,7 +176,7 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
 
 def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
                logs: Path | None = None, write_unstarted: bool = True, results: Path = RESULTS_DIR,
-               env: dict[str, str] | None = None, guard=None) -> Outcome:
+               env: dict[str, str] | None = None, guard=None, section=None) -> Outcome:
     """Every stage, one after another, into OUT/run.json (see the module's text). A first stage
     that exits 3 (a CUDA error: no device, no code for it) before any case row ends the run there:
     the later stages would only say the same (the not-run stages' cases fail naming it)."""
@@ -185,7 +191,7 @@ def run_staged(binary: Path, out: Path, args: list[str], limit: float | None = N
     stages = binary_stages()
     for st in stages:
         lim, why = (limit, f"{limit:.0f} s (--limit)") if limit else stage_limit(st, args, results)
-        r = run_stage(st, base, run_id, lim, why, out, logs, env, guard)
+        r = run_stage(st, base, run_id, lim, why, out, logs, env, guard, section)
         if r["rc"] == 2 and not r["timed_out"]:      # bad input: every stage would say the same
             return Outcome(2, False, "exited 2: bad input", 2)
         done.append(r)

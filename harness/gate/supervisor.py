@@ -49,15 +49,17 @@ def supervise(binary: Path, out: Path, args: list[str], limit: float | None = No
 def supervise_run(binary: Path, out: Path, args: list[str], limit: float | None = None, data: Path = DATA_DIR,
                   sanitize: str | None = None, logs: Path | None = None, write_unstarted: bool = True,
                   staged: bool = True, env: dict[str, str] | None = None, guard=None,
-                  sanitizer_guard=None) -> Outcome:
+                  sanitizer_guard=None, section=None) -> Outcome:
     """supervise(), with what happened. `logs`: where the logs (and the stages' parts) go
     (default OUT). `write_unstarted` False: a run that stopped before any case leaves
     OUT/run.json as it was (`invoke run`: a machine without a GPU keeps the committed results).
     `sanitizer_guard(tool)`: a context each compute-sanitizer run holds (the course's queue of
-    that tool's runs on its GPU)."""
+    that tool's runs on its GPU). `section`: the course's GpuLock, through which an exclusive stage's
+    child takes the GPU alone only for its timed part (harness/gate/stages.py run_stage)."""
     if staged:
         from harness.gate.stages import run_staged
-        outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted, env=env, guard=guard)
+        outcome = run_staged(binary, out, args, limit, data, logs, write_unstarted, env=env, guard=guard,
+                             section=section)
     else:
         outcome = _supervise(binary, out, args, limit, data, logs, write_unstarted, env)
     if sanitize and outcome.rc != 2 and outcome.started:

@@ -34,20 +34,29 @@ EXIT_NOT_AS_INTENDED = 1
 
 
 def stage_times(folders) -> dict[str, dict]:
-    """{stage: {"n", "median_s", "p90_s", "max_s", "total_s"}} over the run.json of each folder."""
+    """{stage: {"n", "median_s", "p90_s", "max_s", "total_s"[, "wait_total_s"]}} over the run.json of
+    each folder: a stage's own seconds, less the wait of an exclusive stage's child for the GPU alone
+    (its record's gpu_wait_s), which is summed apart as wait_total_s."""
     seconds: dict[str, list[float]] = {}
+    waits: dict[str, float] = {}
     for f in folders:
         doc = course.run_doc(f)
         for st in ((doc or {}).get("supervisor") or {}).get("stages", []):
-            s = st.get("seconds")
+            s, w = st.get("seconds"), st.get("gpu_wait_s")
             if isinstance(s, (int, float)):
-                seconds.setdefault(st.get("name", "?"), []).append(float(s))
+                name = st.get("name", "?")
+                if isinstance(w, (int, float)):
+                    waits[name] = waits.get(name, 0.0) + float(w)
+                    s = max(0.0, s - w)
+                seconds.setdefault(name, []).append(float(s))
     out = {}
     for name, xs in seconds.items():
         xs = sorted(xs)
         out[name] = {"n": len(xs), "median_s": round(statistics.median(xs), 2),
                      "p90_s": round(xs[min(len(xs) - 1, int(0.9 * len(xs)))], 2), "max_s": round(xs[-1], 2),
                      "total_s": round(sum(xs), 1)}
+        if name in waits:
+            out[name]["wait_total_s"] = round(waits[name], 1)
     return out
 
 

@@ -7,7 +7,9 @@ any row), "badinput" (exit 2). A stage missing from the plan passes. FAKE_REFUSE
 --out holds it exits 2 at once with mlp_train's line for an mlp_precision() out of range. FAKE_PATH_FAILURES (JSON list)
 goes into the train part. FAKE_SLEEP (seconds) makes every stage take that long; FAKE_LOG (a file)
 gets one JSON line per stage: its name, CUDA_VISIBLE_DEVICES, start and end times, and whether it met
-a peer. FAKE_RENDEZVOUS (a folder): a stage that shares its GPU (not the catalog's exclusive ones)
+a peer, and for a stage that took a GPU section (MLP_GATE_SECTION_FDS set: cuda/cli/gpu_section.h's
+handshake, after its start and before its rows) when it asked ("ready") and held it ("go", "done").
+FAKE_START_S (seconds): its start before the section. FAKE_RENDEZVOUS (a folder): a stage that shares its GPU (not the catalog's exclusive ones)
 marks itself running there (GPU.PID, removed before it ends) and, until some stage on its GPU has met
 a peer (GPU.met), waits for another stage's mark on the same GPU: two shared stages provably overlap
 there (or, after 60 s without one, it goes on, met false, and the test that asked fails).
@@ -63,6 +65,20 @@ if os.environ.get("FAKE_RENDEZVOUS") and not EXCLUSIVE.get(stage, True):
         else:
             met = (where / f"{gpu}.met").exists()
             time.sleep(0.01)
+section = os.environ.get("MLP_GATE_SECTION_FDS")
+ready = go = None
+if section:
+    time.sleep(float(os.environ.get("FAKE_START_S", "0")))
+    w, r = (int(x) for x in section.split(","))
+    ready = time.time()
+    os.write(w, b"ready\n")
+    answer = b""
+    while not answer.endswith(b"\n"):
+        got = os.read(r, 1)
+        if not got:
+            break
+        answer += got
+    go = time.time()
 print("#  case value limit verdict", flush=True)
 if os.environ.get("FAKE_REFUSE") and os.environ["FAKE_REFUSE"] in (out or ""):
     print("mlp_train: error: the submission's mlp_precision() returned 7, which is no precision: ...", file=sys.stderr)
@@ -98,8 +114,13 @@ if mode != "nopart":
     json.dump(part, open(os.path.join(out, f"stage-{stage}.json"), "w"))
 if mark is not None:
     mark.unlink()   # before t1: the mark lives inside [t0, t1]
+done = None
+if section:
+    done = time.time()
+    os.write(w, b"done\n")
 if os.environ.get("FAKE_LOG"):
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(json.dumps({"stage": stage, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "t0": t_start,
-                              "t1": time.time(), "out": out, "met": met}) + "\n")
+                              "t1": time.time(), "out": out, "met": met, "ready": ready, "go": go,
+                              "done": done}) + "\n")
 sys.exit(1 if mode == "fail" or part.get("path_failures") else 0)
