@@ -76,9 +76,11 @@ $(OBJ)/%.o: cuda/%.cu $(BUILD)/config.stamp
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
-$(OBJ)/cli/mlp_train.o: cuda/cli/mlp_train.cu $(BUILD)/config.stamp
+# Which submission is linked: the one object besides the submission's own that differs between two
+# submissions' builds (a course's builds share the rest, mlp_train.o included).
+$(OBJ)/cli/submission_info.o: cuda/cli/submission_info.cpp $(BUILD)/config.stamp
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(SUBMISSION_DEFS) -MMD -MP -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(SUBMISSION_DEFS) -MMD -MP -c $< -o $@
 
 # Its header list is kept per submission (SUB_DEP), so that one which names a file since removed
 # is never read once another submission is built.

@@ -62,7 +62,7 @@ _BUILT: dict[str, Path] = {}
 
 def built(submission: str) -> Path:
     """The submission's mlp_train, built once per session the way the course gate builds it (our
-    objects from build/, only the submission and mlp_train.o compiled: harness/gate/course.py)."""
+    objects from build/, only the submission and cli/submission_info.o compiled: harness/gate/course.py)."""
     if submission not in _BUILT:
         from harness.gate import course
         src = ROOT / submission

@@ -19,14 +19,9 @@
 #include "paths/kernel_path.h"
 #include "paths/registry.h"
 #include "cli/run_json.h"
+#include "cli/submission_info.h"
 #include "paths/train_loop.h"
 
-#ifndef MLP_SUBMISSION_SOURCE
-#define MLP_SUBMISSION_SOURCE "cuda/contract/submission_ref.cu"
-#endif
-#ifndef MLP_EXTERNAL_SUBMISSION
-#define MLP_EXTERNAL_SUBMISSION 0
-#endif
 
 namespace {
 
@@ -37,7 +32,7 @@ int run_main(int argc, char** argv) {
     return kExitPass;
   }
   // The opt-in paths run only when named in --paths or --profile (paths/registry.h).
-  const PathCatalog catalog{default_path_names(MLP_EXTERNAL_SUBMISSION), opt_in_path_names()};
+  const PathCatalog catalog{default_path_names(linked_submission_is_external()), opt_in_path_names()};
   // The submission's declared precision: an answer out of range is bad input, before anything is read.
   const mlp::DeclaredPrecision precision = mlp::declared_precision();
   // The course's scheduler may hand this run the GPU alone for its work (cli/gpu_section.h).
@@ -54,7 +49,7 @@ int run_main(int argc, char** argv) {
   memory_watch().start();
   const DeviceData dd(in.data);
   // The gated path: the submission's own epoch when a learner's file is linked, else our fused path.
-  const RunContext ctx{in, prop, dd, MLP_SUBMISSION_SOURCE, MLP_EXTERNAL_SUBMISSION ? kSubmissionPath : "fused",
+  const RunContext ctx{in, prop, dd, linked_submission_source(), linked_submission_is_external() ? kSubmissionPath : "fused",
                        command_line(argc, argv), precision};
 
   const int status = !opt.profile.empty()             ? run_profile(ctx)

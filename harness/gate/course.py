@@ -12,7 +12,7 @@ name: the file and the headers beside it are copied under safe names into build/
 and make gets only that copy's path. The leaderboard shows both names.
 
 Folders. Each submission gets build/gate/<name>/ (our objects copied from build/, so only its own
-file, mlp_train.o and the link are compiled; builds run in parallel on the CPU cores) and
+file, cli/submission_info.o (which file is linked) and the link are compiled; builds run in parallel on the CPU cores) and
 OUT/<name>/ (run.json, RESULTS.md, the stages' logs and parts, memcheck.log, racecheck.log; or
 build.json with the compiler's first error line). A run is written into OUT/.<name>.running-*/ and
 replaces OUT/<name>/ only once a case has run, so a run that reached no GPU leaves the folder as it
@@ -118,7 +118,7 @@ def first_error(log: str) -> str:
 
 def build_common(arch: str) -> Path:
     """Our own build in build/ (a no-op when it is up to date): its objects are every
-    submission's, except the submission's own and mlp_train.o."""
+    submission's, except the submission's own and cli/submission_info.o (which file is linked)."""
     subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), f"-j{os.cpu_count() or 2}", f"ARCH={arch}",
                     f"BUILD={_rel(BUILD_DIR)}", f"{_rel(BUILD_DIR)}/mlp_train"], check=True)
     return BUILD_DIR
@@ -145,7 +145,7 @@ def build_one(sub: Submission, arch: str, common: Path, jobs: int = 2) -> tuple[
     shutil.rmtree(bdir, ignore_errors=True)
     for obj in Path(common).rglob("*.o"):
         rel = obj.relative_to(common)
-        if rel.parts[0] in ("gate", "sub", "asan", ".submission-check") or rel.name in ("submission.o", "mlp_train.o"):
+        if rel.parts[0] in ("gate", "sub", "asan", ".submission-check") or rel.name in ("submission.o", "submission_info.o"):
             continue
         (bdir / rel.parent).mkdir(parents=True, exist_ok=True)
         shutil.copy2(obj, bdir / rel)
