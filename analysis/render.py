@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from analysis import fmt, plots
+from analysis import fmt
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from spec.provenance import committed_in
 from analysis.sections import common, floor, gate, memory, phases, precision, profiles, roofline
@@ -164,6 +164,7 @@ def _profile_log_error(text: str | None) -> str | None:
 
 def results_plots(ctx: dict) -> dict[str, bytes]:
     """{key: PNG bytes} of every plot RESULTS.md shows that has data."""
+    from analysis import plots   # matplotlib: only when a plot is drawn, not for a run that stops at its inputs
     run, torch = ctx["run"], ctx["torch"]
     out = {}
     series = [(("CUDA " if s["kind"] == "cuda" else "PyTorch " if s["kind"] == "pytorch" else "")
@@ -247,6 +248,7 @@ def render_supervised(run: dict, run_path, out_path, templates_dir) -> dict:
 
 def render_sweep(doc: dict, sweep_path, out_path, plots_dir, templates_dir) -> dict:
     """{path: text or bytes} of SWEEP.md and its three plots."""
+    from analysis import plots   # matplotlib: only when a plot is drawn, not for a run that stops at its inputs
     out_path, plots_dir = Path(out_path), Path(plots_dir)
     template = load_template(Path(templates_dir) / SWEEP_TEMPLATE)
     ctx = sweep_mod.sweep(doc)
