@@ -6,6 +6,7 @@ programs speaking the binary's protocol; tests/test_cli_inputs.py-style checks h
 reading of MLP_GATE_SECTION_FDS."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,34 +16,49 @@ import pytest
 
 from harness.gate import schedule
 from harness.gate.child import SECTION_VAR, run_child
+from spec.files import ROOT
 
 # A child that speaks cuda/cli/gpu_section.h's protocol; argv[1]: what it does in its section.
 CHILD = r"""
-import os, sys, time
-w, r = (int(x) for x in os.environ["MLP_GATE_SECTION_FDS"].split(","))
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from tests.fakes import gpu_section_client as gs
+w, r = gs.fds()
 print("started", flush=True)
-os.write(w, b"ready\n")
 if sys.argv[1] == "exit-waiting":
+    import os
+    os.write(w, b"ready\n")
     sys.exit(0)
-answer = b""
-while not answer.endswith(b"\n"):
-    got = os.read(r, 1)
-    if not got:
-        break
-    answer += got
-print("answer", answer.decode().strip(), flush=True)
+print("answer", gs.ready(w, r), flush=True)
 if sys.argv[1] == "hang":
     time.sleep(60)
-os.write(w, b"done\n")
+gs.done(w)
 print("after", flush=True)
 """
-
 
 def child(tmp_path, what: str, limit: float, lock: schedule.GpuLock, result: dict):
     """run_child of CHILD inside `lock.stage(False)`, as stages.run_stage runs an exclusive stage."""
     with lock.stage(False):
-        result["child"] = run_child([sys.executable, "-c", CHILD, what], limit, tmp_path / "o.log",
+        result["child"] = run_child([sys.executable, "-c", CHILD, what, str(ROOT)], limit, tmp_path / "o.log",
                                     tmp_path / "e.log", echo=False, section=lock)
+
+
+@contextlib.contextmanager
+def held_by_another(lock: schedule.GpuLock, timeout: float = 30.0):
+    """Another shared user (a racecheck, say) holds the GPU from entry until the block ends; yields
+    an Event that lets it go earlier."""
+    release, holding = threading.Event(), threading.Event()
+
+    def holder():
+        with lock.stage(False):
+            holding.set()
+            release.wait(timeout + 90)
+    threading.Thread(target=holder, daemon=True).start()
+    assert holding.wait(timeout)
+    try:
+        yield release
+    finally:
+        release.set()
 
 
 def wait_until(pred, what: str, timeout: float = 30.0) -> None:
@@ -59,28 +75,19 @@ def test_the_start_runs_beside_a_user_and_the_wait_for_the_gpu_alone_is_not_in_t
     alone and waits: it gets "go" only once that user has left, and the 1.5 s it waited are not
     counted against its 1 s limit."""
     lock = schedule.GpuLock()
-    release, holding, left = threading.Event(), threading.Event(), threading.Event()
-
-    def holder():
-        with lock.stage(False):
-            holding.set()
-            release.wait(30)
-        left.set()
-    threading.Thread(target=holder, daemon=True).start()
-    assert holding.wait(30)
     result: dict = {}
-    t = threading.Thread(target=child, args=(tmp_path, "ok", 1.0, lock, result), daemon=True)
-    t.start()
-    wait_until(lambda: (tmp_path / "o.log").exists() and "started" in (tmp_path / "o.log").read_text(),
-               "the child did not start beside the holder")
-    wait_until(lambda: lock._waiting_exclusive == 1, "the child never asked for the GPU alone")
-    assert "answer" not in (tmp_path / "o.log").read_text()           # no "go" while the holder is in
-    threading.Event().wait(1.5)                                         # past the child's 1 s limit
-    assert t.is_alive() and "answer" not in (tmp_path / "o.log").read_text()
-    release.set()
-    t.join(30)
+    with held_by_another(lock) as release:
+        t = threading.Thread(target=child, args=(tmp_path, "ok", 1.0, lock, result), daemon=True)
+        t.start()
+        wait_until(lambda: (tmp_path / "o.log").exists() and "started" in (tmp_path / "o.log").read_text(),
+                   "the child did not start beside the holder")
+        wait_until(lambda: lock._waiting_exclusive == 1, "the child never asked for the GPU alone")
+        assert "answer" not in (tmp_path / "o.log").read_text()           # no "go" while the holder is in
+        threading.Event().wait(1.5)                                         # past the child's 1 s limit
+        assert t.is_alive() and "answer" not in (tmp_path / "o.log").read_text()
+        release.set()
+        t.join(30)
     ch = result["child"]
-    assert left.is_set()
     assert not ch.timed_out and ch.rc == 0, (ch.rc, ch.stderr)
     assert ch.stdout.splitlines() == ["started", "answer go", "after"]
     assert ch.waited_s >= 1.4, ch.waited_s
@@ -108,21 +115,13 @@ def test_a_child_that_ends_while_waiting_gives_up_its_place_at_once(tmp_path):
     """The child asks, then exits before its answer; a shared user holds the GPU all along. run_child
     returns without waiting for that user, and the lock counts the holder alone again."""
     lock = schedule.GpuLock()
-    release, holding = threading.Event(), threading.Event()
-
-    def holder():
-        with lock.stage(False):
-            holding.set()
-            release.wait(30)
-    threading.Thread(target=holder, daemon=True).start()
-    assert holding.wait(30)
     result: dict = {}
-    child(tmp_path, "exit-waiting", 30.0, lock, result)
-    assert not release.is_set()
-    ch = result["child"]
-    assert ch.rc == 0 and not ch.timed_out
-    assert (lock._shared, lock._exclusive, lock._waiting_exclusive) == (1, False, 0)   # the holder alone
-    release.set()
+    with held_by_another(lock) as release:
+        child(tmp_path, "exit-waiting", 30.0, lock, result)
+        assert not release.is_set()
+        ch = result["child"]
+        assert ch.rc == 0 and not ch.timed_out
+        assert (lock._shared, lock._exclusive, lock._waiting_exclusive) == (1, False, 0)   # the holder alone
 
 
 def test_without_a_section_the_child_gets_no_descriptors(tmp_path):
@@ -155,26 +154,19 @@ def test_the_binary_asks_for_the_gpu_alone_after_its_start_and_waits_for_it(buil
     stage = next(s for s in binary_stages() if s.name == "contract")
     assert stage.exclusive
     lock = schedule.GpuLock()
-    release, holding = threading.Event(), threading.Event()
-
-    def holder():
-        with lock.stage(False):
-            holding.set()
-            release.wait(120)
-    threading.Thread(target=holder, daemon=True).start()
-    assert holding.wait(30)
     out = tmp_path / "out"
     out.mkdir()
     base = [str(binary), "--data", str(DATA_DIR), "--out", str(out), "--reference", "shipped"]
     result: dict = {}
-    t = threading.Thread(target=lambda: result.update(run_stage(stage, base, "r1", 120.0, "test", out, out,
-                                                                guard=lock.stage, section=lock)), daemon=True)
-    t.start()
-    wait_until(lambda: lock._waiting_exclusive == 1, "the binary never asked for the GPU alone", timeout=120)
-    threading.Event().wait(1.0)
-    assert t.is_alive()
-    release.set()
-    t.join(120)
+    with held_by_another(lock, timeout=120) as release:
+        t = threading.Thread(target=lambda: result.update(run_stage(stage, base, "r1", 120.0, "test", out, out,
+                                                                    guard=lock.stage, section=lock)), daemon=True)
+        t.start()
+        wait_until(lambda: lock._waiting_exclusive == 1, "the binary never asked for the GPU alone", timeout=120)
+        threading.Event().wait(1.0)
+        assert t.is_alive()
+        release.set()
+        t.join(120)
     rec = result["record"]
     assert rec["ended"] == "exited 0" and all(c["passed"] for c in result["cases"]), (rec, result["cases"])
     assert rec["gpu_wait_s"] >= 0.9, rec

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from spec import catalog  # noqa: E402 - the stages and their cases are the real binary's
+from tests.fakes import gpu_section_client  # noqa: E402
 
 NAMES = catalog.case_names()
 CASES = {s["name"]: [(i, NAMES[i]) for i in s["cases"]] for s in catalog.stages("mlp_train")}
@@ -65,19 +66,12 @@ if os.environ.get("FAKE_RENDEZVOUS") and not EXCLUSIVE.get(stage, True):
         else:
             met = (where / f"{gpu}.met").exists()
             time.sleep(0.01)
-section = os.environ.get("MLP_GATE_SECTION_FDS")
+section = gpu_section_client.fds()
 ready = go = None
 if section:
     time.sleep(float(os.environ.get("FAKE_START_S", "0")))
-    w, r = (int(x) for x in section.split(","))
     ready = time.time()
-    os.write(w, b"ready\n")
-    answer = b""
-    while not answer.endswith(b"\n"):
-        got = os.read(r, 1)
-        if not got:
-            break
-        answer += got
+    gpu_section_client.ready(*section)
     go = time.time()
 print("#  case value limit verdict", flush=True)
 if os.environ.get("FAKE_REFUSE") and os.environ["FAKE_REFUSE"] in (out or ""):
@@ -117,7 +111,7 @@ if mark is not None:
 done = None
 if section:
     done = time.time()
-    os.write(w, b"done\n")
+    gpu_section_client.done(section[0])
 if os.environ.get("FAKE_LOG"):
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(json.dumps({"stage": stage, "gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "t0": t_start,
