@@ -65,14 +65,15 @@ def test_bad_input_files_are_one_line_exit_2(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ceilings.json", "results", "sweep.json"]
 
 
-@pytest.fixture
-def scratch_repo(tmp_path, built):
+@pytest.fixture(scope="module")
+def scratch_tree(tmp_path_factory, built):
     """A copy of the working tree to break recipe.toml in: build/ only as far as a run reads it before
     anything else (mlp_train, made up to date first, and the build's records), without .git and the
-    device folders. A task that forgot to check the recipe would run that mlp_train and write."""
+    device folders. A task that forgot to check the recipe would run that mlp_train and write. One
+    copy for the module (65 MB): each test restores the recipe it broke (scratch_repo)."""
     import shutil
     built("mlp_train")
-    repo = tmp_path / "repo"
+    repo = tmp_path_factory.mktemp("scratch") / "repo"
     keep_in_build = {"mlp_train", "build_info.json", "config.stamp", "catalog.json"}
 
     def ignore(folder, names):
@@ -81,6 +82,14 @@ def scratch_repo(tmp_path, built):
         return [n for n in names if n in (".git", "__pycache__", ".devbuild", ".device-kit")]
     shutil.copytree(ROOT, repo, ignore=ignore, symlinks=True)
     return repo
+
+
+@pytest.fixture
+def scratch_repo(scratch_tree):
+    """scratch_tree with the repository's recipe.toml put back after the test. Any other write a
+    test's task made fails that test (its snapshot comparison) before a later test sees the tree."""
+    yield scratch_tree
+    (scratch_tree / "recipe.toml").write_bytes((ROOT / "recipe.toml").read_bytes())
 
 
 def _snapshot(root):
