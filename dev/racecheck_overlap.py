@@ -1,9 +1,9 @@
 """dev/racecheck_overlap.py — do two racecheck runs side by side on one GPU finish sooner than one after
 the other? (issue 40: the course's racecheck slots per GPU, harness/gate/schedule.py SANITIZER_SLOTS.)
 
-    python dev/racecheck_overlap.py --out DIR BINARY [BINARY ...]
+    python dev/racecheck_overlap.py --out DIR SUBMISSION.cu|BINARY [...]
 
-For each built mlp_train (e.g. build/gate/<name>/mlp_train after a course gate), the racecheck run the
+For each submission (built as the course builds it, into build/gate/<name>/) or built mlp_train, the racecheck run the
 gate makes (compute-sanitizer --tool racecheck ... --sanitizer-workload race, as
 harness/gate/sanitizer_cases.py builds it) is run REPS times one at a time, then REPS times two at a
 time (pairs started together); each run's seconds and the two walls go to DIR/racecheck_overlap.json,
@@ -46,10 +46,21 @@ def main(argv=None) -> int:
     if sanitizer is None:
         print("racecheck_overlap: compute-sanitizer not found", file=sys.stderr)
         return 2
+    binaries = []
+    for b in a.binaries:
+        if b.suffix == ".cu":
+            from harness.gate import course
+            built, error = course.build_one(course.Submission(b, course.name_of(b)), "sm_90",
+                                            course.build_common("sm_90"), jobs=8)
+            if built is None:
+                print(f"racecheck_overlap: {b}: {error}", file=sys.stderr)
+                return 2
+            b = built.relative_to(ROOT)
+        binaries.append(b)
     rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        for b in a.binaries:
+        for b in binaries:
             one(sanitizer, b, tmp, "warm")                       # the first run's loads out of the measure
             t0 = time.time()
             serial = [one(sanitizer, b, tmp, f"s{i}") for i in range(REPS)]
@@ -62,10 +73,10 @@ def main(argv=None) -> int:
             paired_wall = round(time.time() - t0, 2)
             row = {"binary": str(b), "reps": REPS, "one_at_a_time_s": serial, "one_at_a_time_wall_s": serial_wall,
                    "two_at_a_time_s": paired, "two_at_a_time_wall_s": paired_wall,
-                   "two_over_one": round(paired_wall / serial_wall, 3)}
+                   "two_over_one": round(paired_wall / serial_wall, 3) if serial_wall > 0 else None}
             rows.append(row)
             print(f"{b}: {REPS} racechecks one at a time {serial_wall:.1f} s, two at a time {paired_wall:.1f} s "
-                  f"(x{row['two_over_one']:.2f}): {'two' if paired_wall < serial_wall else 'one'} at a time is faster",
+                  f"(x{row['two_over_one']}): {'two' if paired_wall < serial_wall else 'one'} at a time is faster",
                   flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
     write_json(a.out / "racecheck_overlap.json", {"schema": 1, **provenance.stamp(), "rows": rows})
