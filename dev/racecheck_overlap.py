@@ -4,8 +4,7 @@ the other? (issue 40: the course's racecheck slots per GPU, harness/gate/schedul
     python dev/racecheck_overlap.py --out DIR SUBMISSION.cu|BINARY [...]
 
 For each submission (built as the course builds it, into build/gate/<name>/) or built mlp_train, the racecheck run the
-gate makes (compute-sanitizer --tool racecheck ... --sanitizer-workload race, as
-harness/gate/sanitizer_cases.py builds it) is run REPS times one at a time, then REPS times two at a
+gate makes (harness/gate/sanitizer_cases.py tool_command) is run REPS times one at a time, then REPS times two at a
 time (pairs started together); each run's seconds and the two walls go to DIR/racecheck_overlap.json,
 and one line per binary says which was faster. Nothing else may use the GPU meanwhile."""
 from __future__ import annotations
@@ -20,16 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.gate.sanitizer_cases import WORKLOAD_ARGS, find_sanitizer  # noqa: E402
+from harness.gate.sanitizer_cases import find_sanitizer, tool_command  # noqa: E402
 from spec import provenance  # noqa: E402
-from spec.files import DATA_DIR, ROOT, write_json  # noqa: E402
+from spec.files import ROOT, write_json  # noqa: E402
 
 REPS = 4
 
 
 def one(sanitizer: str, binary: Path, tmp: Path, k: str) -> float:
-    cmd = [sanitizer, "--tool", "racecheck", "--error-exitcode", "99", str(binary), "--data", str(DATA_DIR),
-           "--out", str(tmp / k), *WORKLOAD_ARGS["racecheck"]]
+    cmd = tool_command(sanitizer, "racecheck", binary, tmp / k)
     t0 = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if res.returncode != 0:

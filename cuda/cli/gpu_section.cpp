@@ -15,13 +15,16 @@ namespace {
 
 constexpr const char* kVar = "MLP_GATE_SECTION_FDS";
 
+UserError malformed(const std::string& whole) {
+  return UserError(std::string(kVar) + "=" + one_line(whole) + ": expected two descriptors W,R (numbers from 3)");
+}
+
 // A descriptor number of the variable: decimal digits, 3..65535 (0-2 are the standard streams).
 int parse_fd(const std::string& text, const std::string& whole) {
   bool digits = !text.empty() && text.size() <= 5;
   for (char ch : text) digits = digits && ch >= '0' && ch <= '9';
   const long v = digits ? std::strtol(text.c_str(), nullptr, 10) : -1;
-  if (v < 3 || v > 65535)
-    throw UserError(std::string(kVar) + "=" + one_line(whole) + ": expected two descriptors W,R (numbers from 3)");
+  if (v < 3 || v > 65535) throw malformed(whole);
   return (int)v;
 }
 
@@ -44,15 +47,8 @@ GpuSection GpuSection::from_env() {
   if (v == nullptr || *v == '\0') return GpuSection(-1, -1);
   const std::string whole(v);
   const size_t comma = whole.find(',');
-  if (comma == std::string::npos)
-    throw UserError(std::string(kVar) + "=" + one_line(whole) + ": expected two descriptors W,R (numbers from 3)");
+  if (comma == std::string::npos) throw malformed(whole);
   return GpuSection(parse_fd(whole.substr(0, comma), whole), parse_fd(whole.substr(comma + 1), whole));
-}
-
-GpuSection::GpuSection(GpuSection&& other) noexcept
-    : write_fd_(other.write_fd_), read_fd_(other.read_fd_), inside_(other.inside_) {
-  other.write_fd_ = other.read_fd_ = -1;
-  other.inside_ = false;
 }
 
 GpuSection::~GpuSection() {

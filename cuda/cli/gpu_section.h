@@ -14,12 +14,11 @@
 
 class GpuSection {
  public:
-  // Reads MLP_GATE_SECTION_FDS; a malformed value is a UserError (exit 2) naming it.
+  // Reads MLP_GATE_SECTION_FDS; a malformed value is a UserError (exit 2) naming it. Returned as a
+  // prvalue (C++17: no copy or move), so the object that owns the descriptors is never duplicated.
   static GpuSection from_env();
-  GpuSection(GpuSection&& other) noexcept;
   GpuSection(const GpuSection&) = delete;
   GpuSection& operator=(const GpuSection&) = delete;
-  GpuSection& operator=(GpuSection&&) = delete;
   ~GpuSection();  // end() if begun and not ended (an exception on the way out)
 
   void begin();

@@ -22,7 +22,6 @@
 #include "cli/submission_info.h"
 #include "paths/train_loop.h"
 
-
 namespace {
 
 int run_main(int argc, char** argv) {

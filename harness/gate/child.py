@@ -191,6 +191,11 @@ class _Section:
         os.close(self.child_w)
         os.close(self.child_r)
 
+    def abandon(self) -> None:
+        """Popen failed: every descriptor closed, nothing served."""
+        for fd in (self.child_w, self.child_r, self.from_child, self.to_child):
+            os.close(fd)
+
     def paused(self, now: float) -> float:
         with self.lock:
             return self.waited + (now - self.waiting_since if self.waiting_since is not None else 0.0)
@@ -258,9 +263,7 @@ def run_child(cmd: list[str], limit: float, stdout_log: Path, stderr_log: Path, 
                                      start_new_session=True, env=full_env, pass_fds=sec.fds() if sec else ())
         except BaseException:
             if sec:
-                sec.started()
-                os.close(sec.from_child)
-                os.close(sec.to_child)
+                sec.abandon()
             raise
         if sec:
             sec.started()

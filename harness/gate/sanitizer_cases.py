@@ -163,6 +163,12 @@ def _ended(rc: int | None, timed_out: bool, limit: float, text: str) -> str:
     return f"{how}: {last[-1].strip()[:200] if last else 'no message'}"
 
 
+def tool_command(sanitizer: str, tool: str, binary: Path, out: Path, data: Path = DATA_DIR) -> list[str]:
+    """`tool` of compute-sanitizer on `binary`'s workload for it (WORKLOAD_ARGS), writing into `out`."""
+    return [sanitizer, "--tool", tool, "--error-exitcode", "99", repo_relative(binary), "--data", repo_relative(data),
+            "--out", repo_relative(out), *WORKLOAD_ARGS[tool]]
+
+
 def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, limit: float, why: str,
              sanitizer: str | None, data: Path = DATA_DIR, env: dict[str, str] | None = None, guard=None) -> dict:
     """One tool on the workload: its case row (plus "seconds", "limit_s", "log", "command", "ended",
@@ -174,8 +180,7 @@ def run_case(tool: str, binary: Path, out: Path, gated: str, workload: dict, lim
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     args = WORKLOAD_ARGS[tool]
-    target = [repo_relative(binary), "--data", repo_relative(data), "--out", repo_relative(out / tool), *args]
-    cmd = [sanitizer, "--tool", tool, "--error-exitcode", "99", *target]
+    cmd = tool_command(sanitizer, tool, binary, out / tool, data)
     # As a row says it: the tool by its name, the run's own folder as OUT (a temporary one while it runs).
     shown = " ".join(["compute-sanitizer", *cmd[1:-len(args) - 2], "--out", f"OUT/{tool}", *args])
     log = out / f"{tool}.log"

@@ -119,18 +119,12 @@ class GpuLock:
         (harness/gate/child.py run_child) calls it; to_shared gives it back."""
         with self._cond:
             self._shared -= 1
-            self._waiting_exclusive += 1
             self._cond.notify_all()
-            while self._exclusive or self._shared:
-                if cancel is not None and cancel.is_set():
-                    self._waiting_exclusive -= 1
-                    self._shared += 1
-                    self._cond.notify_all()
-                    return False
-                self._cond.wait(0.2 if cancel is not None else None)
-            self._waiting_exclusive -= 1
-            self._exclusive = True
-            return True
+            if self._take_exclusive(cancel):
+                return True
+            self._shared += 1
+            self._cond.notify_all()
+            return False
 
     def to_shared(self) -> None:
         """The exclusive user (after to_exclusive) shares the GPU again, still inside its stage(False)."""
@@ -139,14 +133,25 @@ class GpuLock:
             self._shared += 1
             self._cond.notify_all()
 
+    def _take_exclusive(self, cancel: threading.Event | None = None) -> bool:
+        """With the condition held: wait, counted as a waiting exclusive user (new shared users held
+        back), until no one uses the GPU, then be its exclusive user; False when `cancel` is set first."""
+        self._waiting_exclusive += 1
+        try:
+            while self._exclusive or self._shared:
+                if cancel is not None and cancel.is_set():
+                    return False
+                self._cond.wait(0.2 if cancel is not None else None)
+            self._exclusive = True
+            return True
+        finally:
+            self._waiting_exclusive -= 1
+
     @contextmanager
     def stage(self, exclusive: bool):
         with self._cond:
             if exclusive:
-                self._waiting_exclusive += 1
-                self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
-                self._waiting_exclusive -= 1
-                self._exclusive = True
+                self._take_exclusive()
             else:
                 self._cond.wait_for(lambda: not self._exclusive and self._waiting_exclusive == 0)
                 self._shared += 1
