@@ -5,7 +5,7 @@
 #   build/mlp_fit     each path's fit, without a GPU   (cuda/tools/mlp_fit.cu)
 #   build/vit_forward the transformer extension        (cuda/transformer/vit_forward.cu, issue 31)
 #   build/gemm_check  the tiled GEMMs against float64   (cuda/tools/gemm_check.cu)
-#   build/gemm_bench  the tiled GEMMs timed at shapes   (cuda/tools/gemm_bench.cu, issue 38)
+#   build/gemm_bench  our GEMMs timed at shapes         (cuda/tools/gemm_bench.cu, issue 38)
 #
 #   make ARCH=sm_90                          our submission (cuda/contract/submission_ref.cu)
 #   make ARCH=sm_90 SUBMISSION=path/to.cu    a learner's submission instead
@@ -51,12 +51,21 @@ PATHS_SRC  := $(wildcard cuda/paths/*.cu)
 # The gate's cases, which call the linked submission (gate/*.cu).
 GATE_SRC   := $(wildcard cuda/gate/*.cu)
 
+# The GEMM engine (cuda/kernels/gemm/, issue 38): its Hopper kernels use sm_90a's wgmma, TMA and
+# setmaxnreg, so for ARCH=sm_90 its objects are sm_90a code (cc 9.0 devices only, the only ones an
+# sm_90 build serves at full rate) with MLP_GEMM_SM90A set; for another ARCH they compile without the
+# kernels' bodies and the engine refuses every problem (sm90_engine.h).
+GEMM_SRC   := $(wildcard cuda/kernels/gemm/*.cu)
+SM90A      := -gencode=arch=compute_90a,code=sm_90a -DMLP_GEMM_SM90A=1
+GEMM_GENCODE := $(if $(filter sm_90,$(ARCH)),$(SM90A),$(GENCODE))
+
 obj_of      = $(patsubst cuda/%,$(OBJ)/%.o,$(basename $(1)))
 HOST_OBJ   := $(call obj_of,$(HOST_SRC))
 TRAIN_OBJ  := $(call obj_of,$(TRAIN_SRC))
 PATHS_OBJ  := $(call obj_of,$(PATHS_SRC))
 GATE_OBJ   := $(call obj_of,$(GATE_SRC))
 SUB_OBJ    := $(OBJ)/submission.o
+GEMM_OBJ   := $(call obj_of,$(GEMM_SRC))
 
 .PHONY: all clean
 all: $(BUILD)/mlp_train $(BUILD)/libmlp.so $(BUILD)/mlp_host $(BUILD)/mlp_fit $(BUILD)/vit_forward $(BUILD)/gemm_check $(BUILD)/gemm_bench
@@ -75,6 +84,10 @@ $(OBJ)/%.o: cuda/%.cpp
 $(OBJ)/%.o: cuda/%.cu $(BUILD)/config.stamp
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(GEMM_OBJ): $(OBJ)/%.o: cuda/%.cu $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out $(GENCODE),$(NVCCFLAGS)) $(GEMM_GENCODE) -MMD -MP -c $< -o $@
 
 # Which submission is linked: the one object besides the submission's own that differs between two
 # submissions' builds (a course's builds share the rest, mlp_train.o included).
@@ -109,7 +122,7 @@ $(BUILD)/gemm_check: $(OBJ)/tools/gemm_check.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OB
 
 # The same GEMMs timed at given shapes on the plans the path runs, with a float64 spot-check
 # (harness/studies/gemm_bench.py runs it beside cuBLAS; issue 38).
-$(BUILD)/gemm_bench: $(OBJ)/tools/gemm_bench.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
+$(BUILD)/gemm_bench: $(OBJ)/tools/gemm_bench.o $(GEMM_OBJ) $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
 $(BUILD)/mlp_host: $(OBJ)/tools/mlp_host.o $(HOST_OBJ)

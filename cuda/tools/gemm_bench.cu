@@ -1,19 +1,26 @@
 // cuda/tools/gemm_bench.cu — build/gemm_bench: times OUR GEMM kernels at given shapes (issue 38's
-// instrument): the tiled path's float32 SIMT GEMM (cuda/kernels/tiled.cuh k_tiled_gemm) at fp32 and
-// its mma.sync GEMM (cuda/kernels/tiled_mma.cuh k_tiled_mma) at tf32 and bf16, each launched through
-// the path's own entry point on the plan the path runs (paths/tiled_path.h chosen_plan, launch_gemm;
-// tools/gemm_tools.h PlannedGemm, shared with build/gemm_check).
+// instrument): at tf32 and bf16 on a compute capability 9.0 device, the GEMM engine's wgmma kernel
+// (cuda/kernels/gemm/sm90_engine.h, k_sm90_gemm) wherever it takes the layout, precision and operands;
+// otherwise the tiled path's float32 SIMT GEMM (cuda/kernels/tiled.cuh k_tiled_gemm) at fp32 and its
+// mma.sync GEMM (cuda/kernels/tiled_mma.cuh k_tiled_mma) at tf32 and bf16, launched through the
+// path's own entry point on the plan the path runs (paths/tiled_path.h chosen_plan, launch_gemm;
+// tools/gemm_tools.h PlannedGemm, shared with build/gemm_check). Each row names its kernel and plan
+// (and, where the engine declined a tf32 or bf16 row on a 9.0 device, why).
 //
 //   build/gemm_bench --shapes MxNxK[,MxNxK...] [--precisions fp32,tf32,bf16] [--layout nn|tn|nt]
 //                    [--repeats 30] [--warmup 5] [--seed 20260829] --out FILE.json
 //   build/gemm_bench ... --parse-only        the request as one JSON line; no GPU is touched
 //
 // C[M × N] = op(A)·op(B), every matrix row-major; n: the operand as used (A [M × K], B [K × N]), t:
-// stored transposed (A [K × M], B [N × K]). Our kernels exist for two of them, each with the
-// epilogue the tiled path runs (the timing includes it; a_rows is null, no row gather):
-//   nn  k_*<RowMajor, BiasRelu>: C = max(A·B + bias, 0)                 (the path's forward)
-//   tn  k_*<KMajor, Momentum>:   v = μv − lr·AᵀB, C += v (lr 0.1, μ 0.9) (the path's dW1 and update)
-//   nt  none (B is read as [K × N] only): every row is "unsupported"; the cuBLAS side still times it.
+// stored transposed (A [K × M], B [N × K]). Each layout runs one epilogue (the timing includes it;
+// a_rows is null, no row gather):
+//   nn  BiasRelu: C = max(A·B + bias, 0)                 (the tiled path's forward)
+//   tn  Momentum: v = μv − lr·AᵀB, C += v (lr 0.1, μ 0.9) (the tiled path's dW1 and update)
+//   nt  Store:    C = A·Bᵀ                               (the engine only: tf32, bf16; fp32 rows and
+//       rows the engine declines are "unsupported"; the cuBLAS side still times them)
+// The engine's bf16 reads bfloat16 copies of A and B (rounded to nearest from the same draws, made
+// before any timing, as cuBLAS's side reads bfloat16 tensors); its tf32 reads the float32 arrays,
+// the tensor cores truncating each input's mantissa (the check's bound says so).
 //
 // Method (docs/formats.md "gemm_bench"): every operand drawn from a seeded hash-uniform distribution
 // on the odd multiples of 2⁻²⁴ in (−1, 1) (never zero; the same bits on the host and the device);
@@ -30,12 +37,15 @@
 // Exit status: 0 every measured row passed its check (unsupported and skipped rows do not fail), 1 a
 // check failed (FILE.json is written all the same), 2 bad input (one line, nothing touched or
 // written), 3 no CUDA device or a CUDA error (nothing written), 4 anything else.
-// NOT YET RUN ON A GPU: written and compiled on a CPU machine (issue 38's groundwork); its argument
-// checks are tested there (tests/test_gemm_bench.py), its GPU tests are marked gpu.
+// Its argument checks are tested on a CPU machine (tests/test_gemm_bench.py), its GPU tests are marked gpu.
 #include <sys/stat.h>
+
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -51,6 +61,7 @@
 #include "common/run_stats.h"
 #include "io/bounds.h"
 #include "paths/kernel_path.h"
+#include "kernels/gemm/sm90_engine.h"
 #include "paths/tiled_path.h"
 #include "tools/gemm_tools.h"
 
@@ -58,6 +69,7 @@ namespace {
 using namespace mlp::tiled;
 using namespace mlp::tiled::tools;
 using mlp::Precision;
+namespace eng = mlp::gemm::sm90;
 
 constexpr long long kMaxDim = 1 << 20;            // each of M, N, K
 constexpr long long kMaxOperand = (1LL << 31) - 1;  // elements of any one operand
@@ -192,6 +204,10 @@ __global__ void k_count_nonfinite(const float* p, size_t n, unsigned long long* 
     local += !isfinite(p[i]);
   if (local) atomicAdd(count, local);
 }
+__global__ void k_to_bf16(const float* in, __nv_bfloat16* out, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    out[i] = __float2bfloat16_rn(in[i]);
+}
 void fill(float* p, size_t n, uint64_t s, float scale) {
   k_fill<<<(unsigned)std::min<size_t>((n + 255) / 256, 4096), 256>>>(p, n, s, scale);
   CUDA_CHECK_LAUNCH("k_fill");
@@ -206,17 +222,22 @@ unsigned long long nonfinite(const float* p, size_t n, unsigned long long* d_cou
 }
 
 // ---- one shape's operand sets ----------------------------------------------------------------------
+enum class Layout { NN, TN, NT };
+Layout layout_of(const std::string& s) { return s == "tn" ? Layout::TN : s == "nt" ? Layout::NT : Layout::NN; }
+
 struct Sets {
   const Shape s;
-  const bool tn;
+  const Layout lay;
   int n = 1;
-  size_t a, b, c, bias, vel;  // floats of each array of a set
-  std::vector<float*> bufs;   // set i: bufs[5i .. 5i+4] = A, B, C, bias, vel (nullptr when unused)
-  Sets(Shape sh, bool t) : s(sh), tn(t) {
+  size_t a, b, c, bias, vel;           // floats of each array of a set
+  std::vector<float*> bufs;            // set i: bufs[5i .. 5i+4] = A, B, C, bias, vel (nullptr when unused)
+  std::vector<__nv_bfloat16*> halves;  // set i: halves[2i], [2i+1] = A, B in bfloat16 (make_bf16, once)
+  Sets(Shape sh, Layout l) : s(sh), lay(l) {
     a = (size_t)s.m * s.k; b = (size_t)s.k * s.n; c = (size_t)s.m * s.n;
-    bias = tn ? 0 : (size_t)s.n; vel = tn ? c : 0;
+    bias = lay == Layout::NN ? (size_t)s.n : 0; vel = lay == Layout::TN ? c : 0;
   }
   size_t set_bytes() const { return 4 * (a + b + c + bias + vel); }
+  size_t bf16_bytes() const { return 2 * (a + b); }  // a set's bfloat16 copies, when made
   float* get(int set, Operand op) const { return bufs[(size_t)set * 5 + (op - 1)]; }
   void allocate(int sets, long long seed) {
     n = sets;
@@ -233,14 +254,28 @@ struct Sets {
         }
       }
   }
+  void make_bf16() {
+    if (!halves.empty()) return;
+    for (int i = 0; i < n; ++i)
+      for (Operand op : {kA, kB}) {
+        const size_t len = op == kA ? a : b;
+        __nv_bfloat16* p = nullptr;
+        CUDA_CHECK(cudaMalloc(&p, len * sizeof(__nv_bfloat16)));
+        halves.push_back(p);
+        k_to_bf16<<<(unsigned)std::min<size_t>((len + 255) / 256, 4096), 256>>>(get(i, op), p, len);
+        CUDA_CHECK_LAUNCH("k_to_bf16");
+      }
+  }
   void refill(int set, Operand op, long long seed, float* p, size_t len) const {
     fill(p, len, stream_of(seed, set, op), op == kVel ? 0.125f : 1.0f);
   }
   ~Sets() {
     for (float* p : bufs)
       if (p) cudaFree(p);
+    for (__nv_bfloat16* p : halves) cudaFree(p);
   }
-  GemmArgs args(int set) const {
+  GemmArgs args(int set) const {  // the tiled kernels' (nn and tn)
+    const bool tn = lay == Layout::TN;
     GemmArgs g{};
     g.M = (int)s.m; g.N = (int)s.n; g.K = (int)s.k;
     g.A = get(set, kA); g.lda = tn ? (int)s.m : (int)s.k; g.a_rows = nullptr;
@@ -249,13 +284,34 @@ struct Sets {
     g.bias = get(set, kBias); g.vel = get(set, kVel); g.lr = kLr; g.mu = kMu;
     return g;
   }
+  // The engine's problem on set `set`: each layout's operands in their major orders.
+  eng::Problem problem(int set, Precision prec) const {
+    const bool half = prec == Precision::BF16;
+    const void* A = half ? (halves.empty() ? nullptr : (const void*)halves[2 * (size_t)set]) : (const void*)get(set, kA);
+    const void* B = half ? (halves.empty() ? nullptr : (const void*)halves[2 * (size_t)set + 1]) : (const void*)get(set, kB);
+    eng::Problem p{};
+    p.prec = prec;
+    p.M = (int)s.m; p.N = (int)s.n; p.K = (int)s.k;
+    switch (lay) {
+      case Layout::NN: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::BiasRelu; break;
+      case Layout::TN: p.a = {A, s.m, eng::Major::MN}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::Momentum; break;
+      case Layout::NT: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.k, eng::Major::K}; p.epi = eng::Epilogue::Store; break;
+    }
+    p.C = get(set, kC); p.ldc = s.n;
+    p.bias = get(set, kBias); p.vel = get(set, kVel); p.lr = kLr; p.mu = kMu;
+    return p;
+  }
 };
 
 // Set 0's values as the host draws them (the check's float64 product).
 struct HostDraws {
-  long long seed; Shape s; bool tn;
-  float A(long long m, long long k) const { return draw(stream_of(seed, 0, kA), tn ? k * s.m + m : m * s.k + k, 1.f); }
-  float B(long long k, long long n) const { return draw(stream_of(seed, 0, kB), k * s.n + n, 1.f); }
+  long long seed; Shape s; Layout lay;
+  float A(long long m, long long k) const {
+    return draw(stream_of(seed, 0, kA), lay == Layout::TN ? k * s.m + m : m * s.k + k, 1.f);
+  }
+  float B(long long k, long long n) const {
+    return draw(stream_of(seed, 0, kB), lay == Layout::NT ? n * s.k + k : k * s.n + n, 1.f);
+  }
   float C(long long i) const { return draw(stream_of(seed, 0, kC), i, 1.f); }
   float bias(long long n) const { return draw(stream_of(seed, 0, kBias), n, 1.f); }
   float vel(long long i) const { return draw(stream_of(seed, 0, kVel), i, 0.125f); }
@@ -275,17 +331,19 @@ float read_one(const float* p, size_t i) {
   return v;
 }
 
-// The first launch on set 0 against float64 (the header says what is checked).
-Check check_first_launch(PlannedGemm& g, Sets& sets, Precision prec, long long seed, unsigned long long* d_count) {
+// The first launch on set 0 against float64 (the header says what is checked); `truncated`: the
+// kernel truncates its tf32 inputs (gemm_tools.h product_rel).
+Check check_first_launch(const std::function<void(int)>& launch, Sets& sets, Precision prec, bool truncated,
+                         long long seed, unsigned long long* d_count) {
   const Shape s = sets.s;
-  const bool tn = sets.tn;
+  const bool tn = sets.lay == Layout::TN;
   if (tn) {  // the update reads C and vel: set 0 back to its draws
     sets.refill(0, kC, seed, sets.get(0, kC), sets.c);
     sets.refill(0, kVel, seed, sets.get(0, kVel), sets.vel);
   } else {
     CUDA_CHECK(cudaMemset(sets.get(0, kC), 0xff, sets.c * sizeof(float)));  // NaN: every output must be written
   }
-  g.launch(tn ? ALayout::KMajor : ALayout::RowMajor, tn ? Epi::Momentum : Epi::BiasRelu, sets.args(0));
+  launch(0);
   CUDA_CHECK(cudaDeviceSynchronize());
   Check ck;
   ck.nonfinite = nonfinite(sets.get(0, kC), sets.c, d_count) + (tn ? nonfinite(sets.get(0, kVel), sets.vel, d_count) : 0);
@@ -293,7 +351,7 @@ Check check_first_launch(PlannedGemm& g, Sets& sets, Precision prec, long long s
   std::mt19937_64 rng((uint64_t)seed ^ 0x5bd1e995);
   while ((long long)at.size() < std::min<long long>(kSamples, s.m * s.n))
     at.push_back({(long long)(rng() % (uint64_t)s.m), (long long)(rng() % (uint64_t)s.n)});
-  const HostDraws h{seed, s, tn};
+  const HostDraws h{seed, s, sets.lay};
   for (auto [m, n] : at) {
     double sum = 0, mag = 0;
     for (long long k = 0; k < s.k; ++k) {
@@ -305,13 +363,15 @@ Check check_first_launch(PlannedGemm& g, Sets& sets, Precision prec, long long s
     double ratio;
     if (tn) {
       const double W = h.C(i), V = h.vel(i), v = kMu * V - kLr * sum, want = W + v;
-      const double tol = update_tol(prec, (int)s.k, kLr, kMu, mag, W, V, sum);
+      const double tol = update_tol(prec, (int)s.k, kLr, kMu, mag, W, V, sum, truncated);
       const double gw = read_one(sets.get(0, kC), i), gv = read_one(sets.get(0, kVel), i);
       ratio = std::isfinite(gw) && std::isfinite(gv) ? std::max(std::fabs(gw - want), std::fabs(gv - v)) / tol : INFINITY;
     } else {
-      const double b = h.bias(n), pre = sum + b, want = pre > 0 ? pre : 0;
+      const bool relu = sets.lay == Layout::NN;  // nt: C = the product
+      const double b = relu ? h.bias(n) : 0.0, pre = sum + b, want = relu && pre <= 0 ? 0 : pre;
       const double got = read_one(sets.get(0, kC), i);
-      ratio = std::isfinite(got) ? std::fabs(got - want) / forward_tol(prec, (int)s.k, mag + std::fabs(b), want) : INFINITY;
+      ratio = std::isfinite(got) ? std::fabs(got - want) / forward_tol(prec, (int)s.k, mag + std::fabs(b), want, truncated)
+                                 : INFINITY;
     }
     ++ck.samples;
     if (!(ratio <= 1)) ++ck.bad;
@@ -323,7 +383,7 @@ Check check_first_launch(PlannedGemm& g, Sets& sets, Precision prec, long long s
 struct Row {
   Shape s;
   Precision prec;
-  std::string status = "ok", why, plan;
+  std::string status = "ok", why, plan, kernel;
   Check check;
   EpochStats t{};
   int sets = 1;
@@ -338,9 +398,9 @@ std::string row_json(const Row& r, const Request& q) {
       .set("status", Json::str(r.status)).set("flop", Json::num(flop));
   if (!r.why.empty()) o.set("why", Json::str(r.why));
   if (r.status == "unsupported" || r.status == "skipped") return o.done();
-  const bool tf = r.prec != Precision::FP32;
-  o.set("kernel", Json::str(tf ? "k_tiled_mma" : "k_tiled_gemm"))
-      .set("epilogue", Json::str(q.layout == "tn" ? "momentum" : "bias_relu")).set("plan", Json::str(r.plan))
+  o.set("kernel", Json::str(r.kernel))
+      .set("epilogue", Json::str(q.layout == "tn" ? "momentum" : q.layout == "nt" ? "store" : "bias_relu"))
+      .set("plan", Json::str(r.plan))
       .set("median_ms", Json::num(r.t.median)).set("mean_ms", Json::num(r.t.mean)).set("min_ms", Json::num(r.t.min))
       .set("max_ms", Json::num(r.t.max)).set("cv_pct", Json::num(r.t.cv))
       .set("tflops", Json::num(flop / (r.t.median * 1e-3) / 1e12)).set("repeats", Json::num(q.repeats))
@@ -351,19 +411,44 @@ std::string row_json(const Row& r, const Request& q) {
   return o.done();
 }
 
-// One (shape, precision): the plan, the check, the timed launches.
-void measure_row(Row& row, Sets& sets, const Request& q, int sms, unsigned long long* d_count) {
-  const bool tn = sets.tn;
-  const ALayout al = tn ? ALayout::KMajor : ALayout::RowMajor;
-  const Epi epi = tn ? Epi::Momentum : Epi::BiasRelu;
+// One (shape, precision): the kernel and its plan, the check, the timed launches.
+void measure_row(Row& row, Sets& sets, const Request& q, int sms, int cc, unsigned long long* d_count) {
   const Shape s = row.s;
-  const GemmPlan plan = chosen_plan(al, epi, (int)s.m, (int)s.n, (int)s.k, sms, row.prec);
-  row.plan = plan.describe() + (!measure_plans() ? " (the cost model's plan)"
-                                : measurement_failure().empty() ? " (measured plan)"
-                                : " (a plan measurement of this process FAILED: " + measurement_failure() + ")");
-  PlannedGemm g(plan, row.prec);
+  const Precision prec = row.prec;
+  std::function<void(int)> launch;
+  std::unique_ptr<PlannedGemm> g;
+  bool truncated = false;
+  std::string declined = "the engine computes tf32 and bf16";
+  if (prec != Precision::FP32) {
+    if (prec == Precision::BF16 && cc == 90 && eng::compiled()) sets.make_bf16();
+    declined = eng::refusal(sets.problem(0, prec), cc);
+  }
+  if (declined.empty()) {
+    const eng::Plan plan = eng::plan(sets.problem(0, prec), sms);
+    row.kernel = "k_sm90_gemm";
+    row.plan = plan.describe;
+    truncated = prec == Precision::TF32;
+    launch = [&sets, prec, plan](int set) { eng::launch(sets.problem(set, prec), plan, 0); };
+  } else if (sets.lay == Layout::NT) {
+    row.status = "unsupported";
+    row.why = "no nt kernel of ours for this row: " + declined;
+    return;
+  } else {
+    const bool tn = sets.lay == Layout::TN;
+    const ALayout al = tn ? ALayout::KMajor : ALayout::RowMajor;
+    const Epi epi = tn ? Epi::Momentum : Epi::BiasRelu;
+    const GemmPlan plan = chosen_plan(al, epi, (int)s.m, (int)s.n, (int)s.k, sms, prec);
+    row.kernel = prec == Precision::FP32 ? "k_tiled_gemm" : "k_tiled_mma";
+    row.plan = plan.describe() + (!measure_plans() ? " (the cost model's plan)"
+                                  : measurement_failure().empty() ? " (measured plan)"
+                                  : " (a plan measurement of this process FAILED: " + measurement_failure() + ")");
+    if (prec != Precision::FP32 && cc == 90) row.plan += "; the wgmma engine declined: " + declined;
+    g = std::make_unique<PlannedGemm>(plan, prec);
+    PlannedGemm* gp = g.get();
+    launch = [&sets, gp, al, epi](int set) { gp->launch(al, epi, sets.args(set)); };
+  }
   try {
-    row.check = check_first_launch(g, sets, row.prec, q.seed, d_count);
+    row.check = check_first_launch(launch, sets, prec, truncated, q.seed, d_count);
   } catch (const std::invalid_argument& e) {  // launch_gemm: a grid past CUDA's limits
     row.status = "unsupported";
     row.why = e.what();
@@ -371,14 +456,14 @@ void measure_row(Row& row, Sets& sets, const Request& q, int sms, unsigned long 
   }
   if (!row.check.passed()) row.status = "failed";
   int next = 1 % sets.n;
-  for (int w = 0; w < q.warmup; ++w, next = (next + 1) % sets.n) g.launch(al, epi, sets.args(next));
+  for (int w = 0; w < q.warmup; ++w, next = (next + 1) % sets.n) launch(next);
   std::vector<cudaEvent_t> ev(2 * (size_t)q.repeats);
   for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
   std::vector<double> ms(q.repeats);
   try {
     for (int r = 0; r < q.repeats; ++r, next = (next + 1) % sets.n) {
       CUDA_CHECK(cudaEventRecord(ev[2 * r], 0));
-      g.launch(al, epi, sets.args(next));
+      launch(next);
       CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], 0));
     }
     CUDA_CHECK(cudaEventSynchronize(ev.back()));
@@ -416,17 +501,17 @@ int run(const Request& q) {
   Json rows = Json::array();
   bool failed = false;
   for (const Shape& s : q.shapes) {
-    Sets sets(s, q.layout == "tn");
-    const size_t sb = sets.set_bytes();
+    Sets sets(s, layout_of(q.layout));
+    // A set's device bytes (its bfloat16 copies included where a bf16 row may make them).
+    const bool copies = cc == 90 && std::find(q.precisions.begin(), q.precisions.end(), Precision::BF16) != q.precisions.end();
+    const size_t sb = sets.set_bytes() + (copies ? sets.bf16_bytes() : 0);
     int n_sets = sb >= 2 * l2 ? 1 : (int)std::min<size_t>(kMaxSets, (2 * l2 + sb - 1) / sb);
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     // chosen_plan's measurement allocates about one more set of its own; leave a tenth free.
     while (n_sets > 1 && (double)(n_sets + 1) * sb > 0.9 * free_b) --n_sets;
     std::string skip;
-    if (q.layout == "nt")
-      skip = "our tiled kernels read B as [K x N] only (kernels/tiled_plan.h GemmArgs): no nt kernel of ours";
-    else if ((double)(n_sets + 1) * sb > 0.9 * free_b)
+    if ((double)(n_sets + 1) * sb > 0.9 * free_b)
       skip = "needs about " + std::to_string(2 * sb >> 20) + " MiB of device memory, " + std::to_string(free_b >> 20) +
              " MiB free";
     if (skip.empty()) sets.allocate(n_sets, q.seed);
@@ -438,17 +523,17 @@ int run(const Request& q) {
       row.set_bytes = sb;
       const std::string refusal = tensor_core_refusal("gemm_bench", prec, cc);
       if (!skip.empty() || !refusal.empty()) {
-        row.status = q.layout == "nt" || !refusal.empty() ? "unsupported" : "skipped";
+        row.status = !refusal.empty() ? "unsupported" : "skipped";
         row.why = skip.empty() ? refusal : skip;
       } else {
-        measure_row(row, sets, q, sms, d_count);
+        measure_row(row, sets, q, sms, cc, d_count);
       }
       failed |= row.status == "failed";
       const double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k;
       if (row.status == "ok" || row.status == "failed")
-        std::printf("%s %s %-18s %-58s median %9.4f ms  CV %5.2f%%  %8.2f TFLOP/s  check %s (worst ratio %.3f, %d samples, "
+        std::printf("%s %s %-18s %-11s %-58s median %9.4f ms  CV %5.2f%%  %8.2f TFLOP/s  check %s (worst ratio %.3f, %d samples, "
                     "%llu non-finite), %d set%s\n",
-                    q.layout.c_str(), mlp::precision_name(prec), shape_text(s).c_str(), row.plan.c_str(), row.t.median,
+                    q.layout.c_str(), mlp::precision_name(prec), shape_text(s).c_str(), row.kernel.c_str(), row.plan.c_str(), row.t.median,
                     row.t.cv, flop / (row.t.median * 1e-3) / 1e12, row.check.passed() ? "ok" : "FAILED", row.check.worst,
                     row.check.samples, row.check.nonfinite, n_sets, n_sets == 1 ? "" : "s");
       else

@@ -6,8 +6,8 @@
 // The bounds (gemm_check's since issue 29; gemm_bench reuses them for its spot-check), u = 2⁻²⁴:
 //   forward (bias + ReLU):  tol = (p + (K+1)·u·(1+p))·Σ|terms| + u·|want|, Σ|terms| = |b| + Σ_k |a_k w_k|
 //   update (momentum):      tol = lr·(p + K·u·(1+p))·Σ_k |a_k g_k| + 4u·(|W| + μ|v| + lr·|g|)
-// with p = 2·u_p + u_p² the rounding of a product's two inputs to TF32 (u_p = 2⁻¹¹) or BF16 (2⁻⁸),
-// p = 0 at FP32: the worst-case bound of a float32 sum of K terms, the epilogue's roundings on top.
+// with p = 2·u_p + u_p² the rounding of a product's two inputs to TF32 (u_p = 2⁻¹¹; 2⁻¹⁰ where the
+// inputs are truncated, the wgmma engine's TF32) or BF16 (2⁻⁸), p = 0 at FP32: the worst-case bound of a float32 sum of K terms, the epilogue's roundings on top.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -56,22 +56,24 @@ struct PlannedGemm {
 constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff
 
 // A product of inputs rounded to `prec` is within (1 + u_p)² − 1 of |a·b| (0 at FP32: the inputs
-// are used as they are); the float32 sums' bound comes on top.
-inline double product_rel(Precision prec) {
-  const double up = prec == Precision::FP32 ? 0.0 : unit_roundoff(prec);
+// are used as they are); the float32 sums' bound comes on top. `truncated`: the inputs' mantissas
+// are cut, not rounded (the wgmma engine's TF32 reads a float's upper 19 bits): u_p doubles.
+inline double product_rel(Precision prec, bool truncated = false) {
+  const double up = prec == Precision::FP32 ? 0.0 : unit_roundoff(prec) * (truncated ? 2 : 1);
   return 2 * up + up * up;
 }
 
 // The forward's bound: `mag` = |bias| + Σ_k |a_k·b_k| over K products, `want` the float64 output.
-inline double forward_tol(Precision prec, int K, double mag, double want) {
-  const double pr = product_rel(prec);
+inline double forward_tol(Precision prec, int K, double mag, double want, bool truncated = false) {
+  const double pr = product_rel(prec, truncated);
   return (pr + (K + 1) * kU * (1 + pr)) * mag + kU * std::fabs(want) + 1e-30;
 }
 
 // The momentum update's bound: `mag` = Σ_k |a_k·g_k|, g the float64 gradient, W and v the values
 // before the update.
-inline double update_tol(Precision prec, int K, double lr, double mu, double mag, double W, double v, double g) {
-  const double pr = product_rel(prec);
+inline double update_tol(Precision prec, int K, double lr, double mu, double mag, double W, double v, double g,
+                         bool truncated = false) {
+  const double pr = product_rel(prec, truncated);
   return lr * (pr + K * kU * (1 + pr)) * mag + 4 * kU * (std::fabs(W) + mu * std::fabs(v) + lr * std::fabs(g)) +
          1e-30;
 }
@@ -79,6 +81,7 @@ inline double update_tol(Precision prec, int K, double lr, double mu, double mag
 // The line both programs print before their checks.
 constexpr const char* kToleranceText =
     "tolerance: |got - want| <= K*u*sum|a*b| (+ epilogue roundings), u = 2^-24; at tf32 and bf16 also "
-    "(2 u_p + u_p^2)*sum|a*b| for the rounded inputs (u_p = 2^-11, 2^-8); ratio = worst error / tol";
+    "(2 u_p + u_p^2)*sum|a*b| for the rounded inputs (u_p = 2^-11, 2^-8; 2^-10 for the wgmma engine's tf32, "
+    "whose inputs are truncated); ratio = worst error / tol";
 
 }  // namespace mlp::tiled::tools

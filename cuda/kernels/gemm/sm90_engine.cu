@@ -1,0 +1,174 @@
+// cuda/kernels/gemm/sm90_engine.cu — the host side of the GEMM engine's Hopper kernel (sm90_engine.h
+// says the contract): the refusal, the plan, the TMA tensor maps (cached per operand) and the launch
+// of the k_sm90_gemm instantiation the problem needs.
+// MLP_GEMM_SM90A (Makefile, ARCH=sm_90) says this object's device code is sm_90a, where the kernel
+// has its body.
+#include "kernels/gemm/sm90_engine.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+
+#include "common/cuda_check.h"
+#include "kernels/gemm/sm90_gemm.cuh"
+
+namespace mlp::gemm::sm90 {
+namespace {
+
+#ifdef MLP_GEMM_SM90A
+constexpr bool kCompiled = true;
+#else
+constexpr bool kCompiled = false;
+#endif
+
+size_t element_size(Precision p) { return p == Precision::BF16 ? 2 : 4; }
+
+// The driver's cuTensorMapEncodeTiled, found once through the runtime (no -lcuda).
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !f)
+      throw CudaError("the driver has no cuTensorMapEncodeTiled (the GEMM engine needs CUDA 12 or later)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A 2-D tensor map, 128-byte swizzle, zero fill past the edges: inner × outer elements, rows ld apart,
+// boxes box_inner × box_outer. Cached by all of its arguments (a launch with the same operand reuses
+// the map: encoding costs microseconds of host time a launch would otherwise add).
+using MapKey = std::tuple<const void*, int, unsigned long long, unsigned long long, unsigned long long, unsigned, unsigned>;
+const CUtensorMap& tensor_map(const void* p, Precision prec, unsigned long long inner, unsigned long long outer,
+                              unsigned long long ld, unsigned box_inner, unsigned box_outer) {
+  static std::mutex mu;
+  static std::map<MapKey, CUtensorMap> cache;
+  const MapKey key{p, (int)prec, inner, outer, ld, box_inner, box_outer};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 1024) cache.clear();  // a bound on a long run's distinct operands
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {ld * element_size(prec)};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_fn()(&map, prec == Precision::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                 2, const_cast<void*>(p), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string((int)r) + ") for an operand of " +
+                    std::to_string(inner) + " x " + std::to_string(outer) + ", ld " + std::to_string(ld));
+  return cache.emplace(key, map).first->second;
+}
+
+std::string operand_refusal(const char* name, const Operand& o, Precision prec, long long rows_needed) {
+  if (!o.p) return std::string(name) + " is NULL";
+  if (reinterpret_cast<uintptr_t>(o.p) % 16) return std::string(name) + "'s base is not 16-byte aligned (TMA)";
+  if ((o.ld * (long long)element_size(prec)) % 16)
+    return std::string(name) + "'s ld of " + std::to_string(o.ld) + " elements is not a multiple of 16 bytes (TMA)";
+  if (o.ld < rows_needed) return std::string(name) + "'s ld " + std::to_string(o.ld) + " is shorter than its rows (" + std::to_string(rows_needed) + ")";
+  if (prec == Precision::TF32 && o.major == Major::MN) return std::string(name) + " is MN-major: tf32 wgmma reads K-major operands only";
+  return "";
+}
+
+template <class TL, Epi EPI>
+void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
+  // Boxes: K-major, BK × rows of the tile; MN-major, 64 × BK, one per 64 of the tile's MN.
+  const CUtensorMap& ma = p.a.major == Major::K
+                              ? tensor_map(p.a.p, p.prec, p.K, p.M, p.a.ld, TL::BK, TL::BM)
+                              : tensor_map(p.a.p, p.prec, p.M, p.K, p.a.ld, TL::MN_BOX, TL::BK);
+  const CUtensorMap& mb = p.b.major == Major::K
+                              ? tensor_map(p.b.p, p.prec, p.K, p.N, p.b.ld, TL::BK, TL::BN)
+                              : tensor_map(p.b.p, p.prec, p.N, p.K, p.b.ld, TL::MN_BOX, TL::BK);
+  static bool attribute_set = false;  // per instantiation
+  if (!attribute_set) {
+    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+    attribute_set = true;
+  }
+  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu};
+  k_sm90_gemm<TL, EPI><<<plan.tiles, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);
+  CUDA_CHECK_LAUNCH("k_sm90_gemm");
+}
+
+template <class TL>
+void launch_epi(const Problem& p, const Plan& plan, cudaStream_t st) {
+  switch (p.epi) {
+    case Epilogue::Store: return launch_tile<TL, Epi::Store>(p, plan, st);
+    case Epilogue::BiasRelu: return launch_tile<TL, Epi::BiasRelu>(p, plan, st);
+    case Epilogue::Momentum: return launch_tile<TL, Epi::Momentum>(p, plan, st);
+  }
+}
+
+template <Precision PREC, int BN>
+void launch_majors(const Problem& p, const Plan& plan, cudaStream_t st) {
+  const bool amn = p.a.major == Major::MN, bmn = p.b.major == Major::MN;
+  if constexpr (PREC == Precision::BF16) {
+    if (amn && bmn) return launch_epi<Tile<PREC, BN, true, true>>(p, plan, st);
+    if (amn) return launch_epi<Tile<PREC, BN, true, false>>(p, plan, st);
+    if (bmn) return launch_epi<Tile<PREC, BN, false, true>>(p, plan, st);
+  }
+  launch_epi<Tile<PREC, BN, false, false>>(p, plan, st);
+}
+
+}  // namespace
+
+bool compiled() { return kCompiled; }
+
+std::string refusal(const Problem& p, int cc) {
+  if (!kCompiled) return "the GEMM engine's wgmma kernels are built only for sm_90 (invoke build --arch sm_90)";
+  if (cc != 90) return "the GEMM engine's wgmma kernels need compute capability 9.0, the device has " +
+                       std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+  if (p.prec != Precision::TF32 && p.prec != Precision::BF16) return "the GEMM engine computes tf32 and bf16 only";
+  if (p.M < 1 || p.N < 1 || p.K < 1) return "M, N and K must be at least 1";
+  std::string why = operand_refusal("A", p.a, p.prec, p.a.major == Major::K ? p.K : p.M);
+  if (why.empty()) why = operand_refusal("B", p.b, p.prec, p.b.major == Major::K ? p.K : p.N);
+  if (!why.empty()) return why;
+  if (!p.C || p.ldc < p.N) return "C is NULL or its ldc is shorter than N";
+  if (p.epi == Epilogue::BiasRelu && !p.bias) return "the bias + ReLU epilogue needs its bias";
+  if (p.epi == Epilogue::Momentum && !p.vel) return "the momentum epilogue needs its velocity";
+  return "";
+}
+
+Plan plan(const Problem& p, int sms) {
+  auto tiles = [&](int bn) { return ((p.M + 127) / 128) * ((p.N + bn - 1) / bn); };
+  Plan pl;
+  // Modelled time: the waves of tiles over the SMs times a tile's work (BN 128 half of BN 256's);
+  // a tie takes 256, whose tiles reload A half as often.
+  auto waves = [&](int bn) { return (tiles(bn) + sms - 1) / sms; };
+  pl.bn = p.N > 128 && 2 * waves(256) <= waves(128) ? 256 : 128;
+  pl.tiles = tiles(pl.bn);
+  const int bk = 128 / (int)element_size(p.prec);
+  const int stages = p.prec == Precision::BF16 ? (pl.bn == 256 ? Tile<Precision::BF16, 256, false, false>::STAGES
+                                                               : Tile<Precision::BF16, 128, false, false>::STAGES)
+                                               : (pl.bn == 256 ? Tile<Precision::TF32, 256, false, false>::STAGES
+                                                               : Tile<Precision::TF32, 128, false, false>::STAGES);
+  pl.describe = std::string("wgmma ") + precision_name(p.prec) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
+                ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
+  return pl;
+}
+
+void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  int major = 0, minor = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  const std::string why = refusal(p, major * 10 + minor);
+  if (!why.empty()) throw std::invalid_argument("sm90 GEMM engine: " + why);
+  if (p.prec == Precision::BF16) {
+    if (plan.bn == 256) launch_majors<Precision::BF16, 256>(p, plan, st);
+    else launch_majors<Precision::BF16, 128>(p, plan, st);
+  } else {
+    if (plan.bn == 256) launch_majors<Precision::TF32, 256>(p, plan, st);
+    else launch_majors<Precision::TF32, 128>(p, plan, st);
+  }
+}
+
+}  // namespace mlp::gemm::sm90

@@ -1,0 +1,63 @@
+// cuda/kernels/gemm/sm90_engine.h — the GEMM engine's Hopper entry point (issue 38): one TF32 or BF16
+// product with a fused epilogue on k_sm90_gemm (sm90_gemm.cuh), its plan chosen per shape.
+//
+//   Problem p{...};
+//   std::string why = sm90::refusal(p, cc);   // "" when the engine runs p on a device of cc
+//   sm90::Plan plan = sm90::plan(p, sms);      // the tile (BN 256 or 128) for the shape
+//   sm90::launch(p, plan, stream);             // throws std::invalid_argument when it refuses
+//
+// Operands (the engine converts nothing; the caller keeps them in the precision's storage):
+//   BF16: __nv_bfloat16 arrays; TF32: float arrays (the tensor cores read a float's upper 19 bits:
+//   its mantissa truncated to 10 bits, a relative error below 2^-10, which the checks' bounds use).
+//   A (m, k): K-major at a[m·lda + k] or MN-major at a[k·lda + m];
+//   B (k, n): K-major at b[n·ldb + k] or MN-major at b[k·ldb + n]. TF32 takes K-major only.
+//   Each base 16-byte aligned and each ld·element size a multiple of 16 bytes (TMA's rule).
+// Needs compute capability 9.0 and a binary built for sm_90 (this file's object is sm_90a code there,
+// Makefile GEMM_GENCODE); other builds keep the symbols and refuse every problem.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "common/precision.h"
+
+namespace mlp::gemm::sm90 {
+
+enum class Major { K, MN };
+enum class Epilogue { Store, BiasRelu, Momentum };  // sm90_gemm.cuh Epi says what each computes
+
+struct Operand {
+  const void* p;  // the array (see the header)
+  long long ld;   // elements between consecutive rows of its storage
+  Major major;
+};
+
+struct Problem {
+  Precision prec;   // TF32 or BF16
+  int M, N, K;      // each >= 1
+  Operand a, b;
+  Epilogue epi;
+  float* C;         // [M × ldc] float32 (the parameters for Momentum)
+  long long ldc;
+  const float* bias;  // BiasRelu: [N]
+  float* vel;         // Momentum: [M × ldc]
+  float lr, mu;       // Momentum
+};
+
+struct Plan {
+  int bn = 256;          // the tile's N (128 × bn tiles)
+  int tiles = 0;         // blocks launched
+  std::string describe;  // "wgmma bf16 128x256x64, 4 stages, 512 tiles"
+};
+
+// Whether the binary carries the engine's sm_90a kernels (false in a build for another architecture).
+bool compiled();
+// Why the engine cannot run p on a device of compute capability cc (major·10 + minor), or "".
+std::string refusal(const Problem& p, int cc);
+// The tile for p on a device of `sms` multiprocessors: BN 256 unless BN 128's tiles take fewer than
+// twice the waves (a BN 128 tile is half the work).
+Plan plan(const Problem& p, int sms);
+// Launches p on `stream` (the launch is checked). Throws std::invalid_argument when refusal(p) is not "".
+void launch(const Problem& p, const Plan& plan, cudaStream_t stream);
+
+}  // namespace mlp::gemm::sm90

@@ -1,0 +1,217 @@
+// cuda/kernels/gemm/sm90_gemm.cuh — k_sm90_gemm<Tile, EPI>: the GEMM engine's Hopper kernel (issue 38),
+// C[M × N] = epilogue(A·B) at TF32 or BF16 with float32 sums, on warpgroup MMA (wgmma) fed by TMA.
+//
+// One block a 128 × BN output tile (BN 128 or 256), 384 threads in three warpgroups:
+//   warpgroup 0, the producer: one thread issues the TMA loads of each K step (BK = one 128-byte
+//     swizzle row: 64 bf16 or 32 tf32) into a ring of STAGES shared-memory stages; `full[s]` completes
+//     when a stage's bytes have landed, `empty[s]` when both consumers have finished reading it;
+//   warpgroups 1 and 2, the consumers: each owns 64 rows of the tile and its 64 × BN float32
+//     accumulators in registers (BN / 2 a thread), waits for full[s], issues BK / WK wgmma
+//     instructions on the stage, keeps one commit group in flight and releases the stage before.
+// setmaxnreg moves registers from the producer (40) to the consumers (232).
+// The tile order walks GROUP_M tile rows down each tile column before moving right, so that
+// co-resident blocks share their B tiles and, within a group, their A tiles in L2.
+//
+// Operands in global memory (sm90_engine.h says the contract): A (m, k) K-major [M][lda] or MN-major
+// [K][lda]; B (k, n) K-major [N][ldb] or MN-major [K][ldb]. TF32 reads both K-major only (wgmma has no
+// transposed tf32 form). TMA zero-fills past M, N and K, so any M, N, K >= 1 compute; the epilogue
+// writes only rows < M and columns < N.
+// Shared memory: stage s holds A's box(es) then B's, each 1024-byte aligned (sm90_primitives.cuh's
+// descriptors say the layouts): K-major, rows of 128 bytes of K; MN-major, boxes of 64 MN by BK K.
+#pragma once
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/precision.h"
+#include "kernels/gemm/sm90_primitives.cuh"
+#include "kernels/gemm/sm90_wgmma_ops.cuh"
+
+namespace mlp::gemm::sm90 {
+
+enum class Epi {
+  Store,     // C = acc
+  BiasRelu,  // C = max(acc + bias[n], 0)
+  Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc)
+};
+
+// The epilogue's arguments (the operands travel as tensor maps).
+struct Args {
+  int M, N, K;
+  float* C; long long ldc;  // the output [M × ldc]
+  const float* bias;        // BiasRelu: [N]
+  float* vel;               // Momentum: [M × ldc]
+  float lr, mu;             // Momentum
+};
+
+constexpr int kSmemLimit = 232448;  // an sm_90 block's dynamic shared memory (227 KiB)
+constexpr int kGroupM = 8;          // tile rows walked together (the L2 order above)
+
+// A tile configuration: precision, BN and each operand's major order.
+template <Precision PREC, int BN_, bool A_MN, bool B_MN>
+struct Tile {
+  static_assert(PREC == Precision::BF16 || PREC == Precision::TF32, "the wgmma engine is for tf32 and bf16");
+  static_assert(PREC == Precision::BF16 || (!A_MN && !B_MN), "tf32 wgmma reads K-major operands only");
+  static_assert(BN_ == 128 || BN_ == 256, "BN 128 or 256");
+  using T = typename std::conditional<PREC == Precision::BF16, __nv_bfloat16, float>::type;
+  static constexpr int ES = (int)sizeof(T);
+  static constexpr int BM = 128, BN = BN_;
+  static constexpr int BK = 128 / ES;  // one swizzle row of K
+  static constexpr int WK = 32 / ES;   // one instruction's K (16 bf16, 8 tf32): 32 bytes of a row
+  static constexpr int MN_BOX = 64;    // MN-major boxes: 64 elements = 128 bytes of MN
+  static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int STAGES = (kSmemLimit - 2048) / STAGE_BYTES > 8 ? 8 : (kSmemLimit - 2048) / STAGE_BYTES;
+  static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 /* alignment */ + 2 * 8 * STAGES;
+  static constexpr int THREADS = 384, ACC = BN / 2;
+  static constexpr bool kAMN = A_MN, kBMN = B_MN;
+  static constexpr Precision kPrec = PREC;
+  static_assert(STAGES >= 3 && SMEM <= kSmemLimit, "a ring of at least three stages");
+};
+
+#ifdef MLP_SM90A
+template <class TL>
+__device__ __forceinline__ void wgmma_step(float (&d)[TL::ACC], uint64_t a, uint64_t b, int accumulate) {
+  if constexpr (TL::kPrec == Precision::BF16) {
+    if constexpr (TL::BN == 256) wgmma_m64n256k16_bf16<TL::kAMN, TL::kBMN>(d, a, b, accumulate);
+    else wgmma_m64n128k16_bf16<TL::kAMN, TL::kBMN>(d, a, b, accumulate);
+  } else {
+    if constexpr (TL::BN == 256) wgmma_m64n256k8_tf32(d, a, b, accumulate);
+    else wgmma_m64n128k8_tf32(d, a, b, accumulate);
+  }
+}
+#endif
+
+template <class TL, Epi EPI>
+__global__ void __launch_bounds__(TL::THREADS, 1)
+k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engine.cu make_map)
+            const __grid_constant__ CUtensorMap map_b,  // B's boxes
+            Args args) {
+#ifdef MLP_SM90A
+  constexpr int BM = TL::BM, BN = TL::BN, BK = TL::BK, WK = TL::WK, STAGES = TL::STAGES;
+  constexpr int MN_BOX_BYTES = TL::MN_BOX * BK * TL::ES;  // one MN-major box
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * TL::STAGE_BYTES);  // [STAGES]
+  uint64_t* empty = full + STAGES;                                                  // [STAGES]
+  auto stage_a = [&](int s) { return smem + s * TL::STAGE_BYTES; };
+  auto stage_b = [&](int s) { return smem + s * TL::STAGE_BYTES + TL::A_BYTES; };
+
+  // The tile of this block (the grouped order of the header).
+  const int tiles_m = (args.M + BM - 1) / BM, tiles_n = (args.N + BN - 1) / BN;
+  const int per_group = kGroupM * tiles_n, group = blockIdx.x / per_group;
+  const int first_m = group * kGroupM, rows_in_group = min(tiles_m - first_m, kGroupM);
+  const int tm = first_m + (blockIdx.x % per_group) % rows_in_group, tn = (blockIdx.x % per_group) / rows_in_group;
+  const int m0 = tm * BM, n0 = tn * BN;
+  const int k_steps = (args.K + BK - 1) / BK;
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+  if (threadIdx.x == 0) {
+    prefetch_tensor_map(&map_a);
+    prefetch_tensor_map(&map_b);
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(&full[s], 1);   // the producer's arrive.expect_tx, then the bytes
+      mbarrier_init(&empty[s], 2);  // one arrival per consumer warpgroup
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // ---- the producer
+    reg_dealloc<40>();
+    if (tid == 0) {
+      for (int i = 0; i < k_steps; ++i) {
+        const int s = i % STAGES, k0 = i * BK;
+        if (i >= STAGES) mbarrier_wait(&empty[s], ((i / STAGES) - 1) & 1);
+        mbarrier_arrive_expect_tx(&full[s], TL::STAGE_BYTES);
+        if constexpr (TL::kAMN) {
+#pragma unroll
+          for (int c = 0; c < BM / TL::MN_BOX; ++c) tma_load_2d(stage_a(s) + c * MN_BOX_BYTES, &map_a, m0 + c * TL::MN_BOX, k0, &full[s]);
+        } else {
+          tma_load_2d(stage_a(s), &map_a, k0, m0, &full[s]);
+        }
+        if constexpr (TL::kBMN) {
+#pragma unroll
+          for (int c = 0; c < BN / TL::MN_BOX; ++c) tma_load_2d(stage_b(s) + c * MN_BOX_BYTES, &map_b, n0 + c * TL::MN_BOX, k0, &full[s]);
+        } else {
+          tma_load_2d(stage_b(s), &map_b, k0, n0, &full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- the consumers: warpgroup c = wg - 1 owns rows 64c .. 64c + 63 of the tile
+  reg_alloc<232>();
+  const int c = wg - 1;
+  float acc[TL::ACC];
+#pragma unroll
+  for (int r = 0; r < TL::ACC; ++r) acc[r] = 0.f;
+  // Descriptor of step kk of stage s (sm90_primitives.cuh smem_desc): K-major moves 32 bytes along
+  // the 128-byte row; MN-major moves WK rows of 128 bytes (whole 8-row groups).
+  auto desc_a = [&](int s, int kk) {
+    if constexpr (TL::kAMN) return smem_desc(stage_a(s) + c * MN_BOX_BYTES + kk * WK * 128, MN_BOX_BYTES, 1024);
+    else return smem_desc(stage_a(s) + c * 64 * 128 + kk * 32, 16, 1024);
+  };
+  auto desc_b = [&](int s, int kk) {
+    if constexpr (TL::kBMN) return smem_desc(stage_b(s) + kk * WK * 128, MN_BOX_BYTES, 1024);
+    else return smem_desc(stage_b(s) + kk * 32, 16, 1024);
+  };
+  for (int i = 0; i < k_steps; ++i) {
+    const int s = i % STAGES;
+    mbarrier_wait(&full[s], (i / STAGES) & 1);
+#pragma unroll
+    for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / WK; ++kk) wgmma_step<TL>(acc, desc_a(s, kk), desc_b(s, kk), 1);
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous step's group is done: its stage may be refilled
+#pragma unroll
+    for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+    if (i > 0 && tid == 0) mbarrier_arrive(&empty[(i - 1) % STAGES]);
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+
+  // ---- the epilogue, from the accumulators' fragment layout (sm90_wgmma_ops.cuh)
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const bool pairs = (args.ldc % 2) == 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = m0 + 64 * c + 16 * warp + g + 8 * h;
+    if (row >= args.M) continue;
+    float* crow = args.C + (size_t)row * args.ldc;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = n0 + 8 * j + 2 * t;
+      if (col >= args.N) continue;
+      float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
+      const int valid = min(2, args.N - col);
+      if constexpr (EPI == Epi::BiasRelu) {
+        v[0] = fmaxf(v[0] + __ldg(args.bias + col), 0.f);
+        if (valid == 2) v[1] = fmaxf(v[1] + __ldg(args.bias + col + 1), 0.f);
+      }
+      if constexpr (EPI == Epi::Momentum) {
+        float* vrow = args.vel + (size_t)row * args.ldc;
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+          if (q < valid) {
+            const float vel = args.mu * vrow[col + q] - args.lr * v[q];  // k_momentum_flat's formula
+            vrow[col + q] = vel;
+            v[q] = crow[col + q] + vel;
+          }
+      }
+      if (pairs && valid == 2) {
+        *reinterpret_cast<float2*>(crow + col) = make_float2(v[0], v[1]);
+      } else {
+        crow[col] = v[0];
+        if (valid == 2) crow[col + 1] = v[1];
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace mlp::gemm::sm90
