@@ -230,7 +230,7 @@ struct Sets {
   const Layout lay;
   int n = 1;
   size_t a, b, c, bias, vel;           // floats of each array of a set
-  std::vector<float*> bufs;            // set i: bufs[5i .. 5i+4] = A, B, C, bias, vel (nullptr when unused)
+  std::vector<float*> bufs;            // set i: bufs[5i .. 5i+4] = A, B, bias, C, vel (nullptr when unused)
   std::vector<__nv_bfloat16*> halves;  // set i: halves[2i], [2i+1] = A, B in bfloat16 (make_bf16, once)
   Sets(Shape sh, Layout l) : s(sh), lay(l) {
     a = (size_t)s.m * s.k; b = (size_t)s.k * s.n; c = (size_t)s.m * s.n;
@@ -242,7 +242,7 @@ struct Sets {
   void allocate(int sets, long long seed) {
     n = sets;
     for (int i = 0; i < n; ++i)
-      for (Operand op : {kA, kB, kC, kBias, kVel}) {
+      for (Operand op : {kA, kB, kBias, kC, kVel}) {  // get()'s order: the enum's
         const size_t len = op == kA ? a : op == kB ? b : op == kC ? c : op == kBias ? bias : vel;
         float* p = nullptr;
         if (len) {

@@ -171,6 +171,7 @@ def merge(results: list[dict], run_id: str, command: str) -> dict:
                          "stage_failures": [f"{s['name']}: {s['ended']}" for s in bad]}
     if bad:
         doc["supervisor"]["stderr_tail"] = bad[0].get("stderr_tail", "")
+    doc["path_failures"] = path_failures   # where a one-process run.json has them (the verdict reads both)
     return doc
 
 
