@@ -1,6 +1,7 @@
 // cuda/kernels/gemm/sm90_engine.cu — the host side of the GEMM engine's Hopper kernel (sm90_engine.h
-// says the contract): the refusal, the plan, the TMA tensor maps (cached per operand) and the launch
-// of the k_sm90_gemm instantiation the problem needs.
+// says the contract): the refusal, the plan (tile and transposes), the TMA tensor maps (cached per
+// operand), the operands' transposes into the workspace and the launch of the k_sm90_gemm
+// instantiation the problem needs.
 // MLP_GEMM_SM90A (Makefile, ARCH=sm_90) says this object's device code is sm_90a, where the kernel
 // has its body.
 #include "kernels/gemm/sm90_engine.h"
@@ -8,6 +9,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -15,6 +17,7 @@
 
 #include "common/cuda_check.h"
 #include "kernels/gemm/sm90_gemm.cuh"
+#include "kernels/gemm/transpose.cuh"
 
 namespace mlp::gemm::sm90 {
 namespace {
@@ -68,14 +71,34 @@ const CUtensorMap& tensor_map(const void* p, Precision prec, unsigned long long 
   return cache.emplace(key, map).first->second;
 }
 
+// Whether TMA can read the operand as it is stored (16-byte base and row pitch).
+bool tma_readable(const Operand& o, Precision prec) {
+  return reinterpret_cast<uintptr_t>(o.p) % 16 == 0 && (o.ld * (long long)element_size(prec)) % 16 == 0;
+}
+
 std::string operand_refusal(const char* name, const Operand& o, Precision prec, long long rows_needed) {
   if (!o.p) return std::string(name) + " is NULL";
-  if (reinterpret_cast<uintptr_t>(o.p) % 16) return std::string(name) + "'s base is not 16-byte aligned (TMA)";
-  if ((o.ld * (long long)element_size(prec)) % 16)
-    return std::string(name) + "'s ld of " + std::to_string(o.ld) + " elements is not a multiple of 16 bytes (TMA)";
   if (o.ld < rows_needed) return std::string(name) + "'s ld " + std::to_string(o.ld) + " is shorter than its rows (" + std::to_string(rows_needed) + ")";
-  if (prec == Precision::TF32 && o.major == Major::MN) return std::string(name) + " is MN-major: tf32 wgmma reads K-major operands only";
+  if (o.major == Major::K && !tma_readable(o, prec))  // an MN-major one that is not is transposed
+    return std::string(name) + " is K-major with a base or an ld of " + std::to_string(o.ld) +
+           " elements that is not a multiple of 16 bytes (TMA)";
   return "";
+}
+
+// A transposed operand's row pitch in the workspace (elements: 16 bytes at either precision) and
+// where B's copy starts (after A's, 256-byte aligned).
+long long transposed_ld(int K) { return ((long long)K + 7) / 8 * 8; }
+size_t transposed_bytes(int rows, int K, Precision prec) { return (size_t)rows * transposed_ld(K) * element_size(prec); }
+size_t b_offset(const Plan& pl, const Problem& p) {
+  return pl.transpose_a ? (transposed_bytes(p.M, p.K, p.prec) + 255) / 256 * 256 : 0;
+}
+
+template <class T>
+void transpose_into(const Operand& o, int K, int MN, void* dst, cudaStream_t st) {
+  const dim3 grid((MN + kTransposeTile - 1) / kTransposeTile, (K + kTransposeTile - 1) / kTransposeTile);
+  k_to_k_major<T><<<grid, dim3(kTransposeTile, kTransposeRows), 0, st>>>(static_cast<const T*>(o.p), o.ld, K, MN,
+                                                                        static_cast<T*>(dst), transposed_ld(K));
+  CUDA_CHECK_LAUNCH("k_to_k_major");
 }
 
 template <class TL, Epi EPI>
@@ -144,6 +167,27 @@ Plan plan(const Problem& p, int sms) {
   auto waves = [&](int bn) { return (tiles(bn) + sms - 1) / sms; };
   pl.bn = p.N > 128 && 2 * waves(256) <= waves(128) ? 256 : 128;
   pl.tiles = tiles(pl.bn);
+  // Transposes: every MN-major operand at tf32 or where TMA cannot read it; at bf16 otherwise the
+  // cheaper of reading it transposed and copying it first, by a model from run 1 (PERFLOG, H100):
+  // the K-major kernel at kRate, the transposed forms at kRateBmn (B only) and kRateAmn (A), a copy
+  // costing a launch and its bytes twice at kCopyBw.
+  constexpr double kRate = 600e12, kRateBmn = 0.84 * kRate, kRateAmn = 0.48 * kRate, kCopyBw = 2.5e12, kLaunch = 4e-6;
+  const bool amn = p.a.major == Major::MN, bmn = p.b.major == Major::MN;
+  const bool must_a = amn && (p.prec == Precision::TF32 || !tma_readable(p.a, p.prec));
+  const bool must_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));
+  const double flop = 2.0 * p.M * p.N * p.K;
+  double best = 0;
+  bool have = false;
+  for (int ta = 0; ta <= (amn ? 1 : 0); ++ta)
+    for (int tb = 0; tb <= (bmn ? 1 : 0); ++tb) {
+      if ((must_a && !ta) || (must_b && !tb)) continue;
+      const bool a_read_mn = amn && !ta, b_read_mn = bmn && !tb;
+      double t = flop / (a_read_mn ? kRateAmn : b_read_mn ? kRateBmn : kRate);
+      if (ta) t += kLaunch + 2.0 * transposed_bytes(p.M, p.K, p.prec) / kCopyBw;
+      if (tb) t += kLaunch + 2.0 * transposed_bytes(p.N, p.K, p.prec) / kCopyBw;
+      if (!have || t < best) best = t, have = true, pl.transpose_a = ta, pl.transpose_b = tb;
+    }
+  pl.workspace_bytes = b_offset(pl, p) + (pl.transpose_b ? transposed_bytes(p.N, p.K, p.prec) : 0);
   const int bk = 128 / (int)element_size(p.prec);
   const int stages = p.prec == Precision::BF16 ? (pl.bn == 256 ? Tile<Precision::BF16, 256, false, false>::STAGES
                                                                : Tile<Precision::BF16, 128, false, false>::STAGES)
@@ -151,6 +195,12 @@ Plan plan(const Problem& p, int sms) {
                                                                : Tile<Precision::TF32, 128, false, false>::STAGES);
   pl.describe = std::string("wgmma ") + precision_name(p.prec) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
                 ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
+  if (pl.transpose_a || pl.transpose_b) {
+    char mb[32];
+    std::snprintf(mb, sizeof mb, "%.1f", pl.workspace_bytes / 1e6);
+    pl.describe += std::string("; ") + (pl.transpose_a && pl.transpose_b ? "A and B" : pl.transpose_a ? "A" : "B") +
+                   " copied K-major first (" + mb + " MB)";
+  }
   return pl;
 }
 
@@ -162,12 +212,28 @@ void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
   const std::string why = refusal(p, major * 10 + minor);
   if (!why.empty()) throw std::invalid_argument("sm90 GEMM engine: " + why);
+  if (plan.workspace_bytes && (!p.workspace || p.workspace_size < plan.workspace_bytes))
+    throw std::invalid_argument("sm90 GEMM engine: the plan needs " + std::to_string(plan.workspace_bytes) +
+                                " bytes of workspace, the problem has " + std::to_string(p.workspace ? p.workspace_size : 0));
+  Problem q = p;  // the operands as the kernel reads them
+  char* ws = static_cast<char*>(p.workspace);
+  if (plan.transpose_a) {
+    if (p.prec == Precision::BF16) transpose_into<__nv_bfloat16>(p.a, p.K, p.M, ws, st);
+    else transpose_into<float>(p.a, p.K, p.M, ws, st);
+    q.a = {ws, transposed_ld(p.K), Major::K};
+  }
+  if (plan.transpose_b) {
+    char* dst = ws + b_offset(plan, p);
+    if (p.prec == Precision::BF16) transpose_into<__nv_bfloat16>(p.b, p.K, p.N, dst, st);
+    else transpose_into<float>(p.b, p.K, p.N, dst, st);
+    q.b = {dst, transposed_ld(p.K), Major::K};
+  }
   if (p.prec == Precision::BF16) {
-    if (plan.bn == 256) launch_majors<Precision::BF16, 256>(p, plan, st);
-    else launch_majors<Precision::BF16, 128>(p, plan, st);
+    if (plan.bn == 256) launch_majors<Precision::BF16, 256>(q, plan, st);
+    else launch_majors<Precision::BF16, 128>(q, plan, st);
   } else {
-    if (plan.bn == 256) launch_majors<Precision::TF32, 256>(p, plan, st);
-    else launch_majors<Precision::TF32, 128>(p, plan, st);
+    if (plan.bn == 256) launch_majors<Precision::TF32, 256>(q, plan, st);
+    else launch_majors<Precision::TF32, 128>(q, plan, st);
   }
 }
 

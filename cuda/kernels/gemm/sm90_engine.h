@@ -3,15 +3,24 @@
 //
 //   Problem p{...};
 //   std::string why = sm90::refusal(p, cc);   // "" when the engine runs p on a device of cc
-//   sm90::Plan plan = sm90::plan(p, sms);      // the tile (BN 256 or 128) for the shape
+//   sm90::Plan plan = sm90::plan(p, sms);      // the tile (BN 256 or 128) and the operands' transposes
+//   p.workspace = <plan.workspace_bytes of the caller's device memory>;
 //   sm90::launch(p, plan, stream);             // throws std::invalid_argument when it refuses
+//
+// An MN-major operand is either read as it is (bf16 only: wgmma's transposed form) or first copied
+// K-major into the caller's workspace by k_to_k_major (gemm/transpose.cuh), on the same stream,
+// inside the launch: always at tf32 (wgmma has no transposed tf32), and at bf16 where the plan's
+// model says the copy costs less than the transposed form's lower rate (run 1, PERFLOG: nt 702,
+// nn 590, tn 335 TFLOP/s at 4096^3 on an H100).
 //
 // Operands (the engine converts nothing; the caller keeps them in the precision's storage):
 //   BF16: __nv_bfloat16 arrays; TF32: float arrays (the tensor cores read a float's upper 19 bits:
 //   its mantissa truncated to 10 bits, a relative error below 2^-10, which the checks' bounds use).
 //   A (m, k): K-major at a[m·lda + k] or MN-major at a[k·lda + m];
 //   B (k, n): K-major at b[n·ldb + k] or MN-major at b[k·ldb + n]. TF32 takes K-major only.
-//   Each base 16-byte aligned and each ld·element size a multiple of 16 bytes (TMA's rule).
+//   A K-major operand (or an MN-major one read as it is): its base 16-byte aligned and its
+//   ld·element size a multiple of 16 bytes (TMA's rule); an MN-major one that breaks the rule is
+//   transposed.
 // Needs compute capability 9.0 and a binary built for sm_90 (this file's object is sm_90a code there,
 // Makefile GEMM_GENCODE); other builds keep the symbols and refuse every problem.
 #pragma once
@@ -42,20 +51,24 @@ struct Problem {
   const float* bias;  // BiasRelu: [N]
   float* vel;         // Momentum: [M × ldc]
   float lr, mu;       // Momentum
+  void* workspace;    // the transposed operands (Plan::workspace_bytes; NULL when that is 0)
+  size_t workspace_size;  // its bytes
 };
 
 struct Plan {
   int bn = 256;          // the tile's N (128 × bn tiles)
   int tiles = 0;         // blocks launched
-  std::string describe;  // "wgmma bf16 128x256x64, 4 stages, 512 tiles"
+  bool transpose_a = false, transpose_b = false;  // copied K-major into the workspace first
+  size_t workspace_bytes = 0;                     // what the transposes need
+  std::string describe;  // "wgmma bf16 128x256x64, 4 stages, 512 tiles; B transposed (33.6 MB)"
 };
 
 // Whether the binary carries the engine's sm_90a kernels (false in a build for another architecture).
 bool compiled();
 // Why the engine cannot run p on a device of compute capability cc (major·10 + minor), or "".
 std::string refusal(const Problem& p, int cc);
-// The tile for p on a device of `sms` multiprocessors: BN 256 unless BN 128's tiles take fewer than
-// twice the waves (a BN 128 tile is half the work).
+// The plan for p on a device of `sms` multiprocessors: BN 256 unless BN 128's tiles take fewer than
+// twice the waves (a BN 128 tile is half the work); which MN-major operands are transposed first.
 Plan plan(const Problem& p, int sms);
 // Launches p on `stream` (the launch is checked). Throws std::invalid_argument when refusal(p) is not "".
 void launch(const Problem& p, const Plan& plan, cudaStream_t stream);
