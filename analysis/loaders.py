@@ -30,13 +30,13 @@ FILES = {"run": "run.json", "pytorch": "pytorch.json", "phases": "persistent_pha
          "torch_linear": "torch_linear_kernels.json",
          "stationary_phases": "stationary_phases.json",
          "ours_batch": "ours_batch_steps.json", "ours_linear": "ours_linear_kernels.json",
-         "transformer": "transformer.json", "gate_bench": "gate_bench.json"}
+         "transformer": "transformer.json", "gate_bench": "gate_bench.json", "gemm": "gemm.json"}
 SCHEMA_OF = {"run": "run", "pytorch": "pytorch", "phases": "persistent_phases",
              "sanitize": "sanitize", "ceilings": "ceilings", "sweep": "sweep",
              "full_split": "sweep", "torch_memory": "torch_memory",
              "torch_batch": "torch_batch_steps", "torch_linear": "torch_linear_kernels",
              "stationary_phases": "stationary_phases", "ours_batch": "ours_batch_steps",
-             "ours_linear": "ours_linear_kernels", "gate_bench": "gate_bench"}
+             "ours_linear": "ours_linear_kernels", "gate_bench": "gate_bench", "gemm": "gemm"}
 PROFILE_REPORTS = (("kern", "cuda_gpu_kern_sum", read_kern_sum),
                    ("api", "cuda_api_sum", read_api_sum),
                    ("nvtx", "nvtx_sum", read_nvtx_sum))
@@ -257,6 +257,7 @@ class Inputs:
     ours_linear: dict | None = None
     transformer: dict | None = None
     gate_bench: dict | None = None   # the course benchmark (issue 40), schema 1
+    gemm: dict | None = None         # our GEMMs against cuBLAS (issue 38), schema 1
     sanitize_reruns: list = field(default_factory=list)   # [(path, doc, committed_in)] of sanitize_*.json
     verdict: Verdict | None = None   # the gate's verdict of run.json, from its one owner (spec/verdict.py)
 

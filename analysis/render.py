@@ -13,7 +13,7 @@ from analysis import fmt
 from analysis.loaders import FILES, Inputs, InputError, profile_files
 from spec.provenance import committed_in
 from analysis.sections import common, floor, gate, memory, phases, precision, profiles, roofline
-from analysis.sections import gate_bench, sanitize
+from analysis.sections import gate_bench, gemm, sanitize
 from analysis.sections import ours_studies, supervised, torch_studies, transformer
 from analysis.sections import summary as summary_mod
 from analysis.sections import sweep as sweep_mod
@@ -126,6 +126,7 @@ def results_context(inp: Inputs) -> dict:
         "floor": floor.floor(run, inp.ceilings, inp.phases, inp.stationary_phases),
         "transformer": transformer.section(inp.transformer),
         "gate_bench": gate_bench.section(inp.gate_bench),
+        "gemm": gemm.section(inp.gemm),
     }
 
 
