@@ -6,18 +6,14 @@ one the section says what is not measured yet and the rest of the report renders
 summary names its commit among the evidence; a malformed one is one line and exit 2."""
 from __future__ import annotations
 
-import json
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
-from analysis import report
 from analysis.sections import gate_bench as section
 from spec.files import ROOT, TEMPLATES_DIR
+from tests.report_render import render_with
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BASES = ("naive", "tiled", "regtile")
 
 
@@ -50,15 +46,7 @@ def bench(n=50, wall_s=412.3, gpus=("NVIDIA H200",), flip=()) -> dict:
 
 def render(tmp_path, doc: dict | None) -> tuple[int, str, str]:
     """(exit status, the whole RESULTS.md, the section's text) from the fixture results and `doc`."""
-    results, out = tmp_path / "results", tmp_path / "out" / "RESULTS.md"
-    shutil.copytree(FIXTURES / "results", results)
-    if doc is not None:
-        (results / "gate_bench.json").write_text(json.dumps(doc))
-    rc = report.main(["--results", str(results), "--profile", str(tmp_path / "none"), "--out", str(out),
-                      "--plots", str(tmp_path / "out" / "plots")])
-    text = out.read_text() if out.exists() else ""
-    part = text.split("## Gating a course")[1].split("\n## ")[0] if "## Gating a course" in text else ""
-    return rc, text, part
+    return render_with(tmp_path, "gate_bench.json", doc, "## Gating a course")
 
 
 def test_without_the_file_the_section_says_not_measured_yet_and_the_report_renders(tmp_path):

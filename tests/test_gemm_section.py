@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
-from analysis import report
 from analysis.sections import gemm as section
 from spec.files import ROOT
+from tests.report_render import render_with
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUN1 = ROOT / "results" / "experiments" / "gemm_engine1" / "gemm.json"
 
 
@@ -27,14 +24,8 @@ def run1() -> dict:
 
 def render(tmp_path, doc: dict | None) -> tuple[int, str]:
     """(exit status, the section's text) from the fixture results and `doc` as results/gemm.json."""
-    results, out = tmp_path / "results", tmp_path / "out" / "RESULTS.md"
-    shutil.copytree(FIXTURES / "results", results)
-    if doc is not None:
-        (results / "gemm.json").write_text(json.dumps(doc))
-    rc = report.main(["--results", str(results), "--profile", str(tmp_path / "none"), "--out", str(out),
-                      "--plots", str(tmp_path / "out" / "plots")])
-    text = out.read_text() if out.exists() else ""
-    return rc, text.split("## GEMMs against cuBLAS")[1].split("\n## ")[0] if "## GEMMs against cuBLAS" in text else ""
+    rc, _, part = render_with(tmp_path, "gemm.json", doc, "## GEMMs against cuBLAS")
+    return rc, part
 
 
 def with_pct(doc: dict, gpu: str, pct: float, low: tuple | None = None) -> dict:

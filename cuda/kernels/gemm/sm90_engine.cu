@@ -101,7 +101,7 @@ void transpose_into(const Operand& o, int K, int MN, void* dst, cudaStream_t st)
   CUDA_CHECK_LAUNCH("k_to_k_major");
 }
 
-template <class TL, Epi EPI>
+template <class TL, Epilogue EPI>
 void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
   // Boxes: K-major, BK × rows of the tile; MN-major, 64 × BK, one per 64 of the tile's MN.
   const CUtensorMap& ma = p.a.major == Major::K
@@ -123,9 +123,9 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
 template <class TL>
 void launch_epi(const Problem& p, const Plan& plan, cudaStream_t st) {
   switch (p.epi) {
-    case Epilogue::Store: return launch_tile<TL, Epi::Store>(p, plan, st);
-    case Epilogue::BiasRelu: return launch_tile<TL, Epi::BiasRelu>(p, plan, st);
-    case Epilogue::Momentum: return launch_tile<TL, Epi::Momentum>(p, plan, st);
+    case Epilogue::Store: return launch_tile<TL, Epilogue::Store>(p, plan, st);
+    case Epilogue::BiasRelu: return launch_tile<TL, Epilogue::BiasRelu>(p, plan, st);
+    case Epilogue::Momentum: return launch_tile<TL, Epilogue::Momentum>(p, plan, st);
   }
 }
 
@@ -138,6 +138,28 @@ void launch_majors(const Problem& p, const Plan& plan, cudaStream_t st) {
     if (bmn) return launch_epi<Tile<PREC, BN, false, true>>(p, plan, st);
   }
   launch_epi<Tile<PREC, BN, false, false>>(p, plan, st);
+}
+
+// The ring's depth of the K-major tile at (precision, BN), for the plan's description.
+int stages_of(Precision prec, int bn) {
+  if (prec == Precision::BF16)
+    return bn == 256 ? Tile<Precision::BF16, 256, false, false>::STAGES : Tile<Precision::BF16, 128, false, false>::STAGES;
+  return bn == 256 ? Tile<Precision::TF32, 256, false, false>::STAGES : Tile<Precision::TF32, 128, false, false>::STAGES;
+}
+
+// The current device's compute capability (major·10 + minor), asked once per device.
+int current_cc() {
+  static std::mutex mu;
+  static std::map<int, int> known;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(dev);
+  if (it != known.end()) return it->second;
+  int major = 0, minor = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return known[dev] = major * 10 + minor;
 }
 
 }  // namespace
@@ -189,10 +211,7 @@ Plan plan(const Problem& p, int sms) {
     }
   pl.workspace_bytes = b_offset(pl, p) + (pl.transpose_b ? transposed_bytes(p.N, p.K, p.prec) : 0);
   const int bk = 128 / (int)element_size(p.prec);
-  const int stages = p.prec == Precision::BF16 ? (pl.bn == 256 ? Tile<Precision::BF16, 256, false, false>::STAGES
-                                                               : Tile<Precision::BF16, 128, false, false>::STAGES)
-                                               : (pl.bn == 256 ? Tile<Precision::TF32, 256, false, false>::STAGES
-                                                               : Tile<Precision::TF32, 128, false, false>::STAGES);
+  const int stages = stages_of(p.prec, pl.bn);
   pl.describe = std::string("wgmma ") + precision_name(p.prec) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
                 ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
   if (pl.transpose_a || pl.transpose_b) {
@@ -205,12 +224,7 @@ Plan plan(const Problem& p, int sms) {
 }
 
 void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  int major = 0, minor = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  const std::string why = refusal(p, major * 10 + minor);
+  const std::string why = refusal(p, current_cc());
   if (!why.empty()) throw std::invalid_argument("sm90 GEMM engine: " + why);
   if (plan.workspace_bytes && (!p.workspace || p.workspace_size < plan.workspace_bytes))
     throw std::invalid_argument("sm90 GEMM engine: the plan needs " + std::to_string(plan.workspace_bytes) +

@@ -33,7 +33,11 @@
 namespace mlp::gemm::sm90 {
 
 enum class Major { K, MN };
-enum class Epilogue { Store, BiasRelu, Momentum };  // sm90_gemm.cuh Epi says what each computes
+enum class Epilogue {  // what the kernel's epilogue (sm90_gemm.cuh) writes
+  Store,     // C = acc
+  BiasRelu,  // C = max(acc + bias[n], 0)
+  Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc)
+};
 
 struct Operand {
   const void* p;  // the array (see the header)

@@ -25,16 +25,11 @@
 #include <type_traits>
 
 #include "common/precision.h"
+#include "kernels/gemm/sm90_engine.h"  // Epilogue
 #include "kernels/gemm/sm90_primitives.cuh"
 #include "kernels/gemm/sm90_wgmma_ops.cuh"
 
 namespace mlp::gemm::sm90 {
-
-enum class Epi {
-  Store,     // C = acc
-  BiasRelu,  // C = max(acc + bias[n], 0)
-  Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc)
-};
 
 // The epilogue's arguments (the operands travel as tensor maps).
 struct Args {
@@ -82,7 +77,7 @@ __device__ __forceinline__ void wgmma_step(float (&d)[TL::ACC], uint64_t a, uint
 }
 #endif
 
-template <class TL, Epi EPI>
+template <class TL, Epilogue EPI>
 __global__ void __launch_bounds__(TL::THREADS, 1)
 k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engine.cu make_map)
             const __grid_constant__ CUtensorMap map_b,  // B's boxes
@@ -189,11 +184,11 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
       if (col >= args.N) continue;
       float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
       const int valid = min(2, args.N - col);
-      if constexpr (EPI == Epi::BiasRelu) {
+      if constexpr (EPI == Epilogue::BiasRelu) {
         v[0] = fmaxf(v[0] + __ldg(args.bias + col), 0.f);
         if (valid == 2) v[1] = fmaxf(v[1] + __ldg(args.bias + col + 1), 0.f);
       }
-      if constexpr (EPI == Epi::Momentum) {
+      if constexpr (EPI == Epilogue::Momentum) {
         float* vrow = args.vel + (size_t)row * args.ldc;
 #pragma unroll
         for (int q = 0; q < 2; ++q)
