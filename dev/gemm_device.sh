@@ -33,6 +33,18 @@ for layout in nn tn nt; do
 done
 [ "$smoke_ok" = 1 ] || { echo "smoke: a check or a launch failed (logs in the tarball); stopping"; exit 1; }
 
+# Kernel durations without the host's launch gaps: nsys over gemm_bench at the sweep's batch-128
+# shapes (cuda_gpu_trace: one row a kernel, its grid names the plan).
+for layout in nn tn; do
+  timeout 120 nsys profile -t cuda -o "$OUT/g/small_$layout" --force-overwrite true build/gemm_bench \
+    --shapes 128x256x784,128x4096x784,128x16384x784,1024x256x784,784x256x128,784x4096x128,784x256x2048 \
+    --layout "$layout" --precisions tf32,bf16 --repeats 10 --warmup 1 --out "$OUT/g/small_$layout.json" \
+    > "$OUT/g/small_$layout.log" 2>&1 || echo "nsys $layout: failed (see small_$layout.log)"
+  timeout 120 nsys stats -r cuda_gpu_trace -f csv -o "$OUT/g/small_$layout" "$OUT/g/small_$layout.nsys-rep" > /dev/null 2>&1
+  rm -f "$OUT/g/small_$layout.nsys-rep" "$OUT/g/small_$layout.sqlite"
+done
+ls "$OUT/g" | grep -c cuda_gpu_trace
+
 timeout 120 invoke ceilings --out "$OUT/g/ceilings.json" > "$OUT/g/ceilings.log" 2>&1 || echo "ceilings: failed (see ceilings.log)"
 tail -5 "$OUT/g/ceilings.log"
 ceil=results/ceilings.json

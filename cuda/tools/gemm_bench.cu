@@ -440,6 +440,7 @@ void measure_row(Row& row, Sets& sets, const Request& q, int sms, int cc, unsign
   if (declined.empty()) {
     const eng::Plan plan = eng::plan(sets.problem(0, prec), sms);
     sets.reserve_workspace(plan.workspace_bytes);  // before any launch: none is timed with an allocation
+    eng::clear_tickets(plan, sets.workspace, 0);
     row.kernel = "k_sm90_gemm";
     row.plan = plan.describe;
     truncated = prec == Precision::TF32;

@@ -85,13 +85,10 @@ std::string operand_refusal(const char* name, const Operand& o, Precision prec, 
   return "";
 }
 
-// A transposed operand's row pitch in the workspace (elements: 16 bytes at either precision) and
-// where B's copy starts (after A's, 256-byte aligned).
+// A transposed operand's row pitch in the workspace (elements: 16 bytes at either precision).
 long long transposed_ld(int K) { return ((long long)K + 7) / 8 * 8; }
 size_t transposed_bytes(int rows, int K, Precision prec) { return (size_t)rows * transposed_ld(K) * element_size(prec); }
-size_t b_offset(const Plan& pl, const Problem& p) {
-  return pl.transpose_a ? (transposed_bytes(p.M, p.K, p.prec) + 255) / 256 * 256 : 0;
-}
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 template <class T>
 void transpose_into(const Operand& o, int K, int MN, void* dst, cudaStream_t st) {
@@ -115,8 +112,11 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
     CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
     attribute_set = true;
   }
-  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu};
-  k_sm90_gemm<TL, EPI><<<plan.tiles, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);
+  char* ws = static_cast<char*>(p.workspace);
+  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu, plan.splits, plan.steps_per_split,
+            plan.splits > 1 ? reinterpret_cast<float*>(ws + plan.partials_offset) : nullptr,
+            plan.splits > 1 ? reinterpret_cast<unsigned*>(ws + plan.tickets_offset) : nullptr};
+  k_sm90_gemm<TL, EPI><<<plan.tiles * plan.splits, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);
   CUDA_CHECK_LAUNCH("k_sm90_gemm");
 }
 
@@ -182,13 +182,8 @@ std::string refusal(const Problem& p, int cc) {
 }
 
 Plan plan(const Problem& p, int sms) {
-  auto tiles = [&](int bn) { return ((p.M + 127) / 128) * ((p.N + bn - 1) / bn); };
+  sms = sms < 1 ? 1 : sms;
   Plan pl;
-  // Modelled time: the waves of tiles over the SMs times a tile's work (BN 128 half of BN 256's);
-  // a tie takes 256, whose tiles reload A half as often.
-  auto waves = [&](int bn) { return (tiles(bn) + sms - 1) / sms; };
-  pl.bn = p.N > 128 && 2 * waves(256) <= waves(128) ? 256 : 128;
-  pl.tiles = tiles(pl.bn);
   // Transposes: every MN-major operand at tf32 or where TMA cannot read it; at bf16 otherwise the
   // cheaper of reading it transposed and copying it first, by a model from run 1 (PERFLOG, H100):
   // the K-major kernel at kRate, the transposed forms at kRateBmn (B only) and kRateAmn (A), a copy
@@ -198,29 +193,76 @@ Plan plan(const Problem& p, int sms) {
   const bool must_a = amn && (p.prec == Precision::TF32 || !tma_readable(p.a, p.prec));
   const bool must_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));
   const double flop = 2.0 * p.M * p.N * p.K;
-  double best = 0;
+  double best = 0, rate = kRate;
   bool have = false;
   for (int ta = 0; ta <= (amn ? 1 : 0); ++ta)
     for (int tb = 0; tb <= (bmn ? 1 : 0); ++tb) {
       if ((must_a && !ta) || (must_b && !tb)) continue;
       const bool a_read_mn = amn && !ta, b_read_mn = bmn && !tb;
-      double t = flop / (a_read_mn ? kRateAmn : b_read_mn ? kRateBmn : kRate);
+      const double r = a_read_mn ? kRateAmn : b_read_mn ? kRateBmn : kRate;
+      double t = flop / r;
       if (ta) t += kLaunch + 2.0 * transposed_bytes(p.M, p.K, p.prec) / kCopyBw;
       if (tb) t += kLaunch + 2.0 * transposed_bytes(p.N, p.K, p.prec) / kCopyBw;
-      if (!have || t < best) best = t, have = true, pl.transpose_a = ta, pl.transpose_b = tb;
+      if (!have || t < best) best = t, have = true, pl.transpose_a = ta, pl.transpose_b = tb, rate = r;
     }
-  pl.workspace_bytes = b_offset(pl, p) + (pl.transpose_b ? transposed_bytes(p.N, p.K, p.prec) : 0);
+  if (p.prec == Precision::TF32) rate /= 2;  // tf32 wgmma: half bf16's rate
+
+  // Tile and split: the modelled time of each (BN, splits) is the waves of blocks over the SMs times
+  // a block's time (its K steps at an SM's share of `rate`, plus kBlockUs of pipeline fill and
+  // epilogue, plus writing its partial tile when split), plus the last block's sum of the
+  // partials, read at kSmL2Bw by one SM. Ties keep BN 256 (A reloaded half as often) and fewer splits.
+  constexpr double kBlockUs = 1.5, kSmL2Bw = 150e9;
+  constexpr int kMaxSplits = 16;
   const int bk = 128 / (int)element_size(p.prec);
+  const int k_steps = (p.K + bk - 1) / bk;
+  const int tiles_m = (p.M + 127) / 128;
+  have = false;
+  for (int bn : {256, 128}) {
+    if (bn == 256 && p.N <= 128) continue;
+    const int tiles = tiles_m * ((p.N + bn - 1) / bn);
+    const double step_us = 2.0 * 128 * bn * bk / (rate / sms) * 1e6;
+    const double partial_us = 128.0 * bn * 4 / kSmL2Bw * 1e6;
+    for (int s = 1; s <= kMaxSplits && s <= k_steps; ++s) {
+      const int sps = (k_steps + s - 1) / s;
+      if ((k_steps + sps - 1) / sps != s) continue;  // a split would have no K
+      const long long blocks = (long long)tiles * s;
+      const long long waves = (blocks + sms - 1) / sms;
+      const double t = waves * (sps * step_us + kBlockUs + (s > 1 ? partial_us : 0)) + (s > 1 ? s * partial_us : 0);
+      if (!have || t < best * 0.97) {
+        best = t, have = true;
+        pl.bn = bn, pl.tiles = tiles, pl.splits = s, pl.steps_per_split = sps, pl.model_us = t;
+      }
+    }
+  }
+  // The workspace: the copies, then split-K's partials and tickets.
+  size_t off = 0;
+  if (pl.transpose_a) off = align256(transposed_bytes(p.M, p.K, p.prec));
+  pl.b_offset = off;
+  if (pl.transpose_b) off = align256(off + transposed_bytes(p.N, p.K, p.prec));
+  if (pl.splits > 1) {
+    pl.partials_offset = off;
+    off = align256(off + (size_t)pl.splits * pl.tiles * 128 * pl.bn * sizeof(float));
+    pl.tickets_offset = off;
+    off = align256(off + (size_t)pl.tiles * sizeof(unsigned));
+  }
+  pl.workspace_bytes = off;
   const int stages = stages_of(p.prec, pl.bn);
   pl.describe = std::string("wgmma ") + precision_name(p.prec) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
                 ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
+  if (pl.splits > 1) pl.describe += ", split-K " + std::to_string(pl.splits) + " (" + std::to_string(pl.steps_per_split) + " steps)";
   if (pl.transpose_a || pl.transpose_b) {
     char mb[32];
-    std::snprintf(mb, sizeof mb, "%.1f", pl.workspace_bytes / 1e6);
+    std::snprintf(mb, sizeof mb, "%.1f", (pl.transpose_b ? pl.b_offset + transposed_bytes(p.N, p.K, p.prec) : pl.b_offset) / 1e6);
     pl.describe += std::string("; ") + (pl.transpose_a && pl.transpose_b ? "A and B" : pl.transpose_a ? "A" : "B") +
                    " copied K-major first (" + mb + " MB)";
   }
   return pl;
+}
+
+void clear_tickets(const Plan& plan, void* workspace, cudaStream_t st) {
+  if (plan.splits <= 1) return;
+  if (!workspace) throw std::invalid_argument("sm90 GEMM engine: clear_tickets needs the plan's workspace");
+  CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(workspace) + plan.tickets_offset, 0, (size_t)plan.tiles * sizeof(unsigned), st));
 }
 
 void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
@@ -237,7 +279,7 @@ void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
     q.a = {ws, transposed_ld(p.K), Major::K};
   }
   if (plan.transpose_b) {
-    char* dst = ws + b_offset(plan, p);
+    char* dst = ws + plan.b_offset;
     if (p.prec == Precision::BF16) transpose_into<__nv_bfloat16>(p.b, p.K, p.N, dst, st);
     else transpose_into<float>(p.b, p.K, p.N, dst, st);
     q.b = {dst, transposed_ld(p.K), Major::K};

@@ -5,6 +5,7 @@
 //   std::string why = sm90::refusal(p, cc);   // "" when the engine runs p on a device of cc
 //   sm90::Plan plan = sm90::plan(p, sms);      // the tile (BN 256 or 128) and the operands' transposes
 //   p.workspace = <plan.workspace_bytes of the caller's device memory>;
+//   sm90::clear_tickets(plan, p.workspace, stream);  // once: split-K's tickets start at zero
 //   sm90::launch(p, plan, stream);             // throws std::invalid_argument when it refuses
 //
 // An MN-major operand is either read as it is (bf16 only: wgmma's transposed form) or first copied
@@ -61,20 +62,30 @@ struct Problem {
 
 struct Plan {
   int bn = 256;          // the tile's N (128 × bn tiles)
-  int tiles = 0;         // blocks launched
+  int tiles = 0;         // output tiles
+  int splits = 1;        // K splits: blocks a tile (tiles × splits blocks launched)
+  int steps_per_split = 0;  // K steps (BK each) of a split
   bool transpose_a = false, transpose_b = false;  // copied K-major into the workspace first
-  size_t workspace_bytes = 0;                     // what the transposes need
-  std::string describe;  // "wgmma bf16 128x256x64, 4 stages, 512 tiles; B transposed (33.6 MB)"
+  // The workspace: [A's copy][B's copy][split-K partials][split-K tickets], each 256-byte aligned.
+  size_t b_offset = 0, partials_offset = 0, tickets_offset = 0;
+  size_t workspace_bytes = 0;  // all of it (0: no transpose and no split)
+  double model_us = 0;         // the plan's modelled time (ranks candidates; not a measurement)
+  std::string describe;  // "wgmma bf16 128x256x64, 4 stages, 512 tiles, split-K 3; B copied K-major first (33.6 MB)"
 };
 
 // Whether the binary carries the engine's sm_90a kernels (false in a build for another architecture).
 bool compiled();
 // Why the engine cannot run p on a device of compute capability cc (major·10 + minor), or "".
 std::string refusal(const Problem& p, int cc);
-// The plan for p on a device of `sms` multiprocessors: BN 256 unless BN 128's tiles take fewer than
-// twice the waves (a BN 128 tile is half the work); which MN-major operands are transposed first.
+// The plan for p on a device of `sms` multiprocessors: the tile's BN (128 or 256) and the split of
+// K with the least modelled time (waves of blocks over the SMs, each block its K steps plus a fixed
+// fill, and a split's partials through L2), and which MN-major operands are transposed first.
 Plan plan(const Problem& p, int sms);
-// Launches p on `stream` (the launch is checked). Throws std::invalid_argument when refusal(p) is not "".
+// Zeroes the plan's split-K tickets in `workspace` (on `stream`): once after the workspace is
+// allocated, before its first launch; every launch leaves them zero. A no-op for a plan of one split.
+void clear_tickets(const Plan& plan, void* workspace, cudaStream_t stream);
+// Launches p on `stream` (the launch is checked). Throws std::invalid_argument when refusal(p) is not ""
+// or the workspace is smaller than the plan's.
 void launch(const Problem& p, const Plan& plan, cudaStream_t stream);
 
 }  // namespace mlp::gemm::sm90

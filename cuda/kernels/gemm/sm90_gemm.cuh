@@ -11,6 +11,9 @@
 // setmaxnreg moves registers from the producer (40) to the consumers (232).
 // The tile order walks GROUP_M tile rows down each tile column before moving right, so that
 // co-resident blocks share their B tiles and, within a group, their A tiles in L2.
+// Split-K (Args::splits > 1): `splits` blocks a tile, each a contiguous range of K steps; each
+// writes its float32 partial tile, and the last to arrive (a ticket per tile) sums them in split
+// order and runs the epilogue, as k_tiled_gemm does (cuda/kernels/tiled.cuh).
 //
 // Operands in global memory (sm90_engine.h says the contract): A (m, k) K-major [M][lda] or MN-major
 // [K][lda]; B (k, n) K-major [N][ldb] or MN-major [K][ldb]. TF32 reads both K-major only (wgmma has no
@@ -31,13 +34,17 @@
 
 namespace mlp::gemm::sm90 {
 
-// The epilogue's arguments (the operands travel as tensor maps).
+// The epilogue's arguments (the operands travel as tensor maps) and the split of K.
 struct Args {
   int M, N, K;
   float* C; long long ldc;  // the output [M × ldc]
   const float* bias;        // BiasRelu: [N]
   float* vel;               // Momentum: [M × ldc]
   float lr, mu;             // Momentum
+  int splits;               // K splits (blocks a tile); 1: no partials
+  int steps_per_split;      // K steps (BK each) of a split; the last split may have fewer, none has 0
+  float* partials;          // splits > 1: [splits × tiles × BM·BN] float32, one tile's partial a block
+  unsigned* tickets;        // splits > 1: [tiles], zero before the launch, left zero after it
 };
 
 constexpr int kSmemLimit = 232448;  // an sm_90 block's dynamic shared memory (227 KiB)
@@ -92,13 +99,16 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   auto stage_a = [&](int s) { return smem + s * TL::STAGE_BYTES; };
   auto stage_b = [&](int s) { return smem + s * TL::STAGE_BYTES + TL::A_BYTES; };
 
-  // The tile of this block (the grouped order of the header).
-  const int tiles_m = (args.M + BM - 1) / BM, tiles_n = (args.N + BN - 1) / BN;
-  const int per_group = kGroupM * tiles_n, group = blockIdx.x / per_group;
+  // The tile of this block (the grouped order of the header) and its split's K steps: blocks
+  // 0 .. tiles-1 take split 0, the next `tiles` split 1, and so on.
+  const int tiles_m = (args.M + BM - 1) / BM, tiles_n = (args.N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+  const int tile = blockIdx.x % tiles, split = blockIdx.x / tiles;
+  const int per_group = kGroupM * tiles_n, group = tile / per_group;
   const int first_m = group * kGroupM, rows_in_group = min(tiles_m - first_m, kGroupM);
-  const int tm = first_m + (blockIdx.x % per_group) % rows_in_group, tn = (blockIdx.x % per_group) / rows_in_group;
+  const int tm = first_m + (tile % per_group) % rows_in_group, tn = (tile % per_group) / rows_in_group;
   const int m0 = tm * BM, n0 = tn * BN;
-  const int k_steps = (args.K + BK - 1) / BK;
+  const int k_first = split * args.steps_per_split;
+  const int k_steps = min((args.K + BK - 1) / BK - k_first, args.steps_per_split);  // this split's
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
   if (threadIdx.x == 0) {
@@ -116,7 +126,7 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     reg_dealloc<40>();
     if (tid == 0) {
       for (int i = 0; i < k_steps; ++i) {
-        const int s = i % STAGES, k0 = i * BK;
+        const int s = i % STAGES, k0 = (k_first + i) * BK;
         if (i >= STAGES) mbarrier_wait(&empty[s], ((i / STAGES) - 1) & 1);
         mbarrier_arrive_expect_tx(&full[s], TL::STAGE_BYTES);
         if constexpr (TL::kAMN) {
@@ -169,6 +179,32 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   wgmma_wait<0>();
 #pragma unroll
   for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+
+  if (args.splits > 1) {
+    // Split-K: publish this split's partial tile (element r of consumer thread ct at r·256 + ct:
+    // coalesced), take the tile's ticket; the last of its splits to arrive sums every split's
+    // partial in split order 0 .. splits-1 (the same sum whichever block is last: bitwise
+    // reruns hold) and runs the epilogue.
+    const int ct = threadIdx.x - 128;  // 0 .. 255, the consumers
+    float* mine = args.partials + ((size_t)split * tiles + tile) * (BM * BN);
+#pragma unroll
+    for (int r = 0; r < TL::ACC; ++r) __stcg(mine + r * 256 + ct, acc[r]);
+    __threadfence();
+    named_barrier_sync(1, 256);
+    __shared__ int last;
+    if (ct == 0) last = atomicAdd(&args.tickets[tile], 1u) == (unsigned)args.splits - 1;
+    named_barrier_sync(1, 256);
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int r = 0; r < TL::ACC; ++r) acc[r] = 0.f;
+    for (int z = 0; z < args.splits; ++z) {
+      const float* part = args.partials + ((size_t)z * tiles + tile) * (BM * BN);
+#pragma unroll
+      for (int r = 0; r < TL::ACC; ++r) acc[r] += __ldcg(part + r * 256 + ct);
+    }
+    if (ct == 0) args.tickets[tile] = 0;  // ready for the next launch (graph replays reuse it)
+  }
 
   // ---- the epilogue, from the accumulators' fragment layout (sm90_wgmma_ops.cuh)
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
