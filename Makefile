@@ -110,14 +110,14 @@ WATCHED    := cudaMalloc cudaMallocManaged cudaMallocHost cudaHostAlloc cudaMall
               cudaStreamCreateWithFlags cudaStreamCreateWithPriority
 WRAP_FLAGS := $(foreach f,$(WATCHED),-Xlinker --wrap=$(f))
 
-$(BUILD)/mlp_train: $(OBJ)/cli/mlp_train.o $(SUB_OBJ) $(PATHS_OBJ) $(GATE_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
+$(BUILD)/mlp_train: $(OBJ)/cli/mlp_train.o $(SUB_OBJ) $(PATHS_OBJ) $(GEMM_OBJ) $(GATE_OBJ) $(TRAIN_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $(WRAP_FLAGS) $^ -o $@
 
-$(BUILD)/libmlp.so: $(OBJ)/tools/libmlp.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
+$(BUILD)/libmlp.so: $(OBJ)/tools/libmlp.o $(SUB_OBJ) $(PATHS_OBJ) $(GEMM_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -shared -Xcompiler -fopenmp $^ -o $@
 
 # The tiled path's GEMMs at forced tile shapes and splits against float64 (tests/test_gpu_tiled.py).
-$(BUILD)/gemm_check: $(OBJ)/tools/gemm_check.o $(SUB_OBJ) $(PATHS_OBJ) $(HOST_OBJ)
+$(BUILD)/gemm_check: $(OBJ)/tools/gemm_check.o $(SUB_OBJ) $(PATHS_OBJ) $(GEMM_OBJ) $(HOST_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@
 
 # The same GEMMs timed at given shapes on the plans the path runs, with a float64 spot-check

@@ -8,10 +8,14 @@
 //                                     buffer)
 //   k_tiled_logits_loss               Z = H·W2 + b2, softmax cross-entropy: dZ and the batch's loss
 //   k_tiled_head_backward             dW2, db2, dH = (dZ·W2ᵀ) ⊙ (H > 0), db1 and the W2, b2, b1
-//                                     updates, reading W2 before it is updated
+//                                     updates, reading W2 before it is updated; dH in float32, or
+//                                     in bfloat16 for the GEMM engine's dW1 (DH_T)
+//   k_gather_rows_bf16, k_to_bf16     the engine's bfloat16 operands (tiled-bf16 on sm_90): the
+//                                     epoch's batches in order, and W1 at the epoch's start
 // Every matrix is row-major (model.h's layout). Shapes: B batch rows of the step, I inputs, Hd
 // hidden units, O classes.
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -392,7 +396,7 @@ k_tiled_logits_loss(int B, int Hd, int O,
 // ([y][o][j], o = O for db1), and the last block of a column of blocks sums them in row-block
 // order and updates W2[j][·] and b1[j]; the last block of column 0 also sums db2 = Σ_r dZ[r][·]
 // (in a fixed order) and updates b2. OM: the classes held in registers (O <= OM).
-template <int OM>
+template <int OM, class DH_T = float>
 __global__ void __launch_bounds__(kBackThreads)
 k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
                       const float* __restrict__ H,   // [B × Hd]
@@ -400,7 +404,7 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
                       float* __restrict__ W2, float* __restrict__ vW2,  // [Hd × O] and its velocity
                       float* __restrict__ b1, float* __restrict__ vb1,  // [Hd]
                       float* __restrict__ b2, float* __restrict__ vb2,  // [O]
-                      float* __restrict__ dH,        // [B × Hd]
+                      DH_T* __restrict__ dH,         // [B × Hd] float, or bf16 (rounded to nearest)
                       float* __restrict__ part,      // [gridDim.y × (O + 1) × Hd] scratch
                       unsigned* __restrict__ tickets) {  // [gridDim.x], zero between launches
   __shared__ float dz[kBackChunk][OM];
@@ -435,7 +439,8 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
           d = fmaf(dz[r][o], w[o], d);
         }
         d = h[u] > 0.f ? d : 0.f;
-        dH[(size_t)(r0 + r) * Hd + j] = d;
+        if constexpr (std::is_same<DH_T, float>::value) dH[(size_t)(r0 + r) * Hd + j] = d;
+        else dH[(size_t)(r0 + r) * Hd + j] = __float2bfloat16_rn(d);
         gb += d;
       }
     }
@@ -493,6 +498,27 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
     vb2[o] = v;
     b2[o] += v;
   }
+}
+
+// The GEMM engine's bfloat16 operands (cuda/paths/tiled_path.cu, tiled-bf16 on sm_90), rounded to
+// nearest as k_tiled_mma rounds its loads: dst[r][c] = src[rows[r]][c] for r < n (the epoch's
+// batches one after another, so a step's rows are contiguous for TMA), and dst[i] = src[i].
+// (Templates only so that this header may be included by several objects.)
+template <class T = __nv_bfloat16>
+__global__ void k_gather_rows_bf16(const float* __restrict__ src,  // [any × cols]
+                                   const int* __restrict__ rows,   // [n] the epoch order
+                                   int n, int cols,
+                                   T* __restrict__ dst) {  // [n × cols]
+  const size_t total = (size_t)n * cols;
+  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (size_t)gridDim.x * blockDim.x) {
+    const size_t r = e / cols, c = e % cols;
+    dst[e] = __float2bfloat16_rn(__ldg(src + (size_t)rows[r] * cols + c));
+  }
+}
+template <class T = __nv_bfloat16>
+__global__ void k_to_bf16(const float* __restrict__ src, size_t count, T* __restrict__ dst) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 // The head kernels' grids for a step of nb rows on `sms` multiprocessors: about two blocks an SM.

@@ -10,15 +10,24 @@
 // `tiled-tf32` and `tiled-bf16` run the two GEMMs (1 and 4) on the tensor cores instead
 // (k_tiled_mma, cuda/kernels/tiled_mma.cuh: the products' inputs rounded to TF32 or BF16, float32
 // sums, the same epilogues); the head kernels (2, 3) stay float32 in all three.
+// On a compute capability 9.0 device with an sm_90 build, `tiled-bf16` runs its two GEMMs on the
+// wgmma engine instead (cuda/kernels/gemm/, issue 38) where a measurement says that pays (EnginePair
+// below): then the epoch starts with two more kernels (its batches gathered into bf16 rows in epoch
+// order, W1 rounded to bf16), the head backward writes dH in bf16, and dW1's momentum epilogue keeps
+// W1's bf16 copy current; the products' inputs are the same bf16 roundings as k_tiled_mma's.
 #include "paths/tiled_path.h"
 
+#include "kernels/gemm/sm90_engine.h"
 #include "kernels/tiled.cuh"
 #include "kernels/tiled_mma.cuh"
+
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -129,13 +138,19 @@ bool measure_plans() {
 
 namespace {
 
-struct Scratch {
+// Device memory freed with its owner (the measurements' scratch, the engine's operands).
+struct DeviceBuffers {
   std::vector<void*> bufs;
-  ~Scratch() {
+  DeviceBuffers() = default;
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+  ~DeviceBuffers() { clear(); }
+  void clear() noexcept {
     for (void* p : bufs) cudaFree(p);
+    bufs.clear();
   }
   template <class T>
-  T* get(size_t n, int fill_byte) {
+  T* get(size_t n, int fill_byte = -1) {
     void* p = nullptr;
     CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
     bufs.push_back(p);
@@ -155,7 +170,7 @@ GemmPlan measure(ALayout al, Epi epi, int M, int N, int K, int sms, Precision pr
     }
   size_t part = std::max<size_t>(1, model.partial_floats()), tick = std::max<size_t>(1, model.tiles());
   for (const GemmPlan& p : cands) part = std::max(part, p.partial_floats()), tick = std::max(tick, (size_t)p.tiles());
-  Scratch s;
+  DeviceBuffers s;
   const int a_rows_n = al == ALayout::RowMajor ? M : K;  // A's storage rows
   const int lda = al == ALayout::RowMajor ? K : M;
   GemmArgs a{};
@@ -235,26 +250,228 @@ GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms, Precisio
   return p;
 }
 
+// ---- the GEMM engine's pair (tiled-bf16 on sm_90) --------------------------------------------------
+namespace eng = gemm::sm90;
+
+// The forward H [nb × Hd] = ReLU(Xp [nb × I] · W1b [I × Hd] + b1) and dW1 = Xpᵀ · dH16 with the
+// momentum update into W1 (float32) and its bf16 copy W1b, as the engine's problems.
+eng::Problem engine_forward(int nb, int I, int Hd, const __nv_bfloat16* xp, const __nv_bfloat16* w1b, float* H,
+                            const float* b1) {
+  eng::Problem p{};
+  p.prec = Precision::BF16;
+  p.M = nb; p.N = Hd; p.K = I;
+  p.a = {xp, I, eng::Major::K};     // the step's rows of Xp, K-major
+  p.b = {w1b, Hd, eng::Major::MN};  // W1b [I × Hd]: B (k, n) at k·Hd + n
+  p.epi = eng::Epilogue::BiasRelu;
+  p.C = H; p.ldc = Hd; p.bias = b1;
+  return p;
+}
+eng::Problem engine_dw1(int nb, int I, int Hd, const __nv_bfloat16* xp, const __nv_bfloat16* dh16, float* W1, float* vW1,
+                        __nv_bfloat16* w1b, float lr, float mu) {
+  eng::Problem p{};
+  p.prec = Precision::BF16;
+  p.M = I; p.N = Hd; p.K = nb;
+  p.a = {xp, I, eng::Major::MN};     // Xpᵀ: A (m, k) = Xp[k][m]
+  p.b = {dh16, Hd, eng::Major::MN};  // dH16 [nb × Hd]: B (k, n) at k·Hd + n
+  p.epi = eng::Epilogue::Momentum;
+  p.C = W1; p.ldc = Hd; p.vel = vW1; p.lr = lr; p.mu = mu; p.c_bf16 = w1b;
+  return p;
+}
+
+namespace {
+
+// The time of one run of `body` (microseconds): `reps` runs captured into a CUDA graph (no host gap
+// between launches, as in the path's epoch graph), replayed once to warm up, then once between events.
+double graph_us(const std::function<void(cudaStream_t)>& body, int reps = 5) {
+  cudaStream_t st = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  auto cleanup = [&] {
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaStreamDestroy(st);
+  };
+  try {
+    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (int r = 0; r < reps; ++r) body(st);
+    } catch (...) {
+      cudaStreamEndCapture(st, &g);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    CUDA_CHECK(cudaGraphLaunch(ge, st));
+    CUDA_CHECK(cudaEventRecord(e0, st));
+    CUDA_CHECK(cudaGraphLaunch(ge, st));
+    CUDA_CHECK(cudaEventRecord(e1, st));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    cleanup();
+    return 1000.0 * ms / reps;
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+int device_cc() {
+  int dev = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return major * 10 + minor;
+}
+
+// Both pairs of a step of nb rows timed on scratch operands (every byte 0x3c: 0.0115 as a float,
+// 0.0115 as a bf16; never zero): the engine's, and mma.sync's plans.
+void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, const GemmPlan& dw1) {
+  DeviceBuffers b;
+  auto* xp = b.get<__nv_bfloat16>((size_t)nb * I, 0x3c);
+  auto* w1b = b.get<__nv_bfloat16>((size_t)I * Hd, 0x3c);
+  auto* dh16 = b.get<__nv_bfloat16>((size_t)nb * Hd, 0x3c);
+  float* X = b.get<float>((size_t)nb * I, 0x3c);
+  float* W1 = b.get<float>((size_t)I * Hd, 0x3c);
+  float* vW1 = b.get<float>((size_t)I * Hd, 0x3c);
+  float* dH = b.get<float>((size_t)nb * Hd, 0x3c);
+  float* H = b.get<float>((size_t)nb * Hd, 0x3c);
+  float* b1 = b.get<float>(Hd, 0x3c);
+  int* rows = b.get<int>(nb);
+  {
+    std::vector<int> ident(nb);
+    for (int i = 0; i < nb; ++i) ident[i] = i;
+    CUDA_CHECK(cudaMemcpy(rows, ident.data(), ident.size() * sizeof(int), cudaMemcpyHostToDevice));
+  }
+  eng::Problem pf = engine_forward(nb, I, Hd, xp, w1b, H, b1);
+  eng::Problem pd = engine_dw1(nb, I, Hd, xp, dh16, W1, vW1, w1b, 0.1f, 0.9f);
+  pf.workspace = e.fwd.workspace_bytes ? b.get<char>(e.fwd.workspace_bytes) : nullptr;
+  pf.workspace_size = e.fwd.workspace_bytes;
+  pd.workspace = e.dw1.workspace_bytes ? b.get<char>(e.dw1.workspace_bytes) : nullptr;
+  pd.workspace_size = e.dw1.workspace_bytes;
+  eng::clear_tickets(e.fwd, pf.workspace, 0);
+  eng::clear_tickets(e.dw1, pd.workspace, 0);
+  const size_t part = std::max({fwd.partial_floats(), dw1.partial_floats(), (size_t)1});
+  const size_t tick = (size_t)std::max(fwd.tiles(), dw1.tiles());
+  float* partials = b.get<float>(part);
+  unsigned* tickets = b.get<unsigned>(tick, 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  e.engine_us = graph_us([&](cudaStream_t st) {
+    eng::launch(pf, e.fwd, st);
+    eng::launch(pd, e.dw1, st);
+  });
+  e.tiled_us = graph_us([&](cudaStream_t st) {
+    GemmArgs f{};
+    f.M = nb; f.N = Hd; f.K = I;
+    f.A = X; f.lda = I; f.a_rows = rows;
+    f.B = W1; f.ldb = Hd; f.C = H; f.ldc = Hd; f.bias = b1;
+    f.partials = partials; f.tickets = tickets;
+    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, fwd, part, tick, st, Precision::BF16);
+    GemmArgs g{};
+    g.M = I; g.N = Hd; g.K = nb;
+    g.A = X; g.lda = I; g.a_rows = rows;
+    g.B = dH; g.ldb = Hd; g.C = W1; g.ldc = Hd; g.vel = vW1; g.lr = 0.1f; g.mu = 0.9f;
+    g.partials = partials; g.tickets = tickets;
+    launch_gemm(ALayout::KMajor, Epi::Momentum, g, dw1, part, tick, st, Precision::BF16);
+  });
+}
+
+using PairKey = std::tuple<int, int, int, int, int>;  // I, Hd, nb, batch, SMs
+std::map<PairKey, EnginePair>& pair_cache() {
+  static std::map<PairKey, EnginePair> cache;
+  return cache;
+}
+}  // namespace
+
+EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, Precision prec, const GemmPlan& fwd, const GemmPlan& dw1) {
+  EnginePair e;
+  if (prec != Precision::BF16) return e;  // tf32 wgmma reads K-major operands only: W1 and dH are MN-major
+  const PairKey key{I, Hd, nb, batch, sms};
+  auto it = pair_cache().find(key);
+  if (it != pair_cache().end()) return it->second;
+  // The checks need aligned stand-ins for the operands (the path's own are allocated later).
+  auto* fake16 = reinterpret_cast<__nv_bfloat16*>(uintptr_t(256));
+  auto* fake = reinterpret_cast<float*>(uintptr_t(256));
+  const eng::Problem pf = engine_forward(nb, I, Hd, fake16, fake16, fake, fake);
+  const eng::Problem pd = engine_dw1(nb, I, Hd, fake16, fake16, fake, fake, fake16, 0.1f, 0.9f);
+  const int cc = device_cc();
+  e.why = eng::refusal(pf, cc);
+  if (e.why.empty()) e.why = eng::refusal(pd, cc);
+  if (e.why.empty() && ((size_t)batch * I) % 8 != 0)
+    e.why = "a step's rows of the bf16 batches start " + std::to_string(batch) + " x " + std::to_string(I) +
+            " elements apart, not a multiple of 16 bytes (TMA)";
+  if (e.why.empty() && !measure_plans()) e.why = "the engine is chosen only by measurement (MLP_TILED_PLAN=model)";
+  if (e.why.empty()) {
+    e.fwd = eng::plan(pf, sms);
+    e.dw1 = eng::plan(pd, sms);
+    try {
+      measure_pair(e, nb, I, Hd, fwd, dw1);
+      e.use = e.engine_us < 0.97 * e.tiled_us;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "the wgmma engine's pair %.1f us against mma.sync's %.1f us a step (measured)",
+                    e.engine_us, e.tiled_us);
+      e.why = buf;
+    } catch (const std::exception& ex) {
+      (void)cudaGetLastError();
+      std::fprintf(stderr, "tiled: measuring the wgmma engine at %d x %d x %d failed: %s; mma.sync runs\n", nb, Hd, I,
+                   ex.what());
+      e.use = false;
+      e.why = std::string("measuring the wgmma engine FAILED: ") + ex.what();
+    }
+  }
+  pair_cache()[key] = e;
+  return e;
+}
+
 }  // namespace tiled
 
 namespace {
 using namespace tiled;
 
-// The plans and scratch of one (shape, batch, n): the full steps' GEMMs and the short last step's.
+// The plans of one (shape, batch, n): the full steps' GEMMs and the short last step's; with `engine`
+// (the full step's EnginePair chose the wgmma engine), every step's pair runs on it, the short
+// step's plans in eng_fwd and eng_dw1 (W1's bf16 copy is kept by the engine's dW1 alone).
 struct StepPlans {
   GemmPlan fwd, dw1;
+  EnginePair engine;
 };
-StepPlans plans_for(MlpShape s, int nb, int sms, Precision prec) {
-  return {chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
-          chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec)};
+StepPlans plans_for(MlpShape s, int nb, int batch, int sms, Precision prec) {
+  StepPlans p{chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
+              chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec), {}};
+  p.engine = engine_pair(s.in, s.hidden, nb, batch, sms, prec, p.fwd, p.dw1);
+  return p;
+}
+// The short step follows the full step's choice: on the engine when the full step is (its plans,
+// unmeasured), else on mma.sync.
+void follow(StepPlans& tail, const StepPlans& full, MlpShape s, int nb, int sms) {
+  if (!full.engine.use) {
+    tail.engine.use = false;
+    return;
+  }
+  auto* fake16 = reinterpret_cast<__nv_bfloat16*>(uintptr_t(256));
+  auto* fake = reinterpret_cast<float*>(uintptr_t(256));
+  tail.engine.use = true;
+  tail.engine.fwd = gemm::sm90::plan(engine_forward(nb, s.in, s.hidden, fake16, fake16, fake, fake), sms);
+  tail.engine.dw1 = gemm::sm90::plan(engine_dw1(nb, s.in, s.hidden, fake16, fake16, fake, fake, fake16, 0.f, 0.f), sms);
 }
 std::string describe(const StepPlans& p, Precision prec) {
   const std::string how = !measure_plans()                ? " (the cost model's plans)"
                           : measurement_failure().empty() ? " (measured plans)"
                                                           : " (measured plans; a measurement FAILED, the cost model's plan "
                                                             "in its place: " + measurement_failure() + ")";
+  if (p.engine.use)
+    return std::string(precision_name(prec)) + " GEMMs on the wgmma engine (" + p.engine.why + "): forward " +
+           p.engine.fwd.describe + "; dW1 " + p.engine.dw1.describe +
+           "; 4 kernels a step and 2 an epoch (the bf16 batches, W1 in bf16), the epoch as one CUDA graph";
   const std::string engine = prec == Precision::FP32 ? "" : std::string(precision_name(prec)) + " tensor-core GEMMs: ";
-  return engine + "forward " + p.fwd.describe() + "; dW1 " + p.dw1.describe() + how +
+  const std::string declined = p.engine.why.empty() ? "" : "; not on the wgmma engine: " + p.engine.why;
+  return engine + "forward " + p.fwd.describe() + "; dW1 " + p.dw1.describe() + how + declined +
          "; 4 kernels a step, the epoch as one CUDA graph";
 }
 
@@ -281,7 +498,7 @@ class TiledPath : public KernelPath {
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", me + ": empty shape"};
     const std::string refusal = tensor_core_refusal(me, prec_, lim.cc);
     if (!refusal.empty()) return PathFit{-1, "", refusal};
-    const StepPlans p = plans_for(s, batch, std::max(1, lim.sms), prec_);
+    const StepPlans p = plans_for(s, batch, batch, std::max(1, lim.sms), prec_);
     std::vector<KernelUse> uses;
     const char* fwd_name = prec_ == Precision::FP32 ? "k_tiled_gemm (forward)" : "k_tiled_mma (forward)";
     const char* dw1_name = prec_ == Precision::FP32 ? "k_tiled_gemm (dW1)" : "k_tiled_mma (dW1)";
@@ -298,6 +515,10 @@ class TiledPath : public KernelPath {
     uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_head_backward<10>)
                            : reinterpret_cast<const void*>(&k_tiled_head_backward<kMaxOut>),
                     kBackThreads, "k_tiled_head_backward"});
+    if (p.engine.use)  // the engine's own kernels are checked by its refusal (sm90_engine.h)
+      uses.push_back({narrow ? reinterpret_cast<const void*>(&k_tiled_head_backward<10, __nv_bfloat16>)
+                             : reinterpret_cast<const void*>(&k_tiled_head_backward<kMaxOut, __nv_bfloat16>),
+                      kBackThreads, "k_tiled_head_backward (bf16 dH)"});
     const PathFit ordinary = fit_ordinary_launches(uses, lim);
     if (!ordinary.runs()) return ordinary;
     if (p.fwd.tiles_m > 65535 || p.dw1.tiles_m > 65535)
@@ -318,6 +539,9 @@ class TiledPath : public KernelPath {
     partials_ = nullptr;
     tickets_ = nullptr;
     head_part_ = nullptr;
+    engine_bufs_.clear();
+    xp16_ = w1b_ = dh16_ = nullptr;
+    for (void*& w : eng_ws_) w = nullptr;
   }
 
   // The graph of one epoch of `a` (paths/epoch_graph.h), with the scratch sized for this epoch's plans.
@@ -330,7 +554,8 @@ class TiledPath : public KernelPath {
     const int sms = std::max(1, effective_limits().sms);
     const int steps = (a.n + a.batch - 1) / a.batch;
     const int last = a.n - (steps - 1) * a.batch;
-    StepPlans full = plans_for(s, a.batch, sms, prec_), tail = plans_for(s, last, sms, prec_);
+    StepPlans full = plans_for(s, a.batch, a.batch, sms, prec_), tail = plans_for(s, last, a.batch, sms, prec_);
+    follow(tail, full, s, last, sms);
     partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
                              tail.dw1.partial_floats(), (size_t)1});
     ticket_cap_ = (size_t)std::max({full.fwd.tiles(), full.dw1.tiles(), tail.fwd.tiles(), tail.dw1.tiles()});
@@ -347,6 +572,16 @@ class TiledPath : public KernelPath {
     CUDA_CHECK(cudaMalloc(&tickets_, sizeof(unsigned) * tickets));
     CUDA_CHECK(cudaMalloc(&head_part_, sizeof(float) * head_floats));
     CUDA_CHECK(cudaMemsetAsync(tickets_, 0, sizeof(unsigned) * tickets, a.stream));
+    if (full.engine.use) {  // the engine's bf16 operands and a workspace per plan (tickets each)
+      xp16_ = engine_bufs_.get<__nv_bfloat16>((size_t)a.n * s.in);
+      w1b_ = engine_bufs_.get<__nv_bfloat16>((size_t)s.in * s.hidden);
+      dh16_ = engine_bufs_.get<__nv_bfloat16>((size_t)a.batch * s.hidden);
+      const gemm::sm90::Plan* plans[4] = {&full.engine.fwd, &full.engine.dw1, &tail.engine.fwd, &tail.engine.dw1};
+      for (int i = 0; i < 4; ++i) {
+        eng_ws_[i] = plans[i]->workspace_bytes ? engine_bufs_.get<char>(plans[i]->workspace_bytes) : nullptr;
+        gemm::sm90::clear_tickets(*plans[i], eng_ws_[i], a.stream);
+      }
+    }
     CUDA_CHECK(cudaStreamSynchronize(a.stream));
     graph_.capture(a, [&](const EpochArgs& g) { enqueue_epoch(g, full, tail, sms); });
   }
@@ -364,10 +599,28 @@ class TiledPath : public KernelPath {
     float* zpart = back_part + head_.back_floats;
     float* group_loss = zpart + head_.z_floats;
     const bool narrow = s.out <= 10;
+    const bool engine = full.engine.use;
+    if (engine) {  // the epoch's batches as bf16 rows in epoch order, and W1 in bf16
+      const size_t n_x = (size_t)a.n * s.in, n_w = (size_t)s.in * s.hidden;
+      const int gx = (int)std::min<size_t>((size_t)sms * 8, (n_x + 255) / 256);
+      const int gw = (int)std::min<size_t>((size_t)sms * 8, (n_w + 255) / 256);
+      k_gather_rows_bf16<<<gx, 256, 0, st>>>(a.X_all, a.order, a.n, s.in, xp16_);
+      CUDA_CHECK_LAUNCH("k_gather_rows_bf16");
+      k_to_bf16<<<gw, 256, 0, st>>>(a.params + o.w1, n_w, w1b_);
+      CUDA_CHECK_LAUNCH("k_to_bf16");
+    }
     for (int t = 0; t < steps; ++t) {
       const int nb = std::min(a.batch, a.n - t * a.batch);
       const StepPlans& p = nb == a.batch ? full : tail;
       const int* rows = a.order + (size_t)t * a.batch;
+      const __nv_bfloat16* xp = engine ? xp16_ + (size_t)t * a.batch * s.in : nullptr;  // this step's rows
+      void* ws_fwd = eng_ws_[nb == a.batch ? 0 : 2];
+      void* ws_dw1 = eng_ws_[nb == a.batch ? 1 : 3];
+      if (engine) {
+        gemm::sm90::Problem f = engine_forward(nb, s.in, s.hidden, xp, w1b_, w.H, a.params + o.b1);
+        f.workspace = ws_fwd; f.workspace_size = p.engine.fwd.workspace_bytes;
+        gemm::sm90::launch(f, p.engine.fwd, st);
+      } else {
       GemmArgs f{};  // H [nb × Hd] = ReLU(X[rows] [nb × I] · W1 [I × Hd] + b1)
       f.M = nb; f.N = s.hidden; f.K = s.in;
       f.A = a.X_all; f.lda = s.in; f.a_rows = rows;
@@ -376,6 +629,7 @@ class TiledPath : public KernelPath {
       f.bias = a.params + o.b1;
       f.partials = partials_; f.tickets = tickets_;
       launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st, prec_);
+      }
 
       const HeadGrid hg = head_grid(nb, s.hidden, sms);
       auto logits = narrow ? k_tiled_logits_loss<10> : k_tiled_logits_loss<kMaxOut>;
@@ -384,12 +638,26 @@ class TiledPath : public KernelPath {
                                                                   group_loss, logit_tickets, a.step_loss + t);
       CUDA_CHECK_LAUNCH("k_tiled_logits_loss");
 
-      auto backward = narrow ? k_tiled_head_backward<10> : k_tiled_head_backward<kMaxOut>;
-      backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
-          nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
-          a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
+      if (engine) {
+        auto backward = narrow ? k_tiled_head_backward<10, __nv_bfloat16> : k_tiled_head_backward<kMaxOut, __nv_bfloat16>;
+        backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
+            nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
+            a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, dh16_, back_part, back_tickets);
+      } else {
+        auto backward = narrow ? k_tiled_head_backward<10> : k_tiled_head_backward<kMaxOut>;
+        backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
+            nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
+            a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
+      }
       CUDA_CHECK_LAUNCH("k_tiled_head_backward");
 
+      if (engine) {
+        gemm::sm90::Problem g = engine_dw1(nb, s.in, s.hidden, xp, dh16_, a.params + o.w1, a.velocity + o.w1, w1b_,
+                                           a.lr, a.momentum);
+        g.workspace = ws_dw1; g.workspace_size = p.engine.dw1.workspace_bytes;
+        gemm::sm90::launch(g, p.engine.dw1, st);
+        continue;
+      }
       GemmArgs g{};  // W1 [I × Hd] updated by dW1 = X[rows]ᵀ [I × nb] · dH [nb × Hd]
       g.M = s.in; g.N = s.hidden; g.K = nb;
       g.A = a.X_all; g.lda = s.in; g.a_rows = rows;
@@ -408,6 +676,12 @@ class TiledPath : public KernelPath {
   float* head_part_ = nullptr;
   size_t partial_cap_ = 0, ticket_cap_ = 0;
   struct HeadScratch { size_t back_floats = 0, z_floats = 0; int groups = 0; } head_;
+  // The wgmma engine's operands (tiled-bf16 on sm_90, StepPlans::engine): the epoch's batches in
+  // bf16 in epoch order [n × I], W1 in bf16 [I × Hd] (kept by dW1's epilogue), dH in bf16
+  // [batch × Hd]; the workspaces of the full step's forward and dW1 plans, then the short step's.
+  DeviceBuffers engine_bufs_;
+  __nv_bfloat16 *xp16_ = nullptr, *w1b_ = nullptr, *dh16_ = nullptr;
+  void* eng_ws_[4] = {nullptr, nullptr, nullptr, nullptr};
 };
 }  // namespace
 

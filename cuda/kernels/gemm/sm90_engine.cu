@@ -113,7 +113,7 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
     attribute_set = true;
   }
   char* ws = static_cast<char*>(p.workspace);
-  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu, plan.splits, plan.steps_per_split,
+  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu, static_cast<__nv_bfloat16*>(p.c_bf16), plan.splits, plan.steps_per_split,
             plan.splits > 1 ? reinterpret_cast<float*>(ws + plan.partials_offset) : nullptr,
             plan.splits > 1 ? reinterpret_cast<unsigned*>(ws + plan.tickets_offset) : nullptr};
   k_sm90_gemm<TL, EPI><<<plan.tiles * plan.splits, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);

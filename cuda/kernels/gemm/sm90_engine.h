@@ -37,7 +37,8 @@ enum class Major { K, MN };
 enum class Epilogue {  // what the kernel's epilogue (sm90_gemm.cuh) writes
   Store,     // C = acc
   BiasRelu,  // C = max(acc + bias[n], 0)
-  Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc)
+  Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc);
+             // and, where Problem::c_bf16 is set, the updated C rounded to bfloat16 there too
 };
 
 struct Operand {
@@ -56,6 +57,8 @@ struct Problem {
   const float* bias;  // BiasRelu: [N]
   float* vel;         // Momentum: [M × ldc]
   float lr, mu;       // Momentum
+  void* c_bf16;       // Momentum: NULL, or [M × ldc] __nv_bfloat16 that receives C's new values
+                      // (the next product's bf16 operand: the tiled path's W1 for its forward)
   void* workspace;    // the transposed operands (Plan::workspace_bytes; NULL when that is 0)
   size_t workspace_size;  // its bytes
 };

@@ -41,6 +41,7 @@ struct Args {
   const float* bias;        // BiasRelu: [N]
   float* vel;               // Momentum: [M × ldc]
   float lr, mu;             // Momentum
+  __nv_bfloat16* c_bf16;    // Momentum: NULL, or [M × ldc] that receives C's new values in bf16
   int splits;               // K splits (blocks a tile); 1: no partials
   int steps_per_split;      // K steps (BK each) of a split; the last split may have fewer, none has 0
   float* partials;          // splits > 1: [splits × tiles × BM·BN] float32, one tile's partial a block
@@ -239,6 +240,13 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
       } else {
         crow[col] = v[0];
         if (valid == 2) crow[col + 1] = v[1];
+      }
+      if constexpr (EPI == Epilogue::Momentum) {
+        if (args.c_bf16) {
+          __nv_bfloat16* brow = args.c_bf16 + (size_t)row * args.ldc;
+          brow[col] = __float2bfloat16_rn(v[0]);
+          if (valid == 2) brow[col + 1] = __float2bfloat16_rn(v[1]);
+        }
       }
     }
   }
