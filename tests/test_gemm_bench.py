@@ -84,6 +84,57 @@ def test_a_valid_request_without_a_gpu_is_exit_3_and_writes_nothing(built, tmp_p
     assert not list(tmp_path.iterdir())
 
 
+# ----------------------------------------------------------------------------- the engine's plans
+
+def plans(exe, shapes, layout, sms=132):
+    res = run_bin(exe, "--shapes", shapes, "--layout", layout, "--precisions", "tf32,bf16", "--plans", sms)
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+def test_plans_split_k_only_where_the_tiles_leave_sms_idle(built):
+    """A batch-128 forward (32 or fewer output tiles for 132 SMs) splits K; the large squares and the
+    4,096 x 2,048 point's forward, whose tiles fill the SMs, do not; one SM never splits."""
+    exe = built("gemm_bench")
+    by = {(p["M"], p["N"], p["K"], p["precision"]): p
+          for p in plans(exe, "128x4096x784,128x256x784,4096x4096x4096,2048x4096x784,8192x8192x8192", "nn")}
+    for prec in ("tf32", "bf16"):
+        assert by[(128, 4096, 784, prec)]["splits"] > 1 and by[(128, 256, 784, prec)]["splits"] > 1
+        for big in ((4096, 4096, 4096), (2048, 4096, 784), (8192, 8192, 8192)):
+            assert by[(*big, prec)]["splits"] == 1 and by[(*big, prec)]["bn"] == 256, by[(*big, prec)]
+    assert all(p["splits"] == 1 for p in plans(exe, "128x4096x784,128x256x784", "nn", sms=1))
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
+def test_every_plan_covers_k_without_an_empty_split_and_its_workspace_parts_do_not_overlap(built, layout):
+    shapes = "128x4096x784,784x4096x128,128x256x784,200x136x1000,37x19x129,300x200x136,784x256x2048,4096x4096x4096"
+    for p in plans(built("gemm_bench"), shapes, layout):
+        es = 2 if p["precision"] == "bf16" else 4
+        k_steps = -(-p["K"] // (128 // es))
+        s, sps = p["splits"], p["steps_per_split"]
+        assert 1 <= s <= 16 and s * sps >= k_steps and (s - 1) * sps < k_steps, p
+        assert p["tiles"] == -(-p["M"] // 128) * -(-p["N"] // p["bn"]), p
+        ld = -(-p["K"] // 8) * 8   # a copy's row pitch
+        a_bytes = p["M"] * ld * es if p["transpose_a"] else 0
+        b_end = p["b_offset"] + (p["N"] * ld * es if p["transpose_b"] else 0)
+        assert p["b_offset"] >= a_bytes and b_end <= p["workspace_bytes"], p
+        if s > 1:
+            assert p["partials_offset"] >= b_end, p
+            assert p["tickets_offset"] >= p["partials_offset"] + s * p["tiles"] * 128 * p["bn"] * 4, p
+            assert p["workspace_bytes"] >= p["tickets_offset"] + 4 * p["tiles"], p
+        for key in ("b_offset", "partials_offset", "tickets_offset", "workspace_bytes"):
+            assert p[key] % 256 == 0, (key, p)
+        # tf32 wgmma reads K-major operands only: every MN-major one is copied first
+        if p["precision"] == "tf32":
+            assert p["transpose_a"] == (layout == "tn") and p["transpose_b"] == (layout in ("nn", "tn")), p
+        assert ("split-K %d" % s in p["describe"]) == (s > 1), p
+
+
+def test_plans_is_checked_like_every_flag(built):
+    res = run_bin(built("gemm_bench"), "--shapes", "8x8x8", "--plans", "0")
+    assert res.returncode == 2 and "--plans: 0 is out of range [1, 1024]" in res.stderr
+
+
 def test_the_two_sides_share_their_bounds_and_rotation_cap():
     src = SOURCE.read_text()
     assert int(re.search(r"kMaxSets = (\d+)", src).group(1)) == gemm_torch.MAX_SETS
@@ -338,19 +389,22 @@ def test_the_bf16_ceiling_loop_runs_on_the_cpu():
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
 def test_gemm_bench_on_the_gpu(built, tmp_path, layout):
     """Every row of ours checked against float64; on a compute capability 9.0 device the tf32 and bf16
-    rows whose K-major operands TMA can read run the wgmma engine, with M and N tails (300 x 200) and
-    MN-major operands copied K-major or read as they are; nt has no other kernel."""
+    rows whose K-major operands TMA can read run the wgmma engine, with M and N tails (300 x 200),
+    split-K (200 x 136 x 1000 and the batch-128 forward) and MN-major operands copied K-major or read
+    as they are; nt has no other kernel."""
     torch = pytest.importorskip("torch")
     hopper = torch.cuda.get_device_capability() == (9, 0)
     out = tmp_path / "g.json"
-    res = run_bin(built("gemm_bench"), "--shapes", "128x256x784,784x256x128,37x19x129,300x200x136", "--layout", layout,
-                  "--repeats", "5", "--warmup", "1", "--out", out)
+    res = run_bin(built("gemm_bench"), "--shapes", "128x256x784,784x256x128,37x19x129,300x200x136,200x136x1000",
+                  "--layout", layout, "--repeats", "5", "--warmup", "1", "--out", out)
     print(res.stdout[-6000:], res.stderr[-2000:])
     assert res.returncode == 0, res.stderr
     assert "tolerance: |got - want| <= K*u*sum|a*b|" in res.stdout
     doc = json.loads(out.read_text())
     schema.validate(doc, "gemm_side", out)
-    assert len(doc["rows"]) == 12 and doc["passed"] is True
+    assert len(doc["rows"]) == 15 and doc["passed"] is True
+    if hopper:  # split-K rows, M and N tails among them (the plans: test_plans_split_k_...)
+        assert any("split-K" in r.get("plan", "") for r in doc["rows"] if r["M"] == 200), doc["rows"]
     for r in doc["rows"]:
         # TMA reads a K-major operand whose rows are a multiple of 16 bytes (nn's A, nt's both); tn's
         # operands are MN-major, copied K-major (or read as they are) whatever K is.

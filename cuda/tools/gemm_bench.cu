@@ -10,6 +10,8 @@
 //   build/gemm_bench --shapes MxNxK[,MxNxK...] [--precisions fp32,tf32,bf16] [--layout nn|tn|nt]
 //                    [--repeats 30] [--warmup 5] [--seed 20260829] --out FILE.json
 //   build/gemm_bench ... --parse-only        the request as one JSON line; no GPU is touched
+//   build/gemm_bench ... --plans SMS          the engine's plan of each tf32 and bf16 row on a device of
+//                                            SMS multiprocessors, a JSON line each; no GPU is touched
 //
 // C[M × N] = op(A)·op(B), every matrix row-major; n: the operand as used (A [M × K], B [K × N]), t:
 // stored transposed (A [K × M], B [N × K]). Each layout runs one epilogue (the timing includes it;
@@ -87,12 +89,13 @@ struct Request {
   int repeats = 30, warmup = 5;
   long long seed = 20260829;
   bool parse_only = false;
+  int plans_sms = 0;  // --plans: print the engine's plans for this many SMs, touch no GPU
 };
 
 constexpr const char* kUsage =
     "usage: gemm_bench --shapes MxNxK[,MxNxK...] [--precisions fp32,tf32,bf16] [--layout nn|tn|nt]\n"
     "                  [--repeats R (3-10000, default 30)] [--warmup W (0-1000, default 5)]\n"
-    "                  [--seed S] --out FILE.json | --parse-only\n";
+    "                  [--seed S] --out FILE.json | --parse-only | --plans SMS (1-1024)\n";
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out(1);
@@ -122,7 +125,7 @@ Request parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--parse-only") { r.parse_only = true; continue; }
     if (a != "--shapes" && a != "--precisions" && a != "--layout" && a != "--repeats" && a != "--warmup" &&
-        a != "--seed" && a != "--out")
+        a != "--seed" && a != "--out" && a != "--plans")
       throw UserError("unknown argument " + one_line(a) + " (gemm_bench --help)");
     if (i + 1 >= argc) throw UserError(a + ": missing its value");
     const std::string v = argv[++i];
@@ -153,12 +156,14 @@ Request parse(int argc, char** argv) {
       r.warmup = (int)parse_integer_in(v, 0, 1000, "--warmup");
     } else if (a == "--seed") {
       r.seed = parse_integer_in(v, 0, (1LL << 53) - 1, "--seed");
+    } else if (a == "--plans") {
+      r.plans_sms = (int)parse_integer_in(v, 1, 1024, "--plans");
     } else {
       r.out = v;
     }
   }
   if (!have_shapes) throw UserError("--shapes is required");
-  if (r.out.empty() && !r.parse_only) throw UserError("--out FILE.json is required (or --parse-only)");
+  if (r.out.empty() && !r.parse_only && !r.plans_sms) throw UserError("--out FILE.json is required (or --parse-only, --plans)");
   if (!r.out.empty()) {  // the output's folder must exist and the output must not be one
     struct stat st;
     if (stat(r.out.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
@@ -226,6 +231,21 @@ unsigned long long nonfinite(const float* p, size_t n, unsigned long long* d_cou
 // ---- one shape's operand sets ----------------------------------------------------------------------
 enum class Layout { NN, TN, NT };
 Layout layout_of(const std::string& s) { return s == "tn" ? Layout::TN : s == "nt" ? Layout::NT : Layout::NN; }
+
+// The engine's problem of a row: the layout's operand orders and epilogue (the file's header), with
+// A and B at the given addresses and the epilogue's arrays left to the caller.
+eng::Problem layout_problem(Shape s, Layout lay, Precision prec, const void* A, const void* B) {
+  eng::Problem p{};
+  p.prec = prec;
+  p.M = (int)s.m; p.N = (int)s.n; p.K = (int)s.k;
+  switch (lay) {
+    case Layout::NN: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::BiasRelu; break;
+    case Layout::TN: p.a = {A, s.m, eng::Major::MN}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::Momentum; break;
+    case Layout::NT: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.k, eng::Major::K}; p.epi = eng::Epilogue::Store; break;
+  }
+  p.ldc = s.n;
+  return p;
+}
 
 struct Sets {
   const Shape s;
@@ -302,15 +322,8 @@ struct Sets {
     const bool half = prec == Precision::BF16;
     const void* A = half ? (halves.empty() ? nullptr : (const void*)halves[2 * (size_t)set]) : (const void*)get(set, kA);
     const void* B = half ? (halves.empty() ? nullptr : (const void*)halves[2 * (size_t)set + 1]) : (const void*)get(set, kB);
-    eng::Problem p{};
-    p.prec = prec;
-    p.M = (int)s.m; p.N = (int)s.n; p.K = (int)s.k;
-    switch (lay) {
-      case Layout::NN: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::BiasRelu; break;
-      case Layout::TN: p.a = {A, s.m, eng::Major::MN}; p.b = {B, s.n, eng::Major::MN}; p.epi = eng::Epilogue::Momentum; break;
-      case Layout::NT: p.a = {A, s.k, eng::Major::K}; p.b = {B, s.k, eng::Major::K}; p.epi = eng::Epilogue::Store; break;
-    }
-    p.C = get(set, kC); p.ldc = s.n;
+    eng::Problem p = layout_problem(s, lay, prec, A, B);
+    p.C = get(set, kC);
     p.bias = get(set, kBias); p.vel = get(set, kVel); p.lr = kLr; p.mu = kMu;
     p.workspace = workspace; p.workspace_size = workspace_size;
     return p;
@@ -573,6 +586,28 @@ int run(const Request& q) {
 }
 }  // namespace
 
+// --plans: the engine's plan of every tf32 and bf16 row (operands at 256-byte aligned stand-in
+// addresses: a plan reads only their alignment), a JSON line each.
+void print_plans(const Request& q) {
+  const void* fake = reinterpret_cast<const void*>(uintptr_t(256));
+  for (const Shape& s : q.shapes)
+    for (Precision prec : q.precisions) {
+      if (prec == Precision::FP32) continue;
+      const eng::Plan pl = eng::plan(layout_problem(s, layout_of(q.layout), prec, fake, fake), q.plans_sms);
+      Json o = Json::object();
+      o.set("M", Json::num(s.m)).set("N", Json::num(s.n)).set("K", Json::num(s.k)).set("layout", Json::str(q.layout))
+          .set("precision", Json::str(mlp::precision_name(prec))).set("sms", Json::num(q.plans_sms))
+          .set("bn", Json::num(pl.bn)).set("tiles", Json::num(pl.tiles)).set("splits", Json::num(pl.splits))
+          .set("steps_per_split", Json::num(pl.steps_per_split))
+          .set("transpose_a", Json::boolean(pl.transpose_a)).set("transpose_b", Json::boolean(pl.transpose_b))
+          .set("b_offset", Json::num((long long)pl.b_offset)).set("partials_offset", Json::num((long long)pl.partials_offset))
+          .set("tickets_offset", Json::num((long long)pl.tickets_offset))
+          .set("workspace_bytes", Json::num((long long)pl.workspace_bytes)).set("model_us", Json::num(pl.model_us))
+          .set("describe", Json::str(pl.describe));
+      std::printf("%s\n", o.done().c_str());
+    }
+}
+
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -588,6 +623,10 @@ int main(int argc, char** argv) {
   }
   if (q.parse_only) {
     std::printf("%s\n", request_json(q).c_str());
+    return kExitPass;
+  }
+  if (q.plans_sms) {
+    print_plans(q);
     return kExitPass;
   }
   try {
