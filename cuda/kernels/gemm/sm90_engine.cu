@@ -107,17 +107,40 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
   const CUtensorMap& mb = p.b.major == Major::K
                               ? tensor_map(p.b.p, p.prec, p.K, p.N, p.b.ld, TL::BK, TL::BN)
                               : tensor_map(p.b.p, p.prec, p.N, p.K, p.b.ld, TL::MN_BOX, TL::BK);
-  static bool attribute_set = false;  // per instantiation
-  if (!attribute_set) {
-    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, EPI>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
-    attribute_set = true;
-  }
   char* ws = static_cast<char*>(p.workspace);
   Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu, static_cast<__nv_bfloat16*>(p.c_bf16), plan.splits, plan.steps_per_split,
             plan.splits > 1 ? reinterpret_cast<float*>(ws + plan.partials_offset) : nullptr,
             plan.splits > 1 ? reinterpret_cast<unsigned*>(ws + plan.tickets_offset) : nullptr};
   k_sm90_gemm<TL, EPI><<<plan.tiles * plan.splits, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);
   CUDA_CHECK_LAUNCH("k_sm90_gemm");
+}
+
+// Every instantiation's dynamic shared memory limit, set once a process, at its first launch
+// (cudaFuncSetAttribute is no stream operation: the first launch should not be inside a stream
+// capture; sm90_engine.h says so).
+template <class TL>
+void set_smem_epilogues() {
+  CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Store>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+  CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasRelu>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+  CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Momentum>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+}
+template <Precision PREC, int BN>
+void set_smem_majors() {
+  if constexpr (PREC == Precision::BF16) {
+    set_smem_epilogues<Tile<PREC, BN, true, true>>();
+    set_smem_epilogues<Tile<PREC, BN, true, false>>();
+    set_smem_epilogues<Tile<PREC, BN, false, true>>();
+  }
+  set_smem_epilogues<Tile<PREC, BN, false, false>>();
+}
+void set_smem_limits() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    set_smem_majors<Precision::BF16, 256>();
+    set_smem_majors<Precision::BF16, 128>();
+    set_smem_majors<Precision::TF32, 256>();
+    set_smem_majors<Precision::TF32, 128>();
+  });
 }
 
 template <class TL>
@@ -271,6 +294,7 @@ void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
   if (plan.workspace_bytes && (!p.workspace || p.workspace_size < plan.workspace_bytes))
     throw std::invalid_argument("sm90 GEMM engine: the plan needs " + std::to_string(plan.workspace_bytes) +
                                 " bytes of workspace, the problem has " + std::to_string(p.workspace ? p.workspace_size : 0));
+  set_smem_limits();
   Problem q = p;  // the operands as the kernel reads them
   char* ws = static_cast<char*>(p.workspace);
   if (plan.transpose_a) {

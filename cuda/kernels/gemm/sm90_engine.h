@@ -88,7 +88,8 @@ Plan plan(const Problem& p, int sms);
 // allocated, before its first launch; every launch leaves them zero. A no-op for a plan of one split.
 void clear_tickets(const Plan& plan, void* workspace, cudaStream_t stream);
 // Launches p on `stream` (the launch is checked). Throws std::invalid_argument when refusal(p) is not ""
-// or the workspace is smaller than the plan's.
+// or the workspace is smaller than the plan's. A process's first launch sets the kernels' shared
+// memory limits (cudaFuncSetAttribute): make it outside a stream capture. Launches may be captured.
 void launch(const Problem& p, const Plan& plan, cudaStream_t stream);
 
 }  // namespace mlp::gemm::sm90
