@@ -322,14 +322,6 @@ double graph_us(const std::function<void(cudaStream_t)>& body, int reps = 5) {
   }
 }
 
-int device_cc() {
-  int dev = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  return major * 10 + minor;
-}
-
 // Both pairs of a step of nb rows timed on scratch operands (every byte 0x3c: 0.0115 as a float,
 // 0.0115 as a bf16; never zero): the engine's, and mma.sync's plans.
 void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, const GemmPlan& dw1) {
@@ -384,17 +376,18 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
   });
 }
 
-using PairKey = std::tuple<int, int, int, int, int>;  // I, Hd, nb, batch, SMs
+using PairKey = std::tuple<int, int, int, int, int, int>;  // I, Hd, nb, batch, SMs, compute capability
 std::map<PairKey, EnginePair>& pair_cache() {
   static std::map<PairKey, EnginePair> cache;
   return cache;
 }
 }  // namespace
 
-EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, Precision prec, const GemmPlan& fwd, const GemmPlan& dw1) {
+EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, int cc, Precision prec, const GemmPlan& fwd,
+                       const GemmPlan& dw1) {
   EnginePair e;
   if (prec != Precision::BF16) return e;  // tf32 wgmma reads K-major operands only: W1 and dH are MN-major
-  const PairKey key{I, Hd, nb, batch, sms};
+  const PairKey key{I, Hd, nb, batch, sms, cc};
   auto it = pair_cache().find(key);
   if (it != pair_cache().end()) return it->second;
   // The checks need aligned stand-ins for the operands (the path's own are allocated later).
@@ -402,7 +395,6 @@ EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, Precision prec
   auto* fake = reinterpret_cast<float*>(uintptr_t(256));
   const eng::Problem pf = engine_forward(nb, I, Hd, fake16, fake16, fake, fake);
   const eng::Problem pd = engine_dw1(nb, I, Hd, fake16, fake16, fake, fake, fake16, 0.1f, 0.9f);
-  const int cc = device_cc();
   e.why = eng::refusal(pf, cc);
   if (e.why.empty()) e.why = eng::refusal(pd, cc);
   if (e.why.empty() && ((size_t)batch * I) % 8 != 0)
@@ -443,10 +435,10 @@ struct StepPlans {
   GemmPlan fwd, dw1;
   EnginePair engine;
 };
-StepPlans plans_for(MlpShape s, int nb, int batch, int sms, Precision prec) {
+StepPlans plans_for(MlpShape s, int nb, int batch, int sms, int cc, Precision prec, bool ask_engine = true) {
   StepPlans p{chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
               chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec), {}};
-  p.engine = engine_pair(s.in, s.hidden, nb, batch, sms, prec, p.fwd, p.dw1);
+  if (ask_engine) p.engine = engine_pair(s.in, s.hidden, nb, batch, sms, cc, prec, p.fwd, p.dw1);
   return p;
 }
 // The short step follows the full step's choice: on the engine when the full step is (its plans,
@@ -500,7 +492,7 @@ class TiledPath : public KernelPath {
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", me + ": empty shape"};
     const std::string refusal = tensor_core_refusal(me, prec_, lim.cc);
     if (!refusal.empty()) return PathFit{-1, "", refusal};
-    const StepPlans p = plans_for(s, batch, batch, std::max(1, lim.sms), prec_);
+    const StepPlans p = plans_for(s, batch, batch, std::max(1, lim.sms), lim.cc, prec_);
     std::vector<KernelUse> uses;
     const char* fwd_name = prec_ == Precision::FP32 ? "k_tiled_gemm (forward)" : "k_tiled_mma (forward)";
     const char* dw1_name = prec_ == Precision::FP32 ? "k_tiled_gemm (dW1)" : "k_tiled_mma (dW1)";
@@ -556,7 +548,8 @@ class TiledPath : public KernelPath {
     const int sms = std::max(1, effective_limits().sms);
     const int steps = (a.n + a.batch - 1) / a.batch;
     const int last = a.n - (steps - 1) * a.batch;
-    StepPlans full = plans_for(s, a.batch, a.batch, sms, prec_), tail = plans_for(s, last, a.batch, sms, prec_);
+    const int cc = effective_limits().cc;
+    StepPlans full = plans_for(s, a.batch, a.batch, sms, cc, prec_), tail = plans_for(s, last, a.batch, sms, cc, prec_, false);
     follow(tail, full, s, last, sms);
     partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
                              tail.dw1.partial_floats(), (size_t)1});
