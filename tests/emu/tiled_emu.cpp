@@ -263,9 +263,48 @@ void check_head(int B, int Hd, int O, int sms, std::mt19937& rng) {
                                 lr * (B + 2) * kU * mag + 4 * kU * (std::fabs(b20[o]) + std::fabs(vb20[o]) + 1e-3)));
   }
   for (unsigned t : back_tickets) worst = t ? INFINITY : worst;
+  // The bf16-dH variant (the GEMM engine's dW1 operand) from the same state: the same sums, so dH is
+  // the float run's rounded to nearest bf16, bit for bit, and every update is the float run's.
+  {
+    std::vector<float> W2b = W20, vW2b = vW20, b1b = b10, vb1b = vb10, b2b = b20, vb2b = vb20;
+    std::vector<__nv_bfloat16> dH16((size_t)B * Hd, __nv_bfloat16{0x7fc0});  // poisoned: NaN
+    std::vector<float> part_b(part.size());
+    std::vector<unsigned> tickets_b(hg.cols, 0);
+    emu::launch(dim3(hg.cols, hg.ysplit), dim3(kBackThreads), 0, nullptr, [&] {
+      k_tiled_head_backward<OM, __nv_bfloat16>(B, Hd, O, hg.rb, lr, mu, H.data(), dZ.data(), W2b.data(), vW2b.data(),
+                                               b1b.data(), vb1b.data(), b2b.data(), vb2b.data(), dH16.data(),
+                                               part_b.data(), tickets_b.data());
+    });
+    size_t differ = 0;
+    for (size_t i = 0; i < dH16.size(); ++i) differ += dH16[i].bits != emu_bf16_rn(dH[i]);
+    differ += W2b != W2 || vW2b != vW2 || b1b != b1 || vb1b != vb1 || b2b != b2 || vb2b != vb2;
+    for (unsigned t : tickets_b) differ += t != 0;
+    verdict("head backward with bf16 dH: dH = bf16_rn(float dH) bitwise, the same updates (" + std::to_string(differ) +
+                " differ)", differ ? INFINITY : 0.0);
+  }
   verdict("head backward B " + std::to_string(B) + " Hd " + std::to_string(Hd) + " O " + std::to_string(O) + " (" +
               std::to_string(hg.cols) + " cols x " + std::to_string(hg.ysplit) + " row blocks of " + std::to_string(hg.rb) + ")",
           worst);
+}
+// The engine's bf16 operands: k_gather_rows_bf16 (rows gathered through an order, rounded to nearest
+// even) and k_to_bf16, bit for bit against the emulation's cvt.rn, over more elements than the grid's
+// threads (the grid-stride loops), from NaN-poisoned outputs.
+void check_bf16_operands(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u11(-1.f, 1.f);
+  const int n_src = 23, cols = 37, n = 19;
+  std::vector<float> src((size_t)n_src * cols);
+  for (auto& x : src) x = u11(rng) * 3.7f;
+  std::vector<int> rows(n);
+  for (int r = 0; r < n; ++r) rows[r] = (r * 5 + 3) % n_src;
+  std::vector<__nv_bfloat16> dst((size_t)n * cols, __nv_bfloat16{0x7fc0}), flat(src.size(), __nv_bfloat16{0x7fc0});
+  emu::launch(dim3(3), dim3(64), 0, nullptr, [&] { k_gather_rows_bf16(src.data(), rows.data(), n, cols, dst.data()); });
+  emu::launch(dim3(2), dim3(64), 0, nullptr, [&] { k_to_bf16(src.data(), src.size(), flat.data()); });
+  size_t differ = 0;
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < cols; ++c) differ += dst[(size_t)r * cols + c].bits != emu_bf16_rn(src[(size_t)rows[r] * cols + c]);
+  for (size_t i = 0; i < src.size(); ++i) differ += flat[i].bits != emu_bf16_rn(src[i]);
+  verdict("bf16 operands: the gathered rows and W1 = bf16_rn of their floats (" + std::to_string(differ) + " differ)",
+          differ ? INFINITY : 0.0);
 }
 }  // namespace
 
@@ -294,6 +333,7 @@ int main() {
   check_head<10>(130, 64, 10, 4, rng);   // 6 row blocks of 24 rows
   check_head<kMaxOut>(37, 130, 13, 4, rng);
   check_head<10>(1100, 8, 10, 4, rng);   // row blocks of 144 rows: dZ staged in 3 chunks
+  check_bf16_operands(rng);
   std::printf("%d of %d checks failed\n", g_failed, g_checks);
   return g_failed ? 1 : 0;
 }
