@@ -208,10 +208,12 @@ Plan plan(const Problem& p, int sms) {
   sms = sms < 1 ? 1 : sms;
   Plan pl;
   // Transposes: every MN-major operand at tf32 or where TMA cannot read it; at bf16 otherwise the
-  // cheaper of reading it transposed and copying it first, by a model from run 1 (PERFLOG, H100):
-  // the K-major kernel at kRate, the transposed forms at kRateBmn (B only) and kRateAmn (A), a copy
-  // costing a launch and its bytes twice at kCopyBw.
-  constexpr double kRate = 600e12, kRateBmn = 0.84 * kRate, kRateAmn = 0.48 * kRate, kCopyBw = 2.5e12, kLaunch = 4e-6;
+  // cheaper of reading it transposed and copying it first: the K-major kernel at kRate, the
+  // transposed forms at kRateBmn (B only) and kRateAmn (A), a copy costing a launch and its bytes
+  // twice at kCopyBw. Run 2 (PERFLOG, H100, nsys) measured the transposed reads at the K-major rate
+  // (nn 4096^3: 231 us reading B MN-major, 233 us K-major after a 35 us copy), so at bf16 a copy
+  // never pays now; the rates stay named for a kernel whose transposed forms are slower.
+  constexpr double kRate = 600e12, kRateBmn = kRate, kRateAmn = kRate, kCopyBw = 2.5e12, kLaunch = 4e-6;
   const bool amn = p.a.major == Major::MN, bmn = p.b.major == Major::MN;
   const bool must_a = amn && (p.prec == Precision::TF32 || !tma_readable(p.a, p.prec));
   const bool must_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));

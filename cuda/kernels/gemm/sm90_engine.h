@@ -10,9 +10,8 @@
 //
 // An MN-major operand is either read as it is (bf16 only: wgmma's transposed form) or first copied
 // K-major into the caller's workspace by k_to_k_major (gemm/transpose.cuh), on the same stream,
-// inside the launch: always at tf32 (wgmma has no transposed tf32), and at bf16 where the plan's
-// model says the copy costs less than the transposed form's lower rate (run 1, PERFLOG: nt 702,
-// nn 590, tn 335 TFLOP/s at 4096^3 on an H100).
+// inside the launch: always at tf32 (wgmma has no transposed tf32), and at bf16 only where TMA
+// cannot read it (the transposed reads run at the K-major rate: PERFLOG run 2).
 //
 // Operands (the engine converts nothing; the caller keeps them in the precision's storage):
 //   BF16: __nv_bfloat16 arrays; TF32: float arrays (the tensor cores read a float's upper 19 bits:

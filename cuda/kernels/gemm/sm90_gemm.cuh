@@ -207,45 +207,82 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     if (ct == 0) args.tickets[tile] = 0;  // ready for the next launch (graph replays reuse it)
   }
 
-  // ---- the epilogue, from the accumulators' fragment layout (sm90_wgmma_ops.cuh)
+  // ---- the epilogue, from the accumulators' fragment layout (sm90_wgmma_ops.cuh): thread (warp, g, t)
+  // of consumer c holds rows row0 and row0 + 8 (h = 0, 1) at columns n0 + 8j + 2t and + 1, j < BN/8,
+  // in acc[4j + 2h] and acc[4j + 2h + 1]. In chunks of JC column pairs: first every load the chunk's
+  // epilogue needs (bias; the momentum's velocity and parameters), then the arithmetic and the
+  // stores, so that a chunk's loads are in flight together (a load may not pass an earlier store the
+  // compiler cannot prove apart from it: loads interleaved with stores cost a memory round trip per
+  // column pair, PERFLOG run 2).
+  constexpr int JC = EPI == Epilogue::Momentum ? 4 : 8;  // column pairs a chunk (registers: 16 a pair at most)
+  static_assert((BN / 8) % JC == 0, "whole chunks");
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const bool pairs = (args.ldc % 2) == 0;
+  const int row0 = m0 + 64 * c + 16 * warp + g;
+  const bool aligned_pairs = (args.ldc % 2) == 0 && reinterpret_cast<uintptr_t>(args.C) % 8 == 0 &&
+                             (EPI != Epilogue::Momentum || reinterpret_cast<uintptr_t>(args.vel) % 8 == 0);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = m0 + 64 * c + 16 * warp + g + 8 * h;
-    if (row >= args.M) continue;
-    float* crow = args.C + (size_t)row * args.ldc;
+  for (int j0 = 0; j0 < BN / 8; j0 += JC) {
+    float bias_v[JC][2];       // BiasRelu: bias[col], bias[col + 1]
+    float vel_v[2][JC][2];     // Momentum: vel at (row0 + 8h, col + q)
+    float par_v[2][JC][2];     // Momentum: C (the parameters) likewise
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int col = n0 + 8 * j + 2 * t;
-      if (col >= args.N) continue;
-      float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
-      const int valid = min(2, args.N - col);
+    for (int jj = 0; jj < JC; ++jj) {
+      const int col = n0 + 8 * (j0 + jj) + 2 * t;
       if constexpr (EPI == Epilogue::BiasRelu) {
-        v[0] = fmaxf(v[0] + __ldg(args.bias + col), 0.f);
-        if (valid == 2) v[1] = fmaxf(v[1] + __ldg(args.bias + col + 1), 0.f);
-      }
-      if constexpr (EPI == Epilogue::Momentum) {
-        float* vrow = args.vel + (size_t)row * args.ldc;
 #pragma unroll
-        for (int q = 0; q < 2; ++q)
-          if (q < valid) {
-            const float vel = args.mu * vrow[col + q] - args.lr * v[q];  // k_momentum_flat's formula
-            vrow[col + q] = vel;
-            v[q] = crow[col + q] + vel;
-          }
-      }
-      if (pairs && valid == 2) {
-        *reinterpret_cast<float2*>(crow + col) = make_float2(v[0], v[1]);
-      } else {
-        crow[col] = v[0];
-        if (valid == 2) crow[col + 1] = v[1];
+        for (int q = 0; q < 2; ++q) bias_v[jj][q] = col + q < args.N ? __ldg(args.bias + col + q) : 0.f;
       }
       if constexpr (EPI == Epilogue::Momentum) {
-        if (args.c_bf16) {
-          __nv_bfloat16* brow = args.c_bf16 + (size_t)row * args.ldc;
-          brow[col] = __float2bfloat16_rn(v[0]);
-          if (valid == 2) brow[col + 1] = __float2bfloat16_rn(v[1]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 8 * h;
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const bool in = row < args.M && col + q < args.N;
+            const size_t at = (size_t)row * args.ldc + col + q;
+            vel_v[h][jj][q] = in ? args.vel[at] : 0.f;
+            par_v[h][jj][q] = in ? args.C[at] : 0.f;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < JC; ++jj) {
+      const int j = j0 + jj, col = n0 + 8 * j + 2 * t;
+      if (col >= args.N) continue;
+      const int valid = min(2, args.N - col);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 8 * h;
+        if (row >= args.M) continue;
+        float* crow = args.C + (size_t)row * args.ldc;
+        float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
+        if constexpr (EPI == Epilogue::BiasRelu) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q) v[q] = fmaxf(v[q] + bias_v[jj][q], 0.f);
+        }
+        if constexpr (EPI == Epilogue::Momentum) {
+          float* vrow = args.vel + (size_t)row * args.ldc;
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+            if (q < valid) {
+              const float vel = args.mu * vel_v[h][jj][q] - args.lr * v[q];  // k_momentum_flat's formula
+              vrow[col + q] = vel;
+              v[q] = par_v[h][jj][q] + vel;
+            }
+        }
+        if (aligned_pairs && valid == 2) {
+          *reinterpret_cast<float2*>(crow + col) = make_float2(v[0], v[1]);
+        } else {
+          crow[col] = v[0];
+          if (valid == 2) crow[col + 1] = v[1];
+        }
+        if constexpr (EPI == Epilogue::Momentum) {
+          if (args.c_bf16) {
+            __nv_bfloat16* brow = args.c_bf16 + (size_t)row * args.ldc;
+            brow[col] = __float2bfloat16_rn(v[0]);
+            if (valid == 2) brow[col + 1] = __float2bfloat16_rn(v[1]);
+          }
         }
       }
     }
