@@ -29,8 +29,9 @@ def test_the_kernels_match_float64_on_the_emulated_device(built):
     print(out.stdout)
     lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
     # 32 FP32 GEMM checks, 96 tensor-core ones (3 shapes x 2 precisions x 2 splits x 2 sizes x
-    # 2 GEMMs, each with its "rounded, not float32" check), 8 of the head
-    assert out.returncode == 0 and len(lines) == 136 and all(" ok " in ln for ln in lines), out.stdout
+    # 2 GEMMs, each with its "rounded, not float32" check), 12 of the head (4 of them its bf16-dH
+    # variant), 1 of the GEMM engine's bf16 operands
+    assert out.returncode == 0 and len(lines) == 141 and all(" ok " in ln for ln in lines), out.stdout
 
 
 # Each: (what it breaks, its file under cuda/, the text replaced, its replacement).
@@ -49,6 +50,11 @@ MUTANTS = [
      "mma::pack_bf16x2(As[buf][2 * t + 9][r], As[buf][2 * t + 8][r])"),
     ("split-K partials of the lower half row lost", "kernels/tiled_mma.cuh",
      "make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1])", "make_float2(acc[i][j][0], acc[i][j][1])"),
+    ("the engine's bf16 dH of a masked unit is 1, not 0", "kernels/tiled.cuh",
+     "else dH[(size_t)(r0 + r) * Hd + j] = __float2bfloat16_rn(d);",
+     "else dH[(size_t)(r0 + r) * Hd + j] = __float2bfloat16_rn(h[u] > 0.f ? d : d + 1.f);"),
+    ("the engine's bf16 batches ignore the epoch order", "kernels/tiled.cuh",
+     "__ldg(src + (size_t)rows[r] * cols + c)", "__ldg(src + (size_t)(r + 0 * rows[0]) * cols + c)"),
     ("BF16 inputs truncated, not rounded", "common/mma.cuh",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { return emu_pack_bf16x2(lo, hi); }",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { "
