@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda_runtime.h"
+#include "transformer/emu/cuda_runtime.h"  // emu_bf16_rn, __uint_as_float
 
 struct __nv_bfloat16 {
   uint16_t bits;
