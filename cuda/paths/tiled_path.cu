@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -322,8 +323,44 @@ double graph_us(const std::function<void(cudaStream_t)>& body, int reps = 5) {
   }
 }
 
-// Both pairs of a step of nb rows timed on scratch operands (every byte 0x3c: 0.0115 as a float,
-// 0.0115 as a bf16; never zero): the engine's, and mma.sync's plans.
+// Both pairs of a step of nb rows on scratch operands: first checked against each other, then timed.
+// The check: drawn operands (hash-uniform in (-1, 1), never all equal, so an index error shows), the
+// engine's bf16 copies made by the path's own kernels; each side's forward (H) and dW1 update (the
+// velocity and W1, from the same start) must agree within kAgree of the larger side's magnitude, a
+// float32 summation-order difference being about K·2^-24 of it. A disagreement keeps mma.sync and
+// says so (`why`). The timing: every byte 0x3c (0.0115 as a float and as a bf16), 5 launches of
+// each pair in a CUDA graph.
+constexpr double kAgree = 1e-3;
+
+std::vector<float> drawn(size_t n, unsigned salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t x = (uint32_t)(i * 2654435761u) ^ (salt * 0x9e3779b9u);
+    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
+    v[i] = ((float)(x >> 8) + 0.5f) / 8388608.f - 1.f;  // (-1, 1), never 0
+  }
+  return v;
+}
+template <class T>
+std::vector<T> to_host(const T* d, size_t n) {
+  std::vector<T> h(n);
+  CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+void to_device(float* d, const std::vector<float>& h) {
+  CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+// max |a - b| / max(max |a|, max |b|, tiny), NaN and infinities counted as infinite
+double disagreement(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    diff = std::max(diff, (double)std::fabs(a[i] - b[i]));
+    scale = std::max({scale, (double)std::fabs(a[i]), (double)std::fabs(b[i])});
+  }
+  return diff / scale;
+}
+
 void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, const GemmPlan& dw1) {
   DeviceBuffers b;
   auto* xp = b.get<__nv_bfloat16>((size_t)nb * I, 0x3c);
@@ -335,12 +372,34 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
   float* dH = b.get<float>((size_t)nb * Hd, 0x3c);
   float* H = b.get<float>((size_t)nb * Hd, 0x3c);
   float* b1 = b.get<float>(Hd, 0x3c);
+  float* H2 = b.get<float>((size_t)nb * Hd, 0x3c);     // the other side's forward (the check)
+  float* W1b2 = b.get<float>((size_t)I * Hd, 0x3c);    // the other side's W1 and velocity (the check)
+  float* vW12 = b.get<float>((size_t)I * Hd, 0x3c);
   int* rows = b.get<int>(nb);
   {
     std::vector<int> ident(nb);
     for (int i = 0; i < nb; ++i) ident[i] = i;
     CUDA_CHECK(cudaMemcpy(rows, ident.data(), ident.size() * sizeof(int), cudaMemcpyHostToDevice));
   }
+  const size_t part = std::max({fwd.partial_floats(), dw1.partial_floats(), (size_t)1});
+  const size_t tick = (size_t)std::max(fwd.tiles(), dw1.tiles());
+  float* partials = b.get<float>(part);
+  unsigned* tickets = b.get<unsigned>(tick, 0);
+  // mma.sync's step: the forward reads W1io, then dW1 updates W1io and vW1io (as the path does).
+  auto tiled_pair = [&](cudaStream_t st, float* Hout, float* W1io, float* vW1io) {
+    GemmArgs f{};
+    f.M = nb; f.N = Hd; f.K = I;
+    f.A = X; f.lda = I; f.a_rows = rows;
+    f.B = W1io; f.ldb = Hd; f.C = Hout; f.ldc = Hd; f.bias = b1;
+    f.partials = partials; f.tickets = tickets;
+    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, fwd, part, tick, st, Precision::BF16);
+    GemmArgs g{};
+    g.M = I; g.N = Hd; g.K = nb;
+    g.A = X; g.lda = I; g.a_rows = rows;
+    g.B = dH; g.ldb = Hd; g.C = W1io; g.ldc = Hd; g.vel = vW1io; g.lr = 0.1f; g.mu = 0.9f;
+    g.partials = partials; g.tickets = tickets;
+    launch_gemm(ALayout::KMajor, Epi::Momentum, g, dw1, part, tick, st, Precision::BF16);
+  };
   eng::Problem pf = engine_forward(nb, I, Hd, xp, w1b, H, b1);
   eng::Problem pd = engine_dw1(nb, I, Hd, xp, dh16, W1, vW1, w1b, 0.1f, 0.9f);
   pf.workspace = e.fwd.workspace_bytes ? b.get<char>(e.fwd.workspace_bytes) : nullptr;
@@ -349,31 +408,52 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
   pd.workspace_size = e.dw1.workspace_bytes;
   eng::clear_tickets(e.fwd, pf.workspace, 0);
   eng::clear_tickets(e.dw1, pd.workspace, 0);
-  const size_t part = std::max({fwd.partial_floats(), dw1.partial_floats(), (size_t)1});
-  const size_t tick = (size_t)std::max(fwd.tiles(), dw1.tiles());
-  float* partials = b.get<float>(part);
-  unsigned* tickets = b.get<unsigned>(tick, 0);
-  eng::launch(pf, e.fwd, 0);  // uncaptured first launches (sm90_engine.h: the first sets the kernels' limits)
-  eng::launch(pd, e.dw1, 0);
+
+  // The check (uncaptured: the engine's first launches set its kernels' limits, sm90_engine.h).
+  {
+    const std::vector<float> x = drawn((size_t)nb * I, 1), w = drawn((size_t)I * Hd, 2), v = drawn((size_t)I * Hd, 3),
+                             d = drawn((size_t)nb * Hd, 4), bias = drawn(Hd, 5);
+    to_device(X, x); to_device(W1, w); to_device(vW1, v); to_device(dH, d); to_device(b1, bias);
+    to_device(W1b2, w); to_device(vW12, v);
+    k_gather_rows_bf16<<<64, 256>>>(X, rows, nb, I, xp);
+    CUDA_CHECK_LAUNCH("k_gather_rows_bf16");
+    k_to_bf16<<<64, 256>>>(W1, (size_t)I * Hd, w1b);
+    CUDA_CHECK_LAUNCH("k_to_bf16");
+    k_to_bf16<<<64, 256>>>(dH, (size_t)nb * Hd, dh16);
+    CUDA_CHECK_LAUNCH("k_to_bf16");
+    eng::launch(pf, e.fwd, 0);  // H from Xp and W1b, then W1 and vW1 updated (and W1b rewritten)
+    eng::launch(pd, e.dw1, 0);
+    tiled_pair(0, H2, W1b2, vW12);  // mma.sync's pair from the same start, on the copies W1b2 and vW12
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const double dh = disagreement(to_host(H, (size_t)nb * Hd), to_host(H2, (size_t)nb * Hd));
+    const double dv = disagreement(to_host(vW1, (size_t)I * Hd), to_host(vW12, (size_t)I * Hd));
+    const double dw = disagreement(to_host(W1, (size_t)I * Hd), to_host(W1b2, (size_t)I * Hd));
+    // W1's bf16 copy that the engine's momentum epilogue writes: W1 rounded to nearest (half a bf16
+    // unit, 2^-9 relative, at most)
+    const std::vector<__nv_bfloat16> wb = to_host(w1b, (size_t)I * Hd);
+    const std::vector<float> wf = to_host(W1, (size_t)I * Hd);
+    double dc = 0;
+    for (size_t i = 0; i < wf.size(); ++i) {
+      const double got = __bfloat162float(wb[i]);
+      if (!(std::fabs(got - wf[i]) <= 0x1p-9 * std::fabs(wf[i]))) dc = INFINITY;
+    }
+    e.disagreement = std::max({dh, dv, dw, dc});
+  }
+  if (!(e.disagreement <= kAgree)) return;  // not timed: it will not run
+
+  CUDA_CHECK(cudaMemset(X, 0x3c, sizeof(float) * (size_t)nb * I));
+  for (float* p : {W1, vW1, W1b2, vW12}) CUDA_CHECK(cudaMemset(p, 0x3c, sizeof(float) * (size_t)I * Hd));
+  CUDA_CHECK(cudaMemset(dH, 0x3c, sizeof(float) * (size_t)nb * Hd));
+  CUDA_CHECK(cudaMemset(b1, 0x3c, sizeof(float) * Hd));
+  CUDA_CHECK(cudaMemset(xp, 0x3c, sizeof(__nv_bfloat16) * (size_t)nb * I));
+  CUDA_CHECK(cudaMemset(w1b, 0x3c, sizeof(__nv_bfloat16) * (size_t)I * Hd));
+  CUDA_CHECK(cudaMemset(dh16, 0x3c, sizeof(__nv_bfloat16) * (size_t)nb * Hd));
   CUDA_CHECK(cudaDeviceSynchronize());
   e.engine_us = graph_us([&](cudaStream_t st) {
     eng::launch(pf, e.fwd, st);
     eng::launch(pd, e.dw1, st);
   });
-  e.tiled_us = graph_us([&](cudaStream_t st) {
-    GemmArgs f{};
-    f.M = nb; f.N = Hd; f.K = I;
-    f.A = X; f.lda = I; f.a_rows = rows;
-    f.B = W1; f.ldb = Hd; f.C = H; f.ldc = Hd; f.bias = b1;
-    f.partials = partials; f.tickets = tickets;
-    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, fwd, part, tick, st, Precision::BF16);
-    GemmArgs g{};
-    g.M = I; g.N = Hd; g.K = nb;
-    g.A = X; g.lda = I; g.a_rows = rows;
-    g.B = dH; g.ldb = Hd; g.C = W1; g.ldc = Hd; g.vel = vW1; g.lr = 0.1f; g.mu = 0.9f;
-    g.partials = partials; g.tickets = tickets;
-    launch_gemm(ALayout::KMajor, Epi::Momentum, g, dw1, part, tick, st, Precision::BF16);
-  });
+  e.tiled_us = graph_us([&](cudaStream_t st) { tiled_pair(st, H, W1, vW1); });
 }
 
 using PairKey = std::tuple<int, int, int, int, int, int>;  // I, Hd, nb, batch, SMs, compute capability
@@ -406,10 +486,20 @@ EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, int cc, Precis
     e.dw1 = eng::plan(pd, sms);
     try {
       measure_pair(e, nb, I, Hd, fwd, dw1);
-      e.use = e.engine_us < 0.97 * e.tiled_us;
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "the wgmma engine's pair %.1f us against mma.sync's %.1f us a step (measured)",
-                    e.engine_us, e.tiled_us);
+      char buf[224];
+      if (!(e.disagreement <= kAgree)) {
+        e.use = false;
+        std::snprintf(buf, sizeof buf,
+                      "the wgmma engine's results DISAGREE with mma.sync's on drawn operands (%.3g of their "
+                      "magnitude, limit %.0e): not used",
+                      e.disagreement, kAgree);
+      } else {
+        e.use = e.engine_us < 0.97 * e.tiled_us;
+        std::snprintf(buf, sizeof buf,
+                      "the wgmma engine's pair %.1f us against mma.sync's %.1f us a step (measured; results agree "
+                      "within %.2g)",
+                      e.engine_us, e.tiled_us, e.disagreement);
+      }
       e.why = buf;
     } catch (const std::exception& ex) {
       (void)cudaGetLastError();
