@@ -254,6 +254,46 @@ GemmPlan chosen_plan(ALayout al, Epi epi, int M, int N, int K, int sms, Precisio
 // ---- the GEMM engine's pair (tiled-bf16 on sm_90) --------------------------------------------------
 namespace eng = gemm::sm90;
 
+// Where tiled-bf16's two GEMMs of the epoch's full step (nb rows) run: on the
+// wgmma engine (use; its plans fwd and dw1) or on mma.sync's plans. The engine needs cc 9.0 (`cc`:
+// the limits in force, so an emulated T4 or L4 runs mma.sync), an sm_90 build and a measurement:
+// the first time a process meets (I, Hd, nb, SMs) both pairs run on drawn operands and must
+// agree (a validation of the engine before it may run), then both are timed in a CUDA graph
+// (measure_pair); the engine is kept when it is faster by more than 3 %. `why` says the outcome or
+// the refusal ("" at FP32 and TF32).
+struct EnginePair {
+  bool use = false;
+  eng::Plan fwd, dw1;
+  double engine_us = 0, tiled_us = 0;  // the measured pairs: a step's two GEMMs
+  double disagreement = 0;             // the pairs' results on drawn operands, relative to their magnitude
+  std::string why;
+};
+
+// The two tiled GEMMs of a step, as the path launches them: the forward H = ReLU(X[rows]·W1 + b1)
+// and dW1 = X[rows]ᵀ·dH with the momentum update into W1 and vW1.
+GemmArgs tiled_forward_args(int nb, int I, int Hd, const float* X, const int* rows, const float* W1, float* H,
+                            const float* b1, float* partials, unsigned* tickets) {
+  GemmArgs f{};  // H [nb × Hd] = ReLU(X[rows] [nb × I] · W1 [I × Hd] + b1)
+  f.M = nb; f.N = Hd; f.K = I;
+  f.A = X; f.lda = I; f.a_rows = rows;
+  f.B = W1; f.ldb = Hd;
+  f.C = H; f.ldc = Hd;
+  f.bias = b1;
+  f.partials = partials; f.tickets = tickets;
+  return f;
+}
+GemmArgs tiled_dw1_args(int nb, int I, int Hd, const float* X, const int* rows, const float* dH, float* W1, float* vW1,
+                        float lr, float mu, float* partials, unsigned* tickets) {
+  GemmArgs g{};  // W1 [I × Hd] updated by dW1 = X[rows]ᵀ [I × nb] · dH [nb × Hd]
+  g.M = I; g.N = Hd; g.K = nb;
+  g.A = X; g.lda = I; g.a_rows = rows;
+  g.B = dH; g.ldb = Hd;
+  g.C = W1; g.ldc = Hd;
+  g.vel = vW1; g.lr = lr; g.mu = mu;
+  g.partials = partials; g.tickets = tickets;
+  return g;
+}
+
 // The forward H [nb × Hd] = ReLU(Xp [nb × I] · W1b [I × Hd] + b1) and dW1 = Xpᵀ · dH16 with the
 // momentum update into W1 (float32) and its bf16 copy W1b, as the engine's problems.
 eng::Problem engine_forward(int nb, int I, int Hd, const __nv_bfloat16* xp, const __nv_bfloat16* w1b, float* H,
@@ -277,6 +317,18 @@ eng::Problem engine_dw1(int nb, int I, int Hd, const __nv_bfloat16* xp, const __
   p.epi = eng::Epilogue::Momentum;
   p.C = W1; p.ldc = Hd; p.vel = vW1; p.lr = lr; p.mu = mu; p.c_bf16 = w1b;
   return p;
+}
+// The engine's plans of a step's pair (a plan reads only the operands' alignment: aligned
+// stand-ins, the path's own buffers being allocated later); `why` the engine's refusal at cc, or "".
+void engine_plans(int nb, int I, int Hd, int sms, int cc, eng::Plan* fwd, eng::Plan* dw1, std::string* why) {
+  auto* fake16 = reinterpret_cast<__nv_bfloat16*>(uintptr_t(256));
+  auto* fake = reinterpret_cast<float*>(uintptr_t(256));
+  const eng::Problem pf = engine_forward(nb, I, Hd, fake16, fake16, fake, fake);
+  const eng::Problem pd = engine_dw1(nb, I, Hd, fake16, fake16, fake, fake, fake16, 0.1f, 0.9f);
+  *why = eng::refusal(pf, cc);
+  if (why->empty()) *why = eng::refusal(pd, cc);
+  *fwd = eng::plan(pf, sms);
+  *dw1 = eng::plan(pd, sms);
 }
 
 namespace {
@@ -328,8 +380,7 @@ double graph_us(const std::function<void(cudaStream_t)>& body, int reps = 5) {
 // engine's bf16 copies made by the path's own kernels; each side's forward (H) and dW1 update (the
 // velocity and W1, from the same start) must agree within kAgree of the larger side's magnitude, a
 // float32 summation-order difference being about K·2^-24 of it. A disagreement keeps mma.sync and
-// says so (`why`). The timing: every byte 0x3c (0.0115 as a float and as a bf16), 5 launches of
-// each pair in a CUDA graph.
+// says so (`why`). The timing: 5 launches of each pair in a CUDA graph, on the same operands.
 constexpr double kAgree = 1e-3;
 
 std::vector<float> drawn(size_t n, unsigned salt) {
@@ -387,18 +438,11 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
   unsigned* tickets = b.get<unsigned>(tick, 0);
   // mma.sync's step: the forward reads W1io, then dW1 updates W1io and vW1io (as the path does).
   auto tiled_pair = [&](cudaStream_t st, float* Hout, float* W1io, float* vW1io) {
-    GemmArgs f{};
-    f.M = nb; f.N = Hd; f.K = I;
-    f.A = X; f.lda = I; f.a_rows = rows;
-    f.B = W1io; f.ldb = Hd; f.C = Hout; f.ldc = Hd; f.bias = b1;
-    f.partials = partials; f.tickets = tickets;
-    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, fwd, part, tick, st, Precision::BF16);
-    GemmArgs g{};
-    g.M = I; g.N = Hd; g.K = nb;
-    g.A = X; g.lda = I; g.a_rows = rows;
-    g.B = dH; g.ldb = Hd; g.C = W1io; g.ldc = Hd; g.vel = vW1io; g.lr = 0.1f; g.mu = 0.9f;
-    g.partials = partials; g.tickets = tickets;
-    launch_gemm(ALayout::KMajor, Epi::Momentum, g, dw1, part, tick, st, Precision::BF16);
+    launch_gemm(ALayout::RowMajor, Epi::BiasRelu, tiled_forward_args(nb, I, Hd, X, rows, W1io, Hout, b1, partials, tickets),
+                fwd, part, tick, st, Precision::BF16);
+    launch_gemm(ALayout::KMajor, Epi::Momentum,
+                tiled_dw1_args(nb, I, Hd, X, rows, dH, W1io, vW1io, 0.1f, 0.9f, partials, tickets), dw1, part, tick, st,
+                Precision::BF16);
   };
   eng::Problem pf = engine_forward(nb, I, Hd, xp, w1b, H, b1);
   eng::Problem pd = engine_dw1(nb, I, Hd, xp, dh16, W1, vW1, w1b, 0.1f, 0.9f);
@@ -440,15 +484,7 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
     e.disagreement = std::max({dh, dv, dw, dc});
   }
   if (!(e.disagreement <= kAgree)) return;  // not timed: it will not run
-
-  CUDA_CHECK(cudaMemset(X, 0x3c, sizeof(float) * (size_t)nb * I));
-  for (float* p : {W1, vW1, W1b2, vW12}) CUDA_CHECK(cudaMemset(p, 0x3c, sizeof(float) * (size_t)I * Hd));
-  CUDA_CHECK(cudaMemset(dH, 0x3c, sizeof(float) * (size_t)nb * Hd));
-  CUDA_CHECK(cudaMemset(b1, 0x3c, sizeof(float) * Hd));
-  CUDA_CHECK(cudaMemset(xp, 0x3c, sizeof(__nv_bfloat16) * (size_t)nb * I));
-  CUDA_CHECK(cudaMemset(w1b, 0x3c, sizeof(__nv_bfloat16) * (size_t)I * Hd));
-  CUDA_CHECK(cudaMemset(dh16, 0x3c, sizeof(__nv_bfloat16) * (size_t)nb * Hd));
-  CUDA_CHECK(cudaDeviceSynchronize());
+  // The timing, on the check's operands (drawn, then updated once: finite, never zero).
   e.engine_us = graph_us([&](cudaStream_t st) {
     eng::launch(pf, e.fwd, st);
     eng::launch(pd, e.dw1, st);
@@ -456,34 +492,25 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
   e.tiled_us = graph_us([&](cudaStream_t st) { tiled_pair(st, H, W1, vW1); });
 }
 
-using PairKey = std::tuple<int, int, int, int, int, int>;  // I, Hd, nb, batch, SMs, compute capability
+using PairKey = std::tuple<int, int, int, int, int>;  // I, Hd, nb (the full step's rows), SMs, compute capability
 std::map<PairKey, EnginePair>& pair_cache() {
   static std::map<PairKey, EnginePair> cache;
   return cache;
 }
 }  // namespace
 
-EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, int cc, Precision prec, const GemmPlan& fwd,
-                       const GemmPlan& dw1) {
+EnginePair engine_pair(int I, int Hd, int nb, int sms, int cc, Precision prec, const GemmPlan& fwd, const GemmPlan& dw1) {
   EnginePair e;
   if (prec != Precision::BF16) return e;  // tf32 wgmma reads K-major operands only: W1 and dH are MN-major
-  const PairKey key{I, Hd, nb, batch, sms, cc};
+  const PairKey key{I, Hd, nb, sms, cc};
   auto it = pair_cache().find(key);
   if (it != pair_cache().end()) return it->second;
-  // The checks need aligned stand-ins for the operands (the path's own are allocated later).
-  auto* fake16 = reinterpret_cast<__nv_bfloat16*>(uintptr_t(256));
-  auto* fake = reinterpret_cast<float*>(uintptr_t(256));
-  const eng::Problem pf = engine_forward(nb, I, Hd, fake16, fake16, fake, fake);
-  const eng::Problem pd = engine_dw1(nb, I, Hd, fake16, fake16, fake, fake, fake16, 0.1f, 0.9f);
-  e.why = eng::refusal(pf, cc);
-  if (e.why.empty()) e.why = eng::refusal(pd, cc);
-  if (e.why.empty() && ((size_t)batch * I) % 8 != 0)
-    e.why = "a step's rows of the bf16 batches start " + std::to_string(batch) + " x " + std::to_string(I) +
+  engine_plans(nb, I, Hd, sms, cc, &e.fwd, &e.dw1, &e.why);
+  if (e.why.empty() && ((size_t)nb * I) % 8 != 0)
+    e.why = "a step's rows of the bf16 batches start " + std::to_string(nb) + " x " + std::to_string(I) +
             " elements apart, not a multiple of 16 bytes (TMA)";
   if (e.why.empty() && !measure_plans()) e.why = "the engine is chosen only by measurement (MLP_TILED_PLAN=model)";
   if (e.why.empty()) {
-    e.fwd = eng::plan(pf, sms);
-    e.dw1 = eng::plan(pd, sms);
     try {
       measure_pair(e, nb, I, Hd, fwd, dw1);
       char buf[224];
@@ -518,31 +545,29 @@ EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, int cc, Precis
 namespace {
 using namespace tiled;
 
-// The plans of one (shape, batch, n): the full steps' GEMMs and the short last step's; with `engine`
-// (the full step's EnginePair chose the wgmma engine), every step's pair runs on it, the short
-// step's plans in eng_fwd and eng_dw1 (W1's bf16 copy is kept by the engine's dW1 alone).
+// The plans of one (shape, batch, n): the full steps' GEMMs and the short last step's, and where the
+// pair runs (`engine`, measured for the full step; the short step follows it: W1's bf16 copy is kept
+// by the engine's dW1 alone, so either every step runs on the engine or none does).
 struct StepPlans {
   GemmPlan fwd, dw1;
   EnginePair engine;
 };
-StepPlans plans_for(MlpShape s, int nb, int batch, int sms, int cc, Precision prec, bool ask_engine = true) {
-  StepPlans p{chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
-              chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec), {}};
-  if (ask_engine) p.engine = engine_pair(s.in, s.hidden, nb, batch, sms, cc, prec, p.fwd, p.dw1);
+StepPlans plans_for(MlpShape s, int nb, int sms, Precision prec) {
+  return {chosen_plan(ALayout::RowMajor, Epi::BiasRelu, nb, s.hidden, s.in, sms, prec),
+          chosen_plan(ALayout::KMajor, Epi::Momentum, s.in, s.hidden, nb, sms, prec), {}};
+}
+StepPlans full_plans(MlpShape s, int batch, int sms, int cc, Precision prec) {
+  StepPlans p = plans_for(s, batch, sms, prec);
+  p.engine = engine_pair(s.in, s.hidden, batch, sms, cc, prec, p.fwd, p.dw1);
   return p;
 }
-// The short step follows the full step's choice: on the engine when the full step is (its plans,
-// unmeasured), else on mma.sync.
-void follow(StepPlans& tail, const StepPlans& full, MlpShape s, int nb, int sms) {
-  if (!full.engine.use) {
-    tail.engine.use = false;
-    return;
+StepPlans tail_plans(MlpShape s, int nb, int sms, int cc, Precision prec, const StepPlans& full) {
+  StepPlans p = plans_for(s, nb, sms, prec);
+  if (full.engine.use) {
+    p.engine.use = true;
+    engine_plans(nb, s.in, s.hidden, sms, cc, &p.engine.fwd, &p.engine.dw1, &p.engine.why);
   }
-  auto* fake16 = reinterpret_cast<__nv_bfloat16*>(uintptr_t(256));
-  auto* fake = reinterpret_cast<float*>(uintptr_t(256));
-  tail.engine.use = true;
-  tail.engine.fwd = gemm::sm90::plan(engine_forward(nb, s.in, s.hidden, fake16, fake16, fake, fake), sms);
-  tail.engine.dw1 = gemm::sm90::plan(engine_dw1(nb, s.in, s.hidden, fake16, fake16, fake, fake, fake16, 0.f, 0.f), sms);
+  return p;
 }
 std::string describe(const StepPlans& p, Precision prec) {
   const std::string how = !measure_plans()                ? " (the cost model's plans)"
@@ -582,7 +607,7 @@ class TiledPath : public KernelPath {
     if (s.in < 1 || s.hidden < 1 || s.out < 1 || batch < 1) return PathFit{-1, "", me + ": empty shape"};
     const std::string refusal = tensor_core_refusal(me, prec_, lim.cc);
     if (!refusal.empty()) return PathFit{-1, "", refusal};
-    const StepPlans p = plans_for(s, batch, batch, std::max(1, lim.sms), lim.cc, prec_);
+    const StepPlans p = full_plans(s, batch, std::max(1, lim.sms), lim.cc, prec_);
     std::vector<KernelUse> uses;
     const char* fwd_name = prec_ == Precision::FP32 ? "k_tiled_gemm (forward)" : "k_tiled_mma (forward)";
     const char* dw1_name = prec_ == Precision::FP32 ? "k_tiled_gemm (dW1)" : "k_tiled_mma (dW1)";
@@ -639,8 +664,7 @@ class TiledPath : public KernelPath {
     const int steps = (a.n + a.batch - 1) / a.batch;
     const int last = a.n - (steps - 1) * a.batch;
     const int cc = effective_limits().cc;
-    StepPlans full = plans_for(s, a.batch, a.batch, sms, cc, prec_), tail = plans_for(s, last, a.batch, sms, cc, prec_, false);
-    follow(tail, full, s, last, sms);
+    const StepPlans full = full_plans(s, a.batch, sms, cc, prec_), tail = tail_plans(s, last, sms, cc, prec_, full);
     partial_cap_ = std::max({full.fwd.partial_floats(), full.dw1.partial_floats(), tail.fwd.partial_floats(),
                              tail.dw1.partial_floats(), (size_t)1});
     ticket_cap_ = (size_t)std::max({full.fwd.tiles(), full.dw1.tiles(), tail.fwd.tiles(), tail.dw1.tiles()});
@@ -706,14 +730,10 @@ class TiledPath : public KernelPath {
         f.workspace = ws_fwd; f.workspace_size = p.engine.fwd.workspace_bytes;
         gemm::sm90::launch(f, p.engine.fwd, st);
       } else {
-      GemmArgs f{};  // H [nb × Hd] = ReLU(X[rows] [nb × I] · W1 [I × Hd] + b1)
-      f.M = nb; f.N = s.hidden; f.K = s.in;
-      f.A = a.X_all; f.lda = s.in; f.a_rows = rows;
-      f.B = a.params + o.w1; f.ldb = s.hidden;
-      f.C = w.H; f.ldc = s.hidden;
-      f.bias = a.params + o.b1;
-      f.partials = partials_; f.tickets = tickets_;
-      launch_gemm(ALayout::RowMajor, Epi::BiasRelu, f, p.fwd, partial_cap_, ticket_cap_, st, prec_);
+        launch_gemm(ALayout::RowMajor, Epi::BiasRelu,
+                    tiled_forward_args(nb, s.in, s.hidden, a.X_all, rows, a.params + o.w1, w.H, a.params + o.b1,
+                                       partials_, tickets_),
+                    p.fwd, partial_cap_, ticket_cap_, st, prec_);
       }
 
       const HeadGrid hg = head_grid(nb, s.hidden, sms);
@@ -723,17 +743,15 @@ class TiledPath : public KernelPath {
                                                                   group_loss, logit_tickets, a.step_loss + t);
       CUDA_CHECK_LAUNCH("k_tiled_logits_loss");
 
-      if (engine) {
-        auto backward = narrow ? k_tiled_head_backward<10, __nv_bfloat16> : k_tiled_head_backward<kMaxOut, __nv_bfloat16>;
-        backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
+      auto backward = [&](auto kernel, auto* dH) {  // dH: float, or bf16 for the engine's dW1
+        kernel<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
             nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
-            a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, dh16_, back_part, back_tickets);
-      } else {
-        auto backward = narrow ? k_tiled_head_backward<10> : k_tiled_head_backward<kMaxOut>;
-        backward<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
-            nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
-            a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, w.dH, back_part, back_tickets);
-      }
+            a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, dH, back_part, back_tickets);
+      };
+      if (engine)
+        backward(narrow ? k_tiled_head_backward<10, __nv_bfloat16> : k_tiled_head_backward<kMaxOut, __nv_bfloat16>, dh16_);
+      else
+        backward(narrow ? k_tiled_head_backward<10> : k_tiled_head_backward<kMaxOut>, w.dH);
       CUDA_CHECK_LAUNCH("k_tiled_head_backward");
 
       if (engine) {
@@ -741,16 +759,12 @@ class TiledPath : public KernelPath {
                                            a.lr, a.momentum);
         g.workspace = ws_dw1; g.workspace_size = p.engine.dw1.workspace_bytes;
         gemm::sm90::launch(g, p.engine.dw1, st);
-        continue;
+      } else {
+        launch_gemm(ALayout::KMajor, Epi::Momentum,
+                    tiled_dw1_args(nb, s.in, s.hidden, a.X_all, rows, w.dH, a.params + o.w1, a.velocity + o.w1, a.lr,
+                                   a.momentum, partials_, tickets_),
+                    p.dw1, partial_cap_, ticket_cap_, st, prec_);
       }
-      GemmArgs g{};  // W1 [I × Hd] updated by dW1 = X[rows]ᵀ [I × nb] · dH [nb × Hd]
-      g.M = s.in; g.N = s.hidden; g.K = nb;
-      g.A = a.X_all; g.lda = s.in; g.a_rows = rows;
-      g.B = w.dH; g.ldb = s.hidden;
-      g.C = a.params + o.w1; g.ldc = s.hidden;
-      g.vel = a.velocity + o.w1; g.lr = a.lr; g.mu = a.momentum;
-      g.partials = partials_; g.tickets = tickets_;
-      launch_gemm(ALayout::KMajor, Epi::Momentum, g, p.dw1, partial_cap_, ticket_cap_, st, prec_);
     }
   }
 

@@ -7,7 +7,6 @@
 
 #include <string>
 
-#include "kernels/gemm/sm90_engine.h"  // the engine's Plan (EnginePair)
 #include "kernels/tiled_plan.h"
 
 namespace mlp::tiled {
@@ -32,22 +31,5 @@ std::string& measurement_failure();
 // The registers of the instantiation (cudaFuncGetAttributes), for the fit; -1 with `why` set when
 // the device refuses it.
 int gemm_regs(ALayout al, Epi epi, int shape, bool vec, std::string* why, Precision prec = Precision::FP32);
-
-// Where tiled-bf16's two GEMMs of a step of nb rows run (batch: the epoch's full step): on the
-// wgmma engine (use; its plans fwd and dw1) or on mma.sync's plans. The engine needs cc 9.0 (`cc`: the
-// limits in force, so an emulated T4 or L4 runs mma.sync), an
-// sm_90 build and a measurement: the first time a process meets (I, Hd, nb, batch, SMs) both pairs
-// run on drawn operands and must agree (a validation of the engine before it may run), then both
-// are timed in a CUDA graph (tiled_path.cu measure_pair); the engine is kept when it is faster by
-// more than 3 %. `why` says the outcome or the refusal ("" at FP32 and TF32).
-struct EnginePair {
-  bool use = false;
-  gemm::sm90::Plan fwd, dw1;
-  double engine_us = 0, tiled_us = 0;  // the measured pairs: a step's two GEMMs
-  double disagreement = 0;             // the pairs' results on drawn operands, relative to their magnitude
-  std::string why;
-};
-EnginePair engine_pair(int I, int Hd, int nb, int batch, int sms, int cc, Precision prec, const GemmPlan& fwd,
-                       const GemmPlan& dw1);
 
 }  // namespace mlp::tiled

@@ -207,30 +207,14 @@ std::string refusal(const Problem& p, int cc) {
 Plan plan(const Problem& p, int sms) {
   sms = sms < 1 ? 1 : sms;
   Plan pl;
-  // Transposes: every MN-major operand at tf32 or where TMA cannot read it; at bf16 otherwise the
-  // cheaper of reading it transposed and copying it first: the K-major kernel at kRate, the
-  // transposed forms at kRateBmn (B only) and kRateAmn (A), a copy costing a launch and its bytes
-  // twice at kCopyBw. Run 2 (PERFLOG, H100, nsys) measured the transposed reads at the K-major rate
-  // (nn 4096^3: 231 us reading B MN-major, 233 us K-major after a 35 us copy), so at bf16 a copy
-  // never pays now; the rates stay named for a kernel whose transposed forms are slower.
-  constexpr double kRate = 600e12, kRateBmn = kRate, kRateAmn = kRate, kCopyBw = 2.5e12, kLaunch = 4e-6;
+  // Transposes: an MN-major operand is copied K-major first at tf32 (wgmma reads tf32 K-major only)
+  // or where TMA cannot read it; a bf16 one TMA can read is read as it is (run 2, PERFLOG, H100,
+  // nsys: the transposed reads ran at the K-major rate, nn 4096^3 231 us against 233 us after a 35 us
+  // copy, so a copy never pays).
   const bool amn = p.a.major == Major::MN, bmn = p.b.major == Major::MN;
-  const bool must_a = amn && (p.prec == Precision::TF32 || !tma_readable(p.a, p.prec));
-  const bool must_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));
-  const double flop = 2.0 * p.M * p.N * p.K;
-  double best = 0, rate = kRate;
-  bool have = false;
-  for (int ta = 0; ta <= (amn ? 1 : 0); ++ta)
-    for (int tb = 0; tb <= (bmn ? 1 : 0); ++tb) {
-      if ((must_a && !ta) || (must_b && !tb)) continue;
-      const bool a_read_mn = amn && !ta, b_read_mn = bmn && !tb;
-      const double r = a_read_mn ? kRateAmn : b_read_mn ? kRateBmn : kRate;
-      double t = flop / r;
-      if (ta) t += kLaunch + 2.0 * transposed_bytes(p.M, p.K, p.prec) / kCopyBw;
-      if (tb) t += kLaunch + 2.0 * transposed_bytes(p.N, p.K, p.prec) / kCopyBw;
-      if (!have || t < best) best = t, have = true, pl.transpose_a = ta, pl.transpose_b = tb, rate = r;
-    }
-  if (p.prec == Precision::TF32) rate /= 2;  // tf32 wgmma: half bf16's rate
+  pl.transpose_a = amn && (p.prec == Precision::TF32 || !tma_readable(p.a, p.prec));
+  pl.transpose_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));
+  const double rate = p.prec == Precision::TF32 ? 300e12 : 600e12;  // tf32 wgmma: half bf16's rate
 
   // Tile and split: the modelled time of each (BN, splits) is the waves of blocks over the SMs times
   // a block's time (its K steps at an SM's share of `rate`, plus kBlockUs of pipeline fill and
@@ -241,7 +225,8 @@ Plan plan(const Problem& p, int sms) {
   const int bk = 128 / (int)element_size(p.prec);
   const int k_steps = (p.K + bk - 1) / bk;
   const int tiles_m = (p.M + 127) / 128;
-  have = false;
+  double best = 0;
+  bool have = false;
   for (int bn : {256, 128}) {
     if (bn == 256 && p.N <= 128) continue;
     const int tiles = tiles_m * ((p.N + bn - 1) / bn);
