@@ -56,3 +56,28 @@ def test_aggregate_of_a_parent_folder_finds_every_submission(tmp_path, FIX):
 
 def test_aggregate_of_nothing_is_bad_input(tmp_path):
     assert gate_dir.main(["--aggregate", str(tmp_path), "--out", str(tmp_path)]) == 2
+
+
+def _set_json(path, **keys):
+    import json
+    doc = json.loads(path.read_text())
+    doc.update(keys)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("theirs, ratio_shown", [("NVIDIA H200", True), ("NVIDIA H100 80GB HBM3", False)])
+def test_x_ours_only_beside_a_time_on_a_gpu_of_the_same_name(tmp_path, FIX, theirs, ratio_shown):
+    # Our run.json on one card, a submission gated on `theirs`: a ratio across two cards would
+    # rank the submission by the cards, so it is left out and the row's notes say why.
+    _set_json(FIX / "ours" / "run.json", gpu={"name": "NVIDIA H200"})
+    _set_json(FIX / "naive" / "run.json", gate_gpu={"index": 0, "name": theirs})
+    folders, _ = gate_dir.folders_of([FIX / "naive"])
+    row, = gate_dir.leaderboard(folders, tmp_path, results=FIX / "ours", reports=False)
+    assert row["median_ms"] == "41.200" and row["verdict"] == "PASS"
+    if ratio_shown:
+        assert row["ratio"] == f"{41.2 / 0.568:.2f}" and "no x ours" not in row["notes"]
+    else:
+        assert row["ratio"] == ""
+        assert "no x ours: ours ran on NVIDIA H200, this submission on NVIDIA H100 80GB HBM3" in row["notes"]
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "Our fastest path: 0.568 ms an epoch on NVIDIA H200 (results/run.json)" in md

@@ -46,6 +46,15 @@ def fastest_ms(results: Path = RESULTS_DIR) -> float | None:
         return None
 
 
+def ours_gpu(results: Path = RESULTS_DIR) -> str:
+    """The GPU name of our results/run.json ("" without one): a submission's time is set beside ours
+    only when it ran on a GPU of the same name (course.row_of)."""
+    try:
+        return str((json.loads((Path(results) / "run.json").read_text()).get("gpu") or {}).get("name") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def time_limit(recipe_epochs: int = 20, results: Path = RESULTS_DIR, n_paths: int = 1,
                same_run_reference: bool = False, floor: float | None = None) -> tuple[float, str]:
     """max(floor (60 s), 30 s of setup + 50 x our fastest path's median epoch x (epochs + 10

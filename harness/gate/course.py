@@ -54,7 +54,7 @@ from pathlib import Path
 
 from harness.build import DEFAULT_ARCH, ENTRY_POINTS
 from harness.gate import schedule
-from harness.gate.child import fastest_ms
+from harness.gate.child import fastest_ms, ours_gpu
 from harness.gate.supervisor import supervise_run
 from spec import catalog, validate, verdict
 from spec.files import BUILD_DIR, RESULTS_DIR, ROOT, InputError, replace_folder, write_all, write_json
@@ -201,10 +201,12 @@ def verdicts_of(folders) -> dict[Path, verdict.Verdict | str]:
 
 
 def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None = None,
-           v: verdict.Verdict | str | None = None) -> dict:
+           v: verdict.Verdict | str | None = None, ours_on: str = "") -> dict:
     """One leaderboard row: the verdict (the owner's, `v`: verdicts_of's; decided here when None),
     every verdict case's row, the submission path's median epoch and its ratio to ours, the first
-    hint (never empty for a FAIL), the run's notes and the GPU it ran on."""
+    hint (never empty for a FAIL), the run's notes and the GPU it ran on. `ours_on`: the GPU name
+    of ours_ms's run; where both names are known and differ, the ratio is left out (a time on one
+    card over a time on another says nothing about the submission) and the notes say why."""
     folder = Path(folder)
     case_ids = case_ids or catalog.verdict_case_ids()
     row = {"submission": folder.name, "file": "", "passed": "0/%d" % len(case_ids), "verdict": "FAIL", "precision": "",
@@ -231,6 +233,7 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     # The precision cases 1-5 and 9 were held to (mlp_precision(); a run before it: fp32; none without a recipe).
     row["precision"] = str(doc.get("gate_precision") or ("fp32" if doc.get("recipe") else ""))
     gpu = doc.get("gate_gpu") or {}
+    gpu_name = str(gpu.get("name") or "")
     row["gpu"] = (f"{gpu['index']}: " if gpu.get("index") is not None else "") + str(gpu.get("name") or "")
     cases = {c["id"]: c for c in doc.get("cases", [])}
     n = 0
@@ -247,11 +250,13 @@ def row_of(folder: Path, ours_ms: float | None, case_ids: tuple[int, ...] | None
     stream_failed = any(c.get("name") == STREAM_CASE and c.get("passed") is not True for c in cases.values())
     sub = doc.get("paths", {}).get("submission", {})
     ms = sub.get("median_ms") if isinstance(sub, dict) else None
+    notes = list(doc.get("notes") or [])
     if isinstance(ms, (int, float)) and not stream_failed:
         row["median_ms"] = f"{ms:.3f}"
-        if ours_ms:
+        if ours_ms and ours_on and gpu_name and ours_on != gpu_name:
+            notes.append(f"no x ours: ours ran on {ours_on}, this submission on {gpu_name}")
+        elif ours_ms:
             row["ratio"] = f"{ms / ours_ms:.2f}"
-    notes = list(doc.get("notes") or [])
     if stream_failed and isinstance(ms, (int, float)):
         notes.append(f"no time: case 13 {STREAM_CASE} failed (work outside the timed stream)")
     row["notes"] = "; ".join(notes)
@@ -331,10 +336,10 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
     if reports:
         for f in folders:
             render_report(f)
-    ours = fastest_ms(results)
+    ours, ours_on = fastest_ms(results), ours_gpu(results)
     case_ids = catalog.verdict_case_ids()
     verdicts = verdicts_of(folders)
-    rows = sorted((row_of(f, ours, case_ids, verdicts.get(Path(f))) for f in folders),
+    rows = sorted((row_of(f, ours, case_ids, verdicts.get(Path(f)), ours_on) for f in folders),
                   key=lambda r: (r["verdict"] != "PASS", -int(r["passed"].split("/")[0]), float(r["median_ms"] or "inf"),
                                  r["submission"]))
     cols = list(rows[0]) if rows else ["submission"]
@@ -344,7 +349,8 @@ def leaderboard(folders, out: Path = OUT_DIR, results: Path = RESULTS_DIR, repor
     w.writerows(rows)
     head = ["submission", "verdict", "passed", "precision", *[f"{i}" for i in case_ids], "median ms", "x ours", "first hint", "notes",
             "GPU"]
-    md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch (results/run.json).\n" if ours else
+    md = [f"# Gate leaderboard\n\nOur fastest path: {ours:.3f} ms an epoch{' on ' + _md(ours_on) if ours_on else ''} "
+          "(results/run.json); x ours only for submissions gated on a GPU of that name.\n" if ours else
           "# Gate leaderboard\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         shown = r["submission"] + (f" ({_md(r['file'])})" if r["file"] and r["file"] != r["submission"] + ".cu" else "")
