@@ -266,6 +266,7 @@ struct EnginePair {
   eng::Plan fwd, dw1;
   double engine_us = 0, tiled_us = 0;  // the measured pairs: a step's two GEMMs
   double disagreement = 0;             // the pairs' results on drawn operands, relative to their magnitude
+  std::string parts;                   // the check's figures, one per result (measure_pair)
   std::string why;
 };
 
@@ -472,16 +473,21 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
     const double dh = disagreement(to_host(H, (size_t)nb * Hd), to_host(H2, (size_t)nb * Hd));
     const double dv = disagreement(to_host(vW1, (size_t)I * Hd), to_host(vW12, (size_t)I * Hd));
     const double dw = disagreement(to_host(W1, (size_t)I * Hd), to_host(W1b2, (size_t)I * Hd));
-    // W1's bf16 copy that the engine's momentum epilogue writes: W1 rounded to nearest (half a bf16
-    // unit, 2^-9 relative, at most)
+    // W1's bf16 copy that the engine's momentum epilogue writes: exactly W1 rounded to nearest
+    // (the epilogue rounds the float it stores; the host's __float2bfloat16_rn is the same rounding).
     const std::vector<__nv_bfloat16> wb = to_host(w1b, (size_t)I * Hd);
     const std::vector<float> wf = to_host(W1, (size_t)I * Hd);
-    double dc = 0;
+    size_t off = 0;
     for (size_t i = 0; i < wf.size(); ++i) {
-      const double got = __bfloat162float(wb[i]);
-      if (!(std::fabs(got - wf[i]) <= 0x1p-9 * std::fabs(wf[i]))) dc = INFINITY;
+      const __nv_bfloat16 want = __float2bfloat16_rn(wf[i]);
+      off += std::memcmp(&want, &wb[i], sizeof want) != 0;
     }
+    const double dc = off ? INFINITY : 0.0;
     e.disagreement = std::max({dh, dv, dw, dc});
+    char parts[160];
+    std::snprintf(parts, sizeof parts, "H %.2g, velocity %.2g, W1 %.2g; bf16 copy of W1: %zu of %zu not W1 rounded", dh,
+                  dv, dw, off, wf.size());
+    e.parts = parts;
   }
   if (!(e.disagreement <= kAgree)) return;  // not timed: it will not run
   // The timing, on the check's operands (drawn, then updated once: finite, never zero).
@@ -513,13 +519,13 @@ EnginePair engine_pair(int I, int Hd, int nb, int sms, int cc, Precision prec, c
   if (e.why.empty()) {
     try {
       measure_pair(e, nb, I, Hd, fwd, dw1);
-      char buf[224];
+      char buf[400];
       if (!(e.disagreement <= kAgree)) {
         e.use = false;
         std::snprintf(buf, sizeof buf,
                       "the wgmma engine's results DISAGREE with mma.sync's on drawn operands (%.3g of their "
-                      "magnitude, limit %.0e): not used",
-                      e.disagreement, kAgree);
+                      "magnitude, limit %.0e: %s): not used",
+                      e.disagreement, kAgree, e.parts.c_str());
       } else {
         e.use = e.engine_us < 0.97 * e.tiled_us;
         std::snprintf(buf, sizeof buf,
