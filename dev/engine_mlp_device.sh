@@ -4,15 +4,25 @@
 # tiled-tf32 (EPOCHS epochs; each path's config in run.json names where its GEMMs ran and the
 # measured pairs), then the gate's cases with tiled-bf16 at the recipe (--reference shipped), then
 # nsys's kernel summary of tiled-bf16's epochs at PROFILE_POINT. Binaries from .devbuild/
-# (dev/pack_devbuild.sh). Everything comes back as $OUT/engine_mlp.tgz.
+# (dev/pack_devbuild.sh). With .devbuild_base/build.tar.xz (a base commit's .devbuild, moved there)
+# (and its commit in .devbuild_base/COMMIT) each point runs the base build's binary right after this one's, so a change is timed against its
+# base on the same machine in the same call (m/base/). GATE_PATHS: the paths the recipe's gate runs.
+# Everything comes back as $OUT/engine_mlp.tgz.
 set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT must be set (the device output folder)}"
 : "${POINTS:=256:128 4096:128 16384:128 256:2048 4096:2048}"
 : "${EPOCHS:=6}"
 : "${PROFILE_POINT:=4096:128}"
+: "${GATE_PATHS:=tiled-bf16}"
 mkdir -p build "$OUT/m"
 tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+base=""
+if [ -f .devbuild_base/build.tar.xz ]; then
+  mkdir -p /tmp/base && tar xJf .devbuild_base/build.tar.xz -C /tmp/base && base=/tmp/base/build/mlp_train
+  mkdir -p "$OUT/m/base"
+  echo "base build: $(cat .devbuild_base/COMMIT 2>/dev/null || echo 'commit not recorded')"
+fi
 finish() { tar czf "$OUT/engine_mlp.tgz" -C "$OUT" m && rm -rf "$OUT/m"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/m/smi.txt"
@@ -35,9 +45,17 @@ for pt in $POINTS; do
   echo "h$h b$b rc=$?"
   [ -f "$d/run.json" ] && summary "$d/run.json" || tail -5 "$d.log"
   rm -f "$d"/*.npy
+  if [ -n "$base" ]; then
+    db="$OUT/m/base/h${h}_b${b}"
+    timeout 150 "$base" --data data --out "$db" --perf-only --parity --paths tiled,tiled-tf32,tiled-bf16 \
+      --hidden "$h" --batch "$b" --epochs "$EPOCHS" > "$db.log" 2>&1
+    echo "  base rc=$?"
+    [ -f "$db/run.json" ] && summary "$db/run.json" | cut -c1-90 || tail -3 "$db.log"
+    rm -f "$db"/*.npy
+  fi
 done
-timeout 240 build/mlp_train --data data --out "$OUT/m/gate" --paths tiled-bf16 --reference shipped > "$OUT/m/gate.log" 2>&1
-echo "gate (tiled-bf16, recipe) rc=$?"; grep -E "verdict|PASS|FAIL|case" "$OUT/m/gate.log" | tail -15
+timeout 300 build/mlp_train --data data --out "$OUT/m/gate" --paths "$GATE_PATHS" --reference shipped > "$OUT/m/gate.log" 2>&1
+echo "gate ($GATE_PATHS, recipe) rc=$?"; grep -E "^gate:|FAIL|epoch-check at|^[0-9]+ +perf" "$OUT/m/gate.log" | tail -12
 rm -f "$OUT/m/gate"/*.npy
 h=${PROFILE_POINT%:*}; b=${PROFILE_POINT#*:}
 timeout 120 nsys profile -t cuda -o "$OUT/m/prof" --force-overwrite true build/mlp_train --data data --out "$OUT/m/prof_run" \

@@ -109,53 +109,80 @@ struct StageLoader {
   }
 };
 
-// The epilogue of W (2 or 4) consecutive outputs v of row gm from column gn (gm < M, gn < N):
-// bias + ReLU, the momentum update of the parameters in C (v the gradient), or a plain store.
+// The epilogue of W (2 or 4) consecutive outputs v of row gm from column gn (gm < M, gn < N), in
+// two halves so that a kernel can issue a chunk's loads together before any of its stores:
+// epilogue_load reads what the epilogue needs (BiasRelu: the bias; Momentum: the parameters in C
+// and the velocity), epilogue_finish computes and stores (bias + ReLU; the momentum update of the
+// parameters in C, v the gradient; or a plain store). A load cannot pass an earlier store to a
+// pointer the compiler cannot prove apart from it, so loads and stores interleaved per output
+// would wait a memory round trip each (PERFLOG "tiled epilogues in chunks").
 // VEC: one float2 or float4 access each (gn a multiple of W; N, ldc multiples of 4), else scalars.
-template <Epi EPI, bool VEC, int W>
-__device__ __forceinline__ void epilogue_store(const GemmArgs& a, int gm, int gn, float (&v)[W]) {
-  static_assert(W == 2 || W == 4, "pairs or quads");
+template <int W>
+struct EpiIn {
+  float p[W];  // Momentum: the parameters (C); BiasRelu: the bias
+  float v[W];  // Momentum: the velocity
+};
+
+template <bool VEC, int W>
+__device__ __forceinline__ void vload(const float* p, int valid, float (&out)[W]) {
   using VecT = typename std::conditional<W == 4, float4, float2>::type;
+  if (VEC) {
+    const VecT x = *reinterpret_cast<const VecT*>(p);
+    out[0] = x.x; out[1] = x.y;
+    if constexpr (W == 4) { out[2] = x.z; out[3] = x.w; }
+  } else {
+#pragma unroll
+    for (int q = 0; q < W; ++q) out[q] = q < valid ? p[q] : 0.f;
+  }
+}
+template <bool VEC, int W>
+__device__ __forceinline__ void vstore(float* p, int valid, const float (&in)[W]) {
+  using VecT = typename std::conditional<W == 4, float4, float2>::type;
+  if (VEC) {
+    VecT x;
+    x.x = in[0]; x.y = in[1];
+    if constexpr (W == 4) { x.z = in[2]; x.w = in[3]; }
+    *reinterpret_cast<VecT*>(p) = x;
+  } else {
+#pragma unroll
+    for (int q = 0; q < W; ++q)
+      if (q < valid) p[q] = in[q];
+  }
+}
+
+template <Epi EPI, bool VEC, int W>
+__device__ __forceinline__ void epilogue_load(const GemmArgs& a, int gm, int gn, EpiIn<W>& in) {
+  static_assert(W == 2 || W == 4, "pairs or quads");
+  const int valid = min(W, a.N - gn);
+  if constexpr (EPI == Epi::Momentum) {
+    vload<VEC, W>(a.C + (size_t)gm * a.ldc + gn, valid, in.p);
+    vload<VEC, W>(a.vel + (size_t)gm * a.ldc + gn, valid, in.v);
+  } else if constexpr (EPI == Epi::BiasRelu) {
+#pragma unroll
+    for (int q = 0; q < W; ++q) in.p[q] = q < valid ? __ldg(a.bias + gn + q) : 0.f;
+  }
+}
+
+template <Epi EPI, bool VEC, int W>
+__device__ __forceinline__ void epilogue_finish(const GemmArgs& a, int gm, int gn, float (&v)[W], const EpiIn<W>& in) {
   float* c = a.C + (size_t)gm * a.ldc + gn;
   const int valid = min(W, a.N - gn);
-  auto vload = [&](const float* p, float (&out)[W]) {
-    if (VEC) {
-      const VecT x = *reinterpret_cast<const VecT*>(p);
-      out[0] = x.x; out[1] = x.y;
-      if constexpr (W == 4) { out[2] = x.z; out[3] = x.w; }
-    } else {
-      for (int q = 0; q < valid; ++q) out[q] = p[q];
-    }
-  };
-  auto vstore = [&](float* p, const float (&in)[W]) {
-    if (VEC) {
-      VecT x;
-      x.x = in[0]; x.y = in[1];
-      if constexpr (W == 4) { x.z = in[2]; x.w = in[3]; }
-      *reinterpret_cast<VecT*>(p) = x;
-    } else {
-      for (int q = 0; q < valid; ++q) p[q] = in[q];
-    }
-  };
-  if (EPI == Epi::Momentum) {
-    float* vel = a.vel + (size_t)gm * a.ldc + gn;
-    float pv[W] = {}, vv[W] = {};
-    vload(c, pv);
-    vload(vel, vv);
+  if constexpr (EPI == Epi::Momentum) {
+    float pv[W], vv[W];
 #pragma unroll
     for (int q = 0; q < W; ++q) {
-      vv[q] = a.mu * vv[q] - a.lr * v[q];  // the formula of k_momentum_flat
-      pv[q] += vv[q];
+      vv[q] = a.mu * in.v[q] - a.lr * v[q];  // the formula of k_momentum_flat
+      pv[q] = in.p[q] + vv[q];
     }
-    vstore(vel, vv);
-    vstore(c, pv);
+    vstore<VEC, W>(a.vel + (size_t)gm * a.ldc + gn, valid, vv);
+    vstore<VEC, W>(c, valid, pv);
     return;
   }
-  if (EPI == Epi::BiasRelu) {
+  if constexpr (EPI == Epi::BiasRelu) {
 #pragma unroll
-    for (int q = 0; q < W; ++q) v[q] = q < valid ? fmaxf(v[q] + __ldg(a.bias + gn + q), 0.f) : 0.f;
+    for (int q = 0; q < W; ++q) v[q] = q < valid ? fmaxf(v[q] + in.p[q], 0.f) : 0.f;
   }
-  vstore(c, v);
+  vstore<VEC, W>(c, valid, v);
 }
 
 template <int SHAPE, ALayout AL, Epi EPI, bool VEC>
@@ -247,18 +274,29 @@ k_tiled_gemm(GemmArgs a) {
     if (tid == 0) a.tickets[tile] = 0;  // ready for the next launch (graph replays reuse it)
   }
 
-  // Epilogue: quads of four consecutive columns, a float4 each when VEC.
+  // Epilogue: quads of four consecutive columns, a float4 each when VEC, in chunks of RC rows:
+  // the chunk's loads first, then its stores (epilogue_load's comment says why).
+  constexpr int RC = 2;
+  static_assert(S::TM % RC == 0, "whole row chunks");
 #pragma unroll
-  for (int i = 0; i < S::TM; ++i) {
-    const int gm = m0 + row_of(i);
-    if (gm >= a.M) continue;
+  for (int i0 = 0; i0 < S::TM; i0 += RC) {
+    EpiIn<4> in[RC][QN];
 #pragma unroll
-    for (int j = 0; j < S::TN; j += 4) {
-      const int gn = n0 + col_of(j);
-      if (gn >= a.N) continue;
-      float v[4] = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
-      epilogue_store<EPI, VEC, 4>(a, gm, gn, v);
-    }
+    for (int ii = 0; ii < RC; ++ii)
+#pragma unroll
+      for (int jq = 0; jq < QN; ++jq) {
+        const int gm = m0 + row_of(i0 + ii), gn = n0 + col_of(4 * jq);
+        if (gm < a.M && gn < a.N) epilogue_load<EPI, VEC, 4>(a, gm, gn, in[ii][jq]);
+      }
+#pragma unroll
+    for (int ii = 0; ii < RC; ++ii)
+#pragma unroll
+      for (int jq = 0; jq < QN; ++jq) {
+        const int i = i0 + ii, j = 4 * jq, gm = m0 + row_of(i), gn = n0 + col_of(j);
+        if (gm >= a.M || gn >= a.N) continue;
+        float v[4] = {acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]};
+        epilogue_finish<EPI, VEC, 4>(a, gm, gn, v, in[ii][jq]);
+      }
   }
 }
 

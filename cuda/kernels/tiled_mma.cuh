@@ -1,7 +1,7 @@
 // cuda/kernels/tiled_mma.cuh — k_tiled_mma<Shape, A, Epi, VEC, PREC>: the tiled path's two GEMMs
 // on the tensor cores, for its TF32 and BF16 paths (`tiled-tf32`, `tiled-bf16`,
 // cuda/paths/tiled_path.cu). The same operands, gather, split-K and epilogues as k_tiled_gemm
-// (cuda/kernels/tiled.cuh: StageLoader, epilogue_store); only the products differ: every input of
+// (cuda/kernels/tiled.cuh: StageLoader, epilogue_load and epilogue_finish); only the products differ: every input of
 // a product is rounded to the precision's format when its fragment is read from shared memory
 // (TF32: cvt.rna, nearest with ties away; BF16: cvt.rn, nearest even), each product is exact and
 // every sum is float32 (the tensor cores' accumulation; common/mma.cuh).
@@ -144,18 +144,26 @@ k_tiled_mma(GemmArgs a) {
     }
   }
 
+  // The epilogue in pairs, a row of the warp tile (NI pairs) a chunk: its loads first, then its
+  // stores (tiled.cuh epilogue_load says why).
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int gm = m0 + row_of(i, h);
       if (gm >= a.M) continue;
+      EpiIn<2> in[NI];
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int gn = n0 + col_of(j);
+        if (gn < a.N) epilogue_load<EPI, VEC, 2>(a, gm, gn, in[j]);
+      }
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
         const int gn = n0 + col_of(j);
         if (gn >= a.N) continue;
         float v[2] = {acc[i][j][2 * h], acc[i][j][2 * h + 1]};
-        epilogue_store<EPI, VEC, 2>(a, gm, gn, v);
+        epilogue_finish<EPI, VEC, 2>(a, gm, gn, v, in[j]);
       }
     }
 }
