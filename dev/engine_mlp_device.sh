@@ -58,7 +58,7 @@ timeout 300 build/mlp_train --data data --out "$OUT/m/gate" --paths "$GATE_PATHS
 echo "gate ($GATE_PATHS, recipe) rc=$?"; grep -E "^gate:|FAIL|epoch-check at|^[0-9]+ +perf" "$OUT/m/gate.log" | tail -12
 rm -f "$OUT/m/gate"/*.npy
 h=${PROFILE_POINT%:*}; b=${PROFILE_POINT#*:}
-timeout 120 nsys profile -t cuda -o "$OUT/m/prof" --force-overwrite true build/mlp_train --data data --out "$OUT/m/prof_run" \
+timeout 120 nsys profile -t cuda --cuda-graph-trace=node -o "$OUT/m/prof" --force-overwrite true build/mlp_train --data data --out "$OUT/m/prof_run" \
   --perf-only --paths tiled-bf16 --hidden "$h" --batch "$b" --epochs 3 > "$OUT/m/prof.log" 2>&1
 timeout 60 nsys stats -r cuda_gpu_kern_sum -f csv -o "$OUT/m/prof" "$OUT/m/prof.nsys-rep" > /dev/null 2>&1
 rm -rf "$OUT/m/prof.nsys-rep" "$OUT/m/prof.sqlite" "$OUT/m/prof_run"/*.npy

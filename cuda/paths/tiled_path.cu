@@ -581,7 +581,7 @@ std::string describe(const StepPlans& p, Precision prec) {
                                                           : " (measured plans; a measurement FAILED, the cost model's plan "
                                                             "in its place: " + measurement_failure() + ")";
   if (p.engine.use)
-    return std::string(precision_name(prec)) + " GEMMs on the wgmma engine (" + p.engine.why + "): forward " +
+    return std::string(precision_name(prec)) + " tensor-core GEMMs on the wgmma engine (" + p.engine.why + "): forward " +
            p.engine.fwd.describe + "; dW1 " + p.engine.dw1.describe +
            "; 4 kernels a step and 2 an epoch (the bf16 batches, W1 in bf16), the epoch as one CUDA graph";
   const std::string engine = prec == Precision::FP32 ? "" : std::string(precision_name(prec)) + " tensor-core GEMMs: ";
