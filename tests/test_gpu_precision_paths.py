@@ -1,5 +1,5 @@
 """GPU: our TF32 and BF16 paths at the recipe's shape (stationary-tf32, stationary-bf16, tiled-tf32,
-tiled-bf16):
+tiled-bf16, persistent2-tf32, persistent2-bf16):
 each trains, lands within its precision's parity limit of the fused path after one epoch (and not
 at float32's distance: its products really are rounded), names its precision and accumulator in
 run.json, and keeps test accuracy near float64's. The GEMMs themselves: tests/test_gpu_tiled.py."""
@@ -15,7 +15,8 @@ from spec.files import BUILD_DIR, DATA_DIR
 pytestmark = pytest.mark.gpu
 
 TRAIN = BUILD_DIR / "mlp_train"
-PATHS = {"stationary-tf32": "tf32", "stationary-bf16": "bf16", "tiled-tf32": "tf32", "tiled-bf16": "bf16"}
+PATHS = {"stationary-tf32": "tf32", "stationary-bf16": "bf16", "tiled-tf32": "tf32", "tiled-bf16": "bf16",
+         "persistent2-tf32": "tf32", "persistent2-bf16": "bf16"}
 
 
 def test_precision_paths_at_the_recipe(tmp_path):

@@ -9,7 +9,7 @@ BASELINE_PATH = "unfused"
 EAGER_VARIANT = torch_variants.EAGER
 TORCH_GRAPH_VARIANT = torch_variants.CUDA_GRAPH
 GRAPH_PATHS = ("graph",)     # paths that replay the epoch as a CUDA graph
-PERSISTENT_KERNELS = ("persistent", "persistent2")  # one launch an epoch
+PERSISTENT_KERNELS = ("persistent", "persistent2", "persistent2-tf32", "persistent2-bf16")  # one launch an epoch
 
 # The tiers, a ladder over passing paths: bronze beats unfused, silver ≤ SILVER × eager median,
 # gold ≤ GOLD × eager median with CV < GOLD_MAX_CV_PCT.

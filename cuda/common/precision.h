@@ -7,6 +7,13 @@
 #include <cstring>
 #include <string>
 
+// Host and device: round_to_precision is also the persistent kernels' rounding of a product's inputs.
+#ifdef __CUDACC__
+#define MLP_HOST_DEVICE __host__ __device__
+#else
+#define MLP_HOST_DEVICE
+#endif
+
 namespace mlp {
 
 enum class Precision { FP32 = 0, TF32 = 1, BF16 = 2 };
@@ -70,8 +77,9 @@ inline bool precision_of_value(int v, Precision* out) {
 // x rounded to the format of p, as a float: TF32 to nearest with ties away from zero (what
 // cvt.rna.tf32.f32 does), bfloat16 to nearest even (cvt.rn.bf16.f32); FP32, NaN and infinities
 // unchanged. The host's rounding of a product's input (gate/cpu_reference.h's rounded-input
-// reference); tests/submissions/naive_base.cuh rounds with the same integer operations.
-inline float round_to_precision(float x, Precision p) {
+// reference) and the persistent precision paths' (kernels/persistent.cuh, on any architecture);
+// tests/submissions/naive_base.cuh rounds with the same integer operations.
+MLP_HOST_DEVICE inline float round_to_precision(float x, Precision p) {
   if (p == Precision::FP32 || x != x || x - x != 0.f) return x;
   uint32_t b;
   std::memcpy(&b, &x, 4);

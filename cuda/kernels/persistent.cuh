@@ -16,7 +16,12 @@
 //      with the update  (the tile of i-block 0 also does db1 for its columns), dW2/db2 items,
 //                       and the last block sums the row losses into step_loss[t] (fixed order)
 //
-// persistent2 has two barriers a step instead (persistent2_epoch below).
+// persistent2 has two barriers a step instead (persistent2_epoch below). Its TF32 and BF16 forms
+// (persistent2_epoch<S, PREC>) round the inputs of the two big products, the forward's X and W1
+// and dW1's X and dH, to the precision's format as they are staged in shared memory (the host's
+// round_to_precision, common/precision.h), and keep every sum in float32: a product of two such
+// inputs is exact in float32, so each product and sum is what the tensor cores' TF32 or BF16 MMA
+// computes. The head (logits, softmax, dZ, dH, dW2, db2) and db1 stay float32, as in tiled-tf32.
 //
 // No gradient buffer and no separate update pass: each gradient element is consumed by the
 // momentum update the moment its reduction finishes. Every reduction has a fixed order (warp
@@ -70,6 +75,17 @@ struct StagingShipped {
 };
 
 __device__ __forceinline__ float ldcg(const float* p) { return __ldcg(p); }
+
+// A big product's input as its path's precision takes it: unchanged at FP32, else rounded.
+template <Precision PREC>
+__device__ __forceinline__ float rin(float x) {
+  if constexpr (PREC == Precision::FP32) return x;
+  else return round_to_precision(x, PREC);
+}
+template <Precision PREC>
+__device__ __forceinline__ float4 rin4(float4 v) {
+  return make_float4(rin<PREC>(v.x), rin<PREC>(v.y), rin<PREC>(v.z), rin<PREC>(v.w));
+}
 
 // ---- phase A: one 16×16 tile of H ------------------------------------------------------------
 // Xs[k][r] (transposed) and Ws[k][c] for a chunk of K; warp w multiplies its slice of K; lane
@@ -261,6 +277,8 @@ __device__ __forceinline__ float momentum(const Persist& P, size_t idx, Owned o,
 // Xs[kRowsC][kTileC] (zeros past `rows` and past I) for phase C and persistent2's next batch.
 // vec (I % 4 == 0): 16-byte loads, 4 a thread, each behind one order lookup, instead of 16
 // scalar loads behind 16 lookups; same layout and values, so results are bitwise the same.
+// PREC: the inputs rounded to the path's precision as they are stored (rin).
+template <Precision PREC = Precision::FP32>
 __device__ __forceinline__ void stage_x_chunk(const Persist& P, float* Xs, int base, int rc, int rows, int i0,
                                               bool vec) {
   const int I = P.s.in, tid = threadIdx.x;
@@ -272,12 +290,12 @@ __device__ __forceinline__ void stage_x_chunk(const Persist& P, float* Xs, int b
                            ? __ldg(reinterpret_cast<const float4*>(
                                  P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i))
                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = x;
+      *reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = rin4<PREC>(x);
     }
   } else {
     for (int e = tid; e < kRowsC * kTileC; e += kThreads) {
       const int r = e / kTileC, i = i0 + e % kTileC;
-      Xs[e] = r < rows && i < I ? __ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i) : 0.f;
+      Xs[e] = r < rows && i < I ? rin<PREC>(__ldg(P.X_all + (size_t)__ldg(P.order + base + rc + r) * I + i)) : 0.f;
     }
   }
 }
@@ -286,7 +304,7 @@ __device__ __forceinline__ void stage_x_chunk(const Persist& P, float* Xs, int b
 //   partials[ti][r][j] = Σ_{i in tile ti} X[order[base + r]][i] · W1[i][j],  j in tile tj.
 // The W1 tile comes from shared memory when the caller has just updated it (wn_ready), else it
 // is read. Warp w takes rows 16w..16w+15 of a 128-row chunk; lane l units 2l, 2l+1.
-template <class S = StagingShipped>
+template <class S = StagingShipped, Precision PREC = Precision::FP32>
 __device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int base, int nb, bool wn_ready) {
   const int I = P.s.in, Hd = P.s.hidden, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int i0 = ti * kTileC, j0 = tj * kTileCJ;
@@ -295,13 +313,13 @@ __device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int 
   if (!wn_ready) {
     for (int e = tid; e < kTileC * kTileCJ; e += kThreads) {
       const int i = i0 + e / kTileCJ, j = j0 + e % kTileCJ;
-      Wn[e] = i < I && j < Hd ? ldcg(P.params + (size_t)i * Hd + j) : 0.f;
+      Wn[e] = i < I && j < Hd ? rin<PREC>(ldcg(P.params + (size_t)i * Hd + j)) : 0.f;
     }
   }
   // v5: the next batch's inputs staged with 16-byte loads (v4's phase-C staging, stage_x_chunk).
   const bool vec = (I % 4 == 0) && !S::kScalarNext;
   for (int rc = 0; rc < nb; rc += kRowsC) {
-    stage_x_chunk(P, Xn, base, rc, min(kRowsC, nb - rc), i0, vec);
+    stage_x_chunk<PREC>(P, Xn, base, rc, min(kRowsC, nb - rc), i0, vec);
     __syncthreads();
     float acc[16][2] = {};
 #pragma unroll 4
@@ -331,7 +349,7 @@ __device__ void partial_tile(const Persist& P, float* smem, int ti, int tj, int 
 // hidden units 0–31 of the tile, warps 4–7 units 32–63; within a group each warp takes a quarter
 // of the rows; lane (gi, gj) holds inputs 4gi..4gi+3 and units 8gj..8gj+7. The four partials of
 // each output are summed in warp order. Tiles of input block 0 also reduce db1 for their units.
-template <class S = StagingShipped>
+template <class S = StagingShipped, Precision PREC = Precision::FP32>
 __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb, int ti, int tj,
                                 int next_base = 0, int next_nb = 0) {
   const int I = P.s.in, Hd = P.s.hidden;
@@ -359,7 +377,7 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
   const bool vec = (I % 4 == 0) && (Hd % 4 == 0) && !S::kScalarC;
   for (int rc = 0; rc < nb; rc += kRowsC) {
     const int rows = min(kRowsC, nb - rc);
-    stage_x_chunk(P, Xs, base, rc, rows, i0, vec);
+    stage_x_chunk<PREC>(P, Xs, base, rc, rows, i0, vec);
     if (vec) {
       constexpr int kDq = kTileCJ / 4;  // float4s per staged row
       for (int e = tid; e < kRowsC * kDq; e += kThreads) {
@@ -367,12 +385,12 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
         const float4 d = r < rows && j < Hd
                              ? __ldcg(reinterpret_cast<const float4*>(P.dH + (size_t)(rc + r) * Hd + j))
                              : make_float4(0.f, 0.f, 0.f, 0.f);
-        *reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = d;
+        *reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = rin4<PREC>(d);
       }
     } else {
       for (int e = tid; e < kRowsC * kTileCJ; e += kThreads) {
         const int r = e / kTileCJ, c = e % kTileCJ, j = j0 + c;
-        Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;
+        Ds[e] = r < rows && j < Hd ? rin<PREC>(ldcg(P.dH + (size_t)(rc + r) * Hd + j)) : 0.f;
       }
     }
     __syncthreads();
@@ -389,8 +407,13 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
 #pragma unroll
         for (int y = 0; y < 8; ++y) acc[x][y] = fmaf(av[x], bv[y], acc[x][y]);
     }
-    if (ti == 0 && tid < kTileCJ)
-      for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];
+    if (ti == 0 && tid < kTileCJ) {
+      if constexpr (PREC == Precision::FP32) {
+        for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];
+      } else {  // db1 from dH itself (Ds holds it rounded for the product), in the same order
+        for (int r = 0; r < kRowsC; ++r) colsum += r < rows ? ldcg(P.dH + (size_t)(rc + r) * Hd + j0 + tid) : 0.f;
+      }
+    }
     __syncthreads();
   }
   float* red = smem;  // [8 warps][32][32], reuses the staging area
@@ -410,11 +433,11 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
     for (int w = 0; w < 4; ++w) g += red[(h * 4 + w) * 1024 + i * kTileC + j];
     const bool inside = i0 + i < I && j0 + jj < Hd;
     const float w_new = inside ? momentum(P, (size_t)(i0 + i) * Hd + j0 + jj, own[q], g) : 0.f;
-    if (next_nb > 0) smem[kWnOffset + i * kTileCJ + jj] = w_new;  // persistent2: the next step's W1 tile
+    if (next_nb > 0) smem[kWnOffset + i * kTileCJ + jj] = rin<PREC>(w_new);  // persistent2: the next step's W1 tile
   }
   if (does_b1) momentum(P, b1 + j0 + tid, own_b1, colsum);
   __syncthreads();
-  if (next_nb > 0) partial_tile<S>(P, smem, ti, tj, next_base, next_nb, /*wn_ready=*/true);
+  if (next_nb > 0) partial_tile<S, PREC>(P, smem, ti, tj, next_base, next_nb, /*wn_ready=*/true);
 }
 
 // dW2 for 32 hidden units (all classes) and, for the first item, db2: H[:, units] and dZ staged
@@ -504,14 +527,14 @@ __device__ __forceinline__ void persistent_epoch(const Persist& P, float* smem) 
 //   prologue  partials of step 0 from the initial W1                          | grid.sync
 //   per step  Y: rows (H from partials, logits, softmax, dZ, dH)               | grid.sync
 //             X: W1 tiles (gradient, update, next step's partials), W2 items  | grid.sync
-template <class S = StagingShipped>
+template <class S = StagingShipped, Precision PREC = Precision::FP32>
 __device__ __forceinline__ void persistent2_epoch(const Persist& P, float* smem) {
   cg::grid_group grid = cg::this_grid();
   const int steps = (P.n + P.batch - 1) / P.batch;
   const int c_tiles_i = (P.s.in + kTileC - 1) / kTileC, c_tiles_j = (P.s.hidden + kTileCJ - 1) / kTileCJ;
   const int w1_items = c_tiles_i * c_tiles_j, w2_items = (P.s.hidden + kTileC - 1) / kTileC;
   for (int item = blockIdx.x; item < w1_items; item += gridDim.x)
-    partial_tile<S>(P, smem, item / c_tiles_j, item % c_tiles_j, 0, min(P.batch, P.n), /*wn_ready=*/false);
+    partial_tile<S, PREC>(P, smem, item / c_tiles_j, item % c_tiles_j, 0, min(P.batch, P.n), /*wn_ready=*/false);
   grid.sync();
   for (int t = 0; t < steps; ++t) {
     const int base = t * P.batch, nb = min(P.batch, P.n - base);
@@ -520,7 +543,7 @@ __device__ __forceinline__ void persistent2_epoch(const Persist& P, float* smem)
     grid.sync();
     for (int item = blockIdx.x; item < w1_items + w2_items; item += gridDim.x) {
       if (item < w1_items)
-        phase_c_w1_tile<S>(P, smem, base, nb, item / c_tiles_j, item % c_tiles_j, next_base, next_nb);
+        phase_c_w1_tile<S, PREC>(P, smem, base, nb, item / c_tiles_j, item % c_tiles_j, next_base, next_nb);
       else
         phase_c_w2_item(P, smem, nb, item - w1_items);
     }

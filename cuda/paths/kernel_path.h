@@ -4,7 +4,8 @@
 //   fused       10 launches per step (bias/ReLU/mask in GEMM epilogues, one flat update)
 //   graph       the fused epoch captured once into a CUDA graph, replayed with cudaGraphLaunch
 //   persistent  one cooperative launch per epoch, three grid-wide barriers a step
-//   persistent2 the same with two barriers a step (opt-in: only when named in --paths)
+//   persistent2 the same with two barriers a step (opt-in: only when named in --paths); its TF32
+//               and BF16 forms persistent2-tf32 and persistent2-bf16 (opt-in)
 //   stationary  one cluster launch per epoch: weights stationary in shared memory, one cross-SM
 //               wait a step (recipe shape on sm_90+)
 //   tiled       float32 register-tiled GEMMs, tile shape and split-K by problem shape, the update in
@@ -120,8 +121,9 @@ std::unique_ptr<KernelPath> make_path(const std::string& name);
 std::unique_ptr<KernelPath> make_persistent_path();
 // persistent2: two grid barriers a step; opt-in: only run when named in --paths, not in the
 // default set of paths/registry.h, so a default run does not depend on it (its times: RESULTS.md
-// when a run named it, docs/PERFLOG.md).
-std::unique_ptr<KernelPath> make_persistent2_path();
+// when a run named it, docs/PERFLOG.md). At TF32 and BF16 (`persistent2-tf32`, `persistent2-bf16`)
+// the same epoch with its two big products' inputs rounded as they are staged.
+std::unique_ptr<KernelPath> make_persistent2_path(Precision precision = Precision::FP32);
 // cuda/paths/stationary_path.cu: the weight-stationary epoch, one cluster launch an epoch, weights on
 // chip, one cross-SM wait a step (recipe shape, sm_90+); `stationary-tf32` and `stationary-bf16`
 // (precision TF32, BF16) the same epoch with TF32 or BF16 products (one MMA where the FP32 form's

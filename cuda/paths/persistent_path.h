@@ -24,10 +24,12 @@ struct PersistentKernel {
 
 class PersistentPath : public KernelPath {
  public:
-  PersistentPath(std::string name, std::vector<PersistentKernel> kernels, bool two_barriers)
-      : name_(std::move(name)), kernels_(std::move(kernels)), two_barriers_(two_barriers) {}
-  PersistentPath(std::string name, const void* kernel, bool two_barriers)
-      : PersistentPath(std::move(name), {{two_barriers ? 0 : kMaxKA, kernel}}, two_barriers) {}
+  // precision: the inputs of its big products (persistent2's TF32 and BF16 forms round them).
+  PersistentPath(std::string name, std::vector<PersistentKernel> kernels, bool two_barriers,
+                 Precision precision = Precision::FP32)
+      : name_(std::move(name)), kernels_(std::move(kernels)), two_barriers_(two_barriers), precision_(precision) {}
+  PersistentPath(std::string name, const void* kernel, bool two_barriers, Precision precision = Precision::FP32)
+      : PersistentPath(std::move(name), {{two_barriers ? 0 : kMaxKA, kernel}}, two_barriers, precision) {}
   ~PersistentPath() override {
     if (partials_) cudaFree(partials_);
   }
@@ -35,6 +37,7 @@ class PersistentPath : public KernelPath {
   PersistentPath& operator=(const PersistentPath&) = delete;
   std::string name() const override { return name_; }
   std::string accumulator() const override { return "float32"; }
+  Precision precision() const override { return precision_; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 
   PathFit fit(const DeviceLimits& lim, MlpShape s, int batch) override {
@@ -122,6 +125,7 @@ class PersistentPath : public KernelPath {
   std::string name_;
   std::vector<PersistentKernel> kernels_;
   bool two_barriers_;
+  Precision precision_;
   bool fitted_ = false;
   MlpShape fit_shape_{};
   int fit_batch_ = 0;

@@ -28,6 +28,10 @@ inline const std::vector<PathInfo>& path_registry() {
       {"tiled", true, "4 launches per step in one CUDA graph: float32 register-tiled GEMMs (tile shape and split-K by problem shape), the batch gathered in the loads, the update in the gradient epilogues (any shape)"},
       {"tiled-tf32", true, "the tiled epoch with its two GEMMs on the tensor cores in TF32 (inputs rounded to TF32, float32 sums; the head in float32)"},
       {"tiled-bf16", true, "the tiled epoch with its two GEMMs on the tensor cores in BF16 (inputs rounded to bfloat16, float32 sums; the head in float32)"},
+      // The persistent epoch at TF32 and BF16, for the widths where a step is launch- and
+      // barrier-bound and the tensor cores would gain nothing (64-512 at batch 128: issue 38).
+      {"persistent2-tf32", false, "opt-in: persistent2 with the inputs of its two big products (forward, dW1) rounded to TF32 as they are staged, float32 sums on the CUDA cores; the head in float32"},
+      {"persistent2-bf16", false, "opt-in: persistent2 with the inputs of its two big products (forward, dW1) rounded to bfloat16 as they are staged, float32 sums on the CUDA cores; the head in float32"},
   };
   return paths;
 }

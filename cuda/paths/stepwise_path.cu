@@ -298,6 +298,8 @@ std::unique_ptr<KernelPath> make_path(const std::string& name) {
   if (name == "graph") return std::make_unique<GraphPath>();
   if (name == "persistent") return make_persistent_path();
   if (name == "persistent2") return make_persistent2_path();
+  if (name == "persistent2-tf32") return make_persistent2_path(Precision::TF32);
+  if (name == "persistent2-bf16") return make_persistent2_path(Precision::BF16);
   if (name == "stationary") return make_stationary_path();
   if (name == "tiled") return make_tiled_path();
   if (name == "stationary-tf32") return make_stationary_path(Precision::TF32);
