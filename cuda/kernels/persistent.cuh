@@ -411,7 +411,8 @@ __device__ void phase_c_w1_tile(const Persist& P, float* smem, int base, int nb,
       if constexpr (PREC == Precision::FP32) {
         for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];
       } else {  // db1 from dH itself (Ds holds it rounded for the product), in the same order
-        for (int r = 0; r < kRowsC; ++r) colsum += r < rows ? ldcg(P.dH + (size_t)(rc + r) * Hd + j0 + tid) : 0.f;
+        for (int r = 0; r < kRowsC; ++r)
+          colsum += r < rows && j0 + tid < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j0 + tid) : 0.f;
       }
     }
     __syncthreads();
