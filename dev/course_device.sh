@@ -12,8 +12,7 @@ set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT must be set (the device output folder)}"
 : "${JOBS:=6}"
-mkdir -p build
-tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+source dev/devbuild.sh && unpack_devbuild || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
 rm -rf results/gate
 ( time timeout 540 python -m harness.gate.course tests/submissions --jobs "$JOBS" --out results/gate ) > "$OUT/course.log" 2>&1

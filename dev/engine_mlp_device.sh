@@ -4,8 +4,8 @@
 # tiled-tf32 (EPOCHS epochs; each path's config in run.json names where its GEMMs ran and the
 # measured pairs), then the gate's cases with tiled-bf16 at the recipe (--reference shipped), then
 # nsys's kernel summary of tiled-bf16's epochs at PROFILE_POINT. Binaries from .devbuild/
-# (dev/pack_devbuild.sh). With .devbuild_base/build.tar.xz (a base commit's .devbuild, moved there)
-# (and its commit in .devbuild_base/COMMIT) each point runs the base build's binary right after this one's, so a change is timed against its
+# (dev/pack_devbuild.sh). With .devbuild_base/ (`DEST=.devbuild_base SLIM=1 dev/pack_devbuild.sh` at
+# the base commit) each point runs the base build's binary right after this one's, so a change is timed against its
 # base on the same machine in the same call (m/base/). GATE_PATHS: the paths the recipe's gate runs.
 # Everything comes back as $OUT/engine_mlp.tgz.
 set -u
@@ -15,13 +15,12 @@ cd "$(dirname "$0")/.."
 : "${EPOCHS:=6}"
 : "${PROFILE_POINT:=4096:128}"
 : "${GATE_PATHS:=tiled-bf16}"
-mkdir -p build "$OUT/m"
-tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+mkdir -p "$OUT/m"
+source dev/devbuild.sh && unpack_devbuild || exit 1
 base=""
-if [ -f .devbuild_base/build.tar.xz ]; then
-  mkdir -p /tmp/base && tar xJf .devbuild_base/build.tar.xz -C /tmp/base && base=/tmp/base/build/mlp_train
+if unpack_base /tmp/base; then
+  base=/tmp/base/build/mlp_train
   mkdir -p "$OUT/m/base"
-  echo "base build: $(cat .devbuild_base/COMMIT 2>/dev/null || echo 'commit not recorded')"
 fi
 finish() { tar czf "$OUT/engine_mlp.tgz" -C "$OUT" m && rm -rf "$OUT/m"; }
 trap finish EXIT

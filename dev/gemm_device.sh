@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 : "${REPEATS:=20}"
 mkdir -p build "$OUT/g"
 if [ -f .devbuild/build.tar.xz ]; then
-  tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+  source dev/devbuild.sh && unpack_devbuild || exit 1
 else
   make -j16 ARCH=sm_90 > "$OUT/g/build.log" 2>&1 || { tail -30 "$OUT/g/build.log"; exit 1; }
 fi

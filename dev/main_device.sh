@@ -9,8 +9,7 @@
 set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT must be set (the device output folder)}"
-mkdir -p build
-tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+source dev/devbuild.sh && unpack_devbuild || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 touch "$OUT/.stamp"
 finish() {

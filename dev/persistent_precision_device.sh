@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 : "${POINTS:=64:128 128:128 512:128 256:256}"
 : "${EPOCHS:=6}"
 R="$OUT/p"
-mkdir -p build "$R"
-tar xJf .devbuild/build.tar.xz && find build -type f -exec touch {} +
+mkdir -p "$R"
+source dev/devbuild.sh && unpack_devbuild || exit 1
 finish() { tar czf "$OUT/persistent_precision.tgz" -C "$OUT" p && rm -rf "$R"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/smi.txt"

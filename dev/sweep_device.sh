@@ -12,10 +12,9 @@ set -u
 cd "$(dirname "$0")/.."
 EPOCHS="${EPOCHS:-6}"
 mkdir -p build
-if [ -f .devbuild/build.tar.xz ] && tar xJf .devbuild/build.tar.xz && build/mlp_train --help > /dev/null 2>&1; then
-  echo "binaries from .devbuild/build.tar.xz"
-elif [ -x .devbuild/mlp_train ] && cp .devbuild/* build/ && build/mlp_train --help > /dev/null 2>&1; then
-  echo "binaries from .devbuild"
+source dev/devbuild.sh
+if unpack_devbuild; then
+  :
 else
   make -j16 ARCH=sm_90 > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi

@@ -20,9 +20,7 @@ PATHS_RUN="${PATHS_RUN:-tiled,persistent,fused}"
 finish() { tar czf "$OUT/$NAME.tgz" --exclude='*.npy' --exclude='*.nsys-rep' --exclude='*.sqlite' -C "$OUT" "$NAME"; }
 trap finish EXIT
 if [ "${DEVBUILD:-0}" = 1 ]; then
-  if [ -f .devbuild/build.tar.xz ]; then tar xJf .devbuild/build.tar.xz; else mkdir -p build && cp .devbuild/* build/; fi
-  build/mlp_train --help > /dev/null 2>&1 || { echo "no usable .devbuild"; exit 1; }
-  echo "binaries from .devbuild (built on the CPU machine for sm_90)"
+  source dev/devbuild.sh && unpack_devbuild || exit 1
 else
   make -j16 ARCH=sm_90 > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
 fi

@@ -16,8 +16,7 @@ finish() {
 trap finish EXIT
 # SKIP_BUILD=1: binaries built on the CPU machine for sm_90 travel in .devbuild/ (copied into build/).
 if [ "${SKIP_BUILD:-0}" = 1 ]; then
-  if [ -f .devbuild/build.tar.xz ]; then tar xJf .devbuild/build.tar.xz; else mkdir -p build && cp .devbuild/* build/; fi
-  [ -x build/mlp_train ] && build_step=true || { echo "no .devbuild"; exit 1; }
+  source dev/devbuild.sh && unpack_devbuild && build_step=true || exit 1
 else
   build_step="invoke build --arch sm_90"
 fi
