@@ -65,7 +65,8 @@ def _set_json(path, **keys):
     path.write_text(json.dumps(doc))
 
 
-@pytest.mark.parametrize("theirs, ratio_shown", [("NVIDIA H200", True), ("NVIDIA H100 80GB HBM3", False)])
+@pytest.mark.parametrize("theirs, ratio_shown", [pytest.param("NVIDIA H200", True, id="same-gpu"),
+                                                 pytest.param("NVIDIA H100 80GB HBM3", False, id="another-gpu")])
 def test_x_ours_only_beside_a_time_on_a_gpu_of_the_same_name(tmp_path, FIX, theirs, ratio_shown):
     # Our run.json on one card, a submission gated on `theirs`: a ratio across two cards would
     # rank the submission by the cards, so it is left out and the row's notes say why.
