@@ -170,6 +170,17 @@ $(BUILD)/tiled_emu: $(TILED_EMU_DEPS)
 	$(CXX) -O2 -std=c++20 -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas -Wno-sign-compare \
 	  $(TILED_EMU_INCLUDES) -Icuda/transformer/emu -Icuda tests/emu/tiled_emu.cpp -o $@
 
+# persistent2's two big products (phase C's W1 tile and update, the next step's partials) at FP32,
+# TF32 and BF16 through the same emulation (tests/emu/persistent_emu.cpp,
+# tests/test_persistent_emulated.py); tests/emu/stub/ stands in for cooperative_groups.h. Not part of
+# `all`. PERSISTENT_EMU_INCLUDES: as TILED_EMU_INCLUDES, for the test's broken copies.
+PERSISTENT_EMU_INCLUDES ?=
+PERSISTENT_EMU_DEPS := tests/emu/persistent_emu.cpp tests/emu/stub/cooperative_groups.h cuda/kernels/persistent.cuh cuda/kernels/persistent_sizes.h cuda/common/precision.h cuda/contract/model.h cuda/transformer/emu/cuda_runtime.h
+$(BUILD)/persistent_emu: $(PERSISTENT_EMU_DEPS)
+	@mkdir -p $(BUILD)
+	$(CXX) -O2 -std=c++20 -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas -Wno-sign-compare \
+	  $(PERSISTENT_EMU_INCLUDES) -Itests/emu/stub -Icuda/transformer/emu -Icuda tests/emu/persistent_emu.cpp -o $@
+
 clean:
 	rm -rf $(BUILD)
 

@@ -1,0 +1,70 @@
+"""persistent2's two big products (cuda/kernels/persistent.cuh: phase C's W1 tile with its momentum
+update, and the split-K partials of the next step's pre-activations) on the CPU through
+cuda/transformer/emu/'s emulation of the CUDA runtime, at FP32, TF32 and BF16 (the paths
+persistent2, persistent2-tf32 and persistent2-bf16), against float64 over the inputs rounded as each
+precision says (tests/emu/persistent_emu.cpp); and the same check against deliberately broken
+copies of the kernel, each of which it must fail."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from spec.files import ROOT
+
+CUDA = ROOT / "cuda"
+
+
+def build(target, includes: str = "") -> None:
+    args = ["make", "-s", f"BUILD={target.parent}", str(target)]
+    if includes:
+        args.append(f"PERSISTENT_EMU_INCLUDES=-I{includes}")
+    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+
+
+def test_the_big_products_match_float64_on_the_emulated_device(built):
+    exe = built("persistent_emu")
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    print(out.stdout)
+    lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
+    # 3 shapes x (FP32: 6 checks; TF32 and BF16: 9 each, with the three "rounded, not float32" ones)
+    assert out.returncode == 0 and len(lines) == 72 and all(" ok " in ln for ln in lines), out.stdout
+
+
+# Each: (what it breaks, its file under cuda/, the text replaced, its replacement). Not here: db1's
+# guard against reading dH past the hidden width, whose only effect is the out-of-bounds read itself
+# (the values read are never used): compute-sanitizer's memcheck finds that on the GPU.
+MUTANTS = [
+    ("dH staged unrounded (16-byte)", "kernels/persistent.cuh",
+     "*reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = rin4<PREC>(d);",
+     "*reinterpret_cast<float4*>(Ds + r * kTileCJ + 4 * v) = d;"),
+    ("dH staged unrounded (scalar)", "kernels/persistent.cuh",
+     "Ds[e] = r < rows && j < Hd ? rin<PREC>(ldcg(P.dH + (size_t)(rc + r) * Hd + j)) : 0.f;",
+     "Ds[e] = r < rows && j < Hd ? ldcg(P.dH + (size_t)(rc + r) * Hd + j) : 0.f;"),
+    ("X staged unrounded (16-byte)", "kernels/persistent.cuh",
+     "*reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = rin4<PREC>(x);",
+     "*reinterpret_cast<float4*>(Xs + r * kTileC + 4 * v) = x;"),
+    ("db1 summed from the rounded dH", "kernels/persistent.cuh",
+     "      if constexpr (PREC == Precision::FP32) {\n        for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];",
+     "      if constexpr (true) {\n        for (int r = 0; r < kRowsC; ++r) colsum += Ds[r * kTileCJ + tid];"),
+    ("the hand-over's W1 tile unrounded", "kernels/persistent.cuh",
+     "smem[kWnOffset + i * kTileCJ + jj] = rin<PREC>(w_new);", "smem[kWnOffset + i * kTileCJ + jj] = w_new;"),
+    ("the prologue's W1 read unrounded", "kernels/persistent.cuh",
+     "Wn[e] = i < I && j < Hd ? rin<PREC>(ldcg(P.params + (size_t)i * Hd + j)) : 0.f;",
+     "Wn[e] = i < I && j < Hd ? ldcg(P.params + (size_t)i * Hd + j) : 0.f;"),
+    ("BF16 rounded by truncation", "common/precision.h",
+     "else b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;", "else b = b & 0xFFFF0000u;"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what,name,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_each_broken_copy_fails_the_check(tmp_path, what, name, old, new):
+    src = (CUDA / name).read_text()
+    assert src.count(old) == 1, f"the mutant's text is gone from {name}: {old!r}"
+    (tmp_path / "inc" / name).parent.mkdir(parents=True)
+    (tmp_path / "inc" / name).write_text(src.replace(old, new))
+    exe = tmp_path / "build" / "persistent_emu"
+    build(exe, str(tmp_path / "inc"))
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and " FAIL " in out.stdout, f"{what}: not caught\n{out.stdout}"
