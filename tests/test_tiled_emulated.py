@@ -55,6 +55,11 @@ MUTANTS = [
      "else dH[(size_t)(r0 + r) * Hd + j] = __float2bfloat16_rn(h[u] > 0.f ? d : d + 1.f);"),
     ("the engine's bf16 batches ignore the epoch order", "kernels/tiled.cuh",
      "__ldg(src + (size_t)rows[r] * cols + c)", "__ldg(src + (size_t)(r + 0 * rows[0]) * cols + c)"),
+    ("the db2 block does nothing", "kernels/tiled.cuh", "if (blockIdx.y != 0) return;      // then class",
+     "return;      // then class"),
+    ("W2's update from a velocity of zero", "kernels/tiled.cuh",
+     "for (int o = 0; o < OM; ++o) vw[o] = o < O && j < Hd ? vW2[(size_t)j * O + o] : 0.f;",
+     "for (int o = 0; o < OM; ++o) vw[o] = 0.f;"),
     ("BF16 inputs truncated, not rounded", "common/mma.cuh",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { return emu_pack_bf16x2(lo, hi); }",
      "__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) { "

@@ -432,8 +432,11 @@ k_tiled_logits_loss(int B, int Hd, int O,
 // (Σ_o dZ[r][o]·W2[j][o]) when H[r][j] > 0, else 0, with the W2 of before this step; this block's
 // part of dW2[j][·] = Σ_r H[r][j]·dZ[r][·] and of db1[j] = Σ_r dH[r][j] go to the partials
 // ([y][o][j], o = O for db1), and the last block of a column of blocks sums them in row-block
-// order and updates W2[j][·] and b1[j]; the last block of column 0 also sums db2 = Σ_r dZ[r][·]
-// (in a fixed order) and updates b2. OM: the classes held in registers (O <= OM).
+// order and updates W2[j][·] and b1[j] (their velocities read before the ticket, so the update
+// waits on no load of its own). A block of its own, the last column's row block 0 (gridDim.x = cols + 1:
+// HeadGrid::back_x), sums db2 = Σ_r dZ[r][·] (in a fixed order) and updates b2 beside the others:
+// dZ is the previous kernel's, so it need not wait for the reduction. OM: the classes held in
+// registers (O <= OM).
 template <int OM, class DH_T = float>
 __global__ void __launch_bounds__(kBackThreads)
 k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
@@ -445,11 +448,33 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
                       DH_T* __restrict__ dH,         // [B × Hd] float, or bf16 (rounded to nearest)
                       float* __restrict__ part,      // [gridDim.y × (O + 1) × Hd] scratch
                       unsigned* __restrict__ tickets) {  // [gridDim.x], zero between launches
+  if (blockIdx.x == gridDim.x - 1) {  // the db2 block: thread t sums rows t, t + kBackThreads, ...;
+    if (blockIdx.y != 0) return;      // then class by class over the threads in order
+    __shared__ float colsum[kBackThreads][OM + 1];
+    float s[OM];
+#pragma unroll
+    for (int o = 0; o < OM; ++o) s[o] = 0.f;
+    for (int r = threadIdx.x; r < B; r += kBackThreads)
+#pragma unroll
+      for (int o = 0; o < OM; ++o) s[o] += o < O ? dZ[(size_t)r * O + o] : 0.f;
+#pragma unroll
+    for (int o = 0; o < OM; ++o) colsum[threadIdx.x][o] = s[o];
+    __syncthreads();
+    if (threadIdx.x < O) {
+      const int o = threadIdx.x;
+      float g = 0.f;
+      for (int t = 0; t < kBackThreads; ++t) g += colsum[t][o];
+      const float v = mu * vb2[o] - lr * g;
+      vb2[o] = v;
+      b2[o] += v;
+    }
+    return;
+  }
   __shared__ float dz[kBackChunk][OM];
   const int j = blockIdx.x * kBackThreads + threadIdx.x, r_begin = blockIdx.y * rb;
   const int r_end = min(B, r_begin + rb);
   const size_t plane = (size_t)Hd;  // one (y, o) plane of the partials
-  float w[OM], g[OM];
+  float w[OM], g[OM];  // W2[j][·], this block's dW2[j][·]
 #pragma unroll
   for (int o = 0; o < OM; ++o) w[o] = o < O && j < Hd ? W2[(size_t)j * O + o] : 0.f, g[o] = 0.f;
   float gb = 0.f;
@@ -490,13 +515,20 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
       if (o < O) p[o * plane] = g[o];
     p[O * plane] = gb;
   }
+  // The update's own operands, read while the ticket's fence and atomic are in flight: vW2[j][·],
+  // vb1[j] and b1[j] (only the last block of this column writes them, after every block's arrival).
+  float vw[OM];
+#pragma unroll
+  for (int o = 0; o < OM; ++o) vw[o] = o < O && j < Hd ? vW2[(size_t)j * O + o] : 0.f;
+  const float vb = j < Hd ? vb1[j] : 0.f, bb = j < Hd ? b1[j] : 0.f;
   if (!last_block(tickets + blockIdx.x, gridDim.y)) return;
   if (j < Hd) {
     float g[OM];
     float gb = 0.f;
 #pragma unroll
     for (int o = 0; o < OM; ++o) g[o] = 0.f;
-#pragma unroll 4
+    [[maybe_unused]] constexpr int kSplitsInFlight = OM > 10 ? 2 : 4;  // (O + 1) loads each: within the registers at OM 16
+#pragma unroll kSplitsInFlight
     for (unsigned y = 0; y < gridDim.y; ++y) {  // unrolled: several splits' loads in flight, summed in order
       const float* p = part + (size_t)y * (O + 1) * plane + j;
 #pragma unroll
@@ -508,33 +540,13 @@ k_tiled_head_backward(int B, int Hd, int O, int rb, float lr, float mu,
     for (int o = 0; o < OM; ++o) {
       if (o >= O) continue;
       const size_t i = (size_t)j * O + o;
-      const float v = mu * vW2[i] - lr * g[o];
+      const float v = mu * vw[o] - lr * g[o];
       vW2[i] = v;
-      W2[i] += v;
+      W2[i] = w[o] + v;
     }
-    const float v = mu * vb1[j] - lr * gb;
+    const float v = mu * vb - lr * gb;
     vb1[j] = v;
-    b1[j] += v;
-  }
-  if (blockIdx.x != 0) return;
-  // db2: thread t sums rows t, t + kBackThreads, ...; then class by class over the threads in order.
-  __shared__ float colsum[kBackThreads][OM + 1];
-  float s[OM];
-#pragma unroll
-  for (int o = 0; o < OM; ++o) s[o] = 0.f;
-  for (int r = threadIdx.x; r < B; r += kBackThreads)
-#pragma unroll
-    for (int o = 0; o < OM; ++o) s[o] += o < O ? dZ[(size_t)r * O + o] : 0.f;
-#pragma unroll
-  for (int o = 0; o < OM; ++o) colsum[threadIdx.x][o] = s[o];
-  __syncthreads();
-  if (threadIdx.x < O) {
-    const int o = threadIdx.x;
-    float g = 0.f;
-    for (int t = 0; t < kBackThreads; ++t) g += colsum[t][o];
-    const float v = mu * vb2[o] - lr * g;
-    vb2[o] = v;
-    b2[o] += v;
+    b1[j] = bb + v;
   }
 }
 
@@ -563,6 +575,7 @@ __global__ void k_to_bf16(const float* __restrict__ src, size_t count, T* __rest
 struct HeadGrid {
   int groups, ksplit;   // k_tiled_logits_loss: row groups of kHeadRows × splits of the hidden units
   int cols, rb, ysplit; // k_tiled_head_backward: column blocks × row blocks of rb rows
+  int back_x() const { return cols + 1; }  // its grid's x: the column blocks and the db2 block
 };
 inline HeadGrid head_grid(int nb, int Hd, int sms) {
   HeadGrid g;

@@ -750,7 +750,7 @@ class TiledPath : public KernelPath {
       CUDA_CHECK_LAUNCH("k_tiled_logits_loss");
 
       auto backward = [&](auto kernel, auto* dH) {  // dH: float, or bf16 for the engine's dW1
-        kernel<<<dim3(hg.cols, hg.ysplit), kBackThreads, 0, st>>>(
+        kernel<<<dim3(hg.back_x(), hg.ysplit), kBackThreads, 0, st>>>(
             nb, s.hidden, s.out, hg.rb, a.lr, a.momentum, w.H, w.dZ, a.params + o.w2, a.velocity + o.w2,
             a.params + o.b1, a.velocity + o.b1, a.params + o.b2, a.velocity + o.b2, dH, back_part, back_tickets);
       };

@@ -225,7 +225,7 @@ void check_head(int B, int Hd, int O, int sms, std::mt19937& rng) {
   std::vector<float> part((size_t)hg.ysplit * (O + 1) * Hd);
   std::vector<unsigned> back_tickets(hg.cols, 0);
   const float lr = 0.1f, mu = 0.9f;
-  emu::launch(dim3(hg.cols, hg.ysplit), dim3(kBackThreads), 0, nullptr, [&] {
+  emu::launch(dim3(hg.back_x(), hg.ysplit), dim3(kBackThreads), 0, nullptr, [&] {
     k_tiled_head_backward<OM>(B, Hd, O, hg.rb, lr, mu, H.data(), dZ.data(), W2.data(), vW2.data(), b1.data(),
                               vb1.data(), b2.data(), vb2.data(), dH.data(), part.data(), back_tickets.data());
   });
@@ -270,7 +270,7 @@ void check_head(int B, int Hd, int O, int sms, std::mt19937& rng) {
     std::vector<__nv_bfloat16> dH16((size_t)B * Hd, __nv_bfloat16{0x7fc0});  // poisoned: NaN
     std::vector<float> part_b(part.size());
     std::vector<unsigned> tickets_b(hg.cols, 0);
-    emu::launch(dim3(hg.cols, hg.ysplit), dim3(kBackThreads), 0, nullptr, [&] {
+    emu::launch(dim3(hg.back_x(), hg.ysplit), dim3(kBackThreads), 0, nullptr, [&] {
       k_tiled_head_backward<OM, __nv_bfloat16>(B, Hd, O, hg.rb, lr, mu, H.data(), dZ.data(), W2b.data(), vW2b.data(),
                                                b1b.data(), vb1b.data(), b2b.data(), vb2b.data(), dH16.data(),
                                                part_b.data(), tickets_b.data());
