@@ -164,7 +164,7 @@ $(BUILD)/vit_forward_emu: $(EMU_OBJ)
 # TILED_EMU_INCLUDES: a folder searched before cuda/ for the kernels' headers (the test points it at
 # deliberately broken copies, which the check must fail); empty by default.
 TILED_EMU_INCLUDES ?=
-TILED_EMU_DEPS := tests/emu/tiled_emu.cpp cuda/kernels/tiled.cuh cuda/kernels/tiled_mma.cuh cuda/common/mma.cuh cuda/kernels/tiled_plan.h cuda/common/precision.h cuda/transformer/emu/cuda_runtime.h cuda/transformer/emu/cuda_bf16.h
+TILED_EMU_DEPS := tests/emu/tiled_emu.cpp tests/emu/kernel_builtins.h cuda/kernels/tiled.cuh cuda/kernels/tiled_mma.cuh cuda/common/mma.cuh cuda/kernels/tiled_plan.h cuda/common/precision.h cuda/transformer/emu/cuda_runtime.h cuda/transformer/emu/cuda_bf16.h
 $(BUILD)/tiled_emu: $(TILED_EMU_DEPS)
 	@mkdir -p $(BUILD)
 	$(CXX) -O2 -std=c++20 -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas -Wno-sign-compare \
@@ -175,7 +175,7 @@ $(BUILD)/tiled_emu: $(TILED_EMU_DEPS)
 # tests/test_persistent_emulated.py); tests/emu/stub/ stands in for cooperative_groups.h. Not part of
 # `all`. PERSISTENT_EMU_INCLUDES: as TILED_EMU_INCLUDES, for the test's broken copies.
 PERSISTENT_EMU_INCLUDES ?=
-PERSISTENT_EMU_DEPS := tests/emu/persistent_emu.cpp tests/emu/stub/cooperative_groups.h cuda/kernels/persistent.cuh cuda/kernels/persistent_sizes.h cuda/common/precision.h cuda/contract/model.h cuda/transformer/emu/cuda_runtime.h
+PERSISTENT_EMU_DEPS := tests/emu/persistent_emu.cpp tests/emu/kernel_builtins.h tests/emu/stub/cooperative_groups.h cuda/kernels/persistent.cuh cuda/kernels/persistent_sizes.h cuda/common/precision.h cuda/contract/model.h cuda/transformer/emu/cuda_runtime.h
 $(BUILD)/persistent_emu: $(PERSISTENT_EMU_DEPS)
 	@mkdir -p $(BUILD)
 	$(CXX) -O2 -std=c++20 -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas -Wno-sign-compare \

@@ -25,17 +25,7 @@ fi
 finish() { tar czf "$OUT/engine_mlp.tgz" -C "$OUT" m && rm -rf "$OUT/m"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/m/smi.txt"
-summary() {  # one line per path of a run.json: its median, parity and config
-  python3 - "$1" <<'EOF'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-paths = doc.get("paths") or {}
-for name, p in (paths.items() if isinstance(paths, dict) else ((q.get("name"), q) for q in paths)):
-    t = p.get("timing") or p
-    print(f"  {name:12s} median {t.get('median_ms')} ms  parity_ok {p.get('parity_ok')} "
-          f"parity {p.get('parity_vs_fp64')}  passed {p.get('passed')}  {str(p.get('config') or '')[:260]}")
-EOF
-}
+summary() { python3 dev/run_summary.py "$@"; }  # one line per path of a run.json
 for pt in $POINTS; do
   h=${pt%:*}; b=${pt#*:}
   d="$OUT/m/h${h}_b${b}"
@@ -49,7 +39,7 @@ for pt in $POINTS; do
     timeout 150 "$base" --data data --out "$db" --perf-only --parity --paths tiled,tiled-tf32,tiled-bf16 \
       --hidden "$h" --batch "$b" --epochs "$EPOCHS" > "$db.log" 2>&1
     echo "  base rc=$?"
-    [ -f "$db/run.json" ] && summary "$db/run.json" | cut -c1-90 || tail -3 "$db.log"
+    [ -f "$db/run.json" ] && summary "$db/run.json" --config 0 || tail -3 "$db.log"
     rm -f "$db"/*.npy
   fi
 done

@@ -16,15 +16,7 @@ source dev/devbuild.sh && unpack_devbuild || exit 1
 finish() { tar czf "$OUT/persistent_precision.tgz" -C "$OUT" p && rm -rf "$R"; }
 trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/smi.txt"
-summary() {
-  python3 - "$1" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for name, p in doc.get("paths", {}).items():
-    print(f"  {name:17s} median {p.get('median_ms')} ms  parity_vs_fused {p.get('parity_vs_fused')}  "
-          f"passed {p.get('passed')}  precision {p.get('precision')}")
-PY
-}
+summary() { python3 dev/run_summary.py "$1" --config 0; }  # one line per path of a run.json
 for pt in $POINTS; do
   h=${pt%:*}; b=${pt#*:}
   d="$R/h${h}_b${b}"

@@ -10,16 +10,7 @@ import subprocess
 
 import pytest
 
-from spec.files import ROOT
-
-CUDA = ROOT / "cuda"
-
-
-def build(target, includes: str = "") -> None:
-    args = ["make", "-s", f"BUILD={target.parent}", str(target)]
-    if includes:
-        args.append(f"PERSISTENT_EMU_INCLUDES=-I{includes}")
-    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+from tests.emu_mutants import assert_broken_copy_fails
 
 
 def test_the_big_products_match_float64_on_the_emulated_device(built):
@@ -60,11 +51,4 @@ MUTANTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("what,name,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_each_broken_copy_fails_the_check(tmp_path, what, name, old, new):
-    src = (CUDA / name).read_text()
-    assert src.count(old) == 1, f"the mutant's text is gone from {name}: {old!r}"
-    (tmp_path / "inc" / name).parent.mkdir(parents=True)
-    (tmp_path / "inc" / name).write_text(src.replace(old, new))
-    exe = tmp_path / "build" / "persistent_emu"
-    build(exe, str(tmp_path / "inc"))
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 1 and " FAIL " in out.stdout, f"{what}: not caught\n{out.stdout}"
+    assert_broken_copy_fails(tmp_path, "persistent_emu", "PERSISTENT_EMU_INCLUDES", what, name, old, new)

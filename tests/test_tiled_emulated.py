@@ -6,21 +6,11 @@ splits, row blocks and dZ chunks); and the same check against deliberately broke
 kernels, each of which it must fail."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 
-from spec.files import ROOT
-
-CUDA = ROOT / "cuda"
-
-
-def build(target, includes: str = "") -> None:
-    args = ["make", "-s", f"BUILD={target.parent}", str(target)]
-    if includes:
-        args.append(f"TILED_EMU_INCLUDES=-I{includes}")
-    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)   # its own folder: no lock
+from tests.emu_mutants import assert_broken_copy_fails
 
 
 def test_the_kernels_match_float64_on_the_emulated_device(built):
@@ -70,11 +60,4 @@ MUTANTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("what,name,old,new", MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_each_broken_copy_fails_the_check(tmp_path, what, name, old, new):
-    src = (CUDA / name).read_text()
-    assert src.count(old) == 1, f"the mutant's text is gone from {name}: {old!r}"
-    (tmp_path / "inc" / name).parent.mkdir(parents=True)
-    (tmp_path / "inc" / name).write_text(src.replace(old, new))
-    exe = tmp_path / "build" / "tiled_emu"
-    build(exe, str(tmp_path / "inc"))
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 1 and " FAIL " in out.stdout, f"{what}: not caught\n{out.stdout}"
+    assert_broken_copy_fails(tmp_path, "tiled_emu", "TILED_EMU_INCLUDES", what, name, old, new)

@@ -7,12 +7,7 @@
 #include <cstring>
 #include <string>
 
-// Host and device: round_to_precision is also the persistent kernels' rounding of a product's inputs.
-#ifdef __CUDACC__
-#define MLP_HOST_DEVICE __host__ __device__
-#else
-#define MLP_HOST_DEVICE
-#endif
+#include "contract/model.h"  // MLP_HD: host and device (round_to_precision is also the persistent kernels')
 
 namespace mlp {
 
@@ -79,7 +74,7 @@ inline bool precision_of_value(int v, Precision* out) {
 // unchanged. The host's rounding of a product's input (gate/cpu_reference.h's rounded-input
 // reference) and the persistent precision paths' (kernels/persistent.cuh, on any architecture);
 // tests/submissions/naive_base.cuh rounds with the same integer operations.
-MLP_HOST_DEVICE inline float round_to_precision(float x, Precision p) {
+MLP_HD inline float round_to_precision(float x, Precision p) {
   if (p == Precision::FP32 || x != x || x - x != 0.f) return x;
   uint32_t b;
   std::memcpy(&b, &x, 4);

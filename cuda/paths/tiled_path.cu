@@ -470,13 +470,13 @@ void measure_pair(EnginePair& e, int nb, int I, int Hd, const GemmPlan& fwd, con
     eng::launch(pd, e.dw1, 0);
     tiled_pair(0, H2, W1b2, vW12);  // mma.sync's pair from the same start, on the copies W1b2 and vW12
     CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> wf = to_host(W1, (size_t)I * Hd);  // the engine's W1 after its update
     const double dh = disagreement(to_host(H, (size_t)nb * Hd), to_host(H2, (size_t)nb * Hd));
     const double dv = disagreement(to_host(vW1, (size_t)I * Hd), to_host(vW12, (size_t)I * Hd));
-    const double dw = disagreement(to_host(W1, (size_t)I * Hd), to_host(W1b2, (size_t)I * Hd));
+    const double dw = disagreement(wf, to_host(W1b2, (size_t)I * Hd));
     // W1's bf16 copy that the engine's momentum epilogue writes: exactly W1 rounded to nearest
     // (the epilogue rounds the float it stores; the host's __float2bfloat16_rn is the same rounding).
     const std::vector<__nv_bfloat16> wb = to_host(w1b, (size_t)I * Hd);
-    const std::vector<float> wf = to_host(W1, (size_t)I * Hd);
     size_t off = 0;
     for (size_t i = 0; i < wf.size(); ++i) {
       const __nv_bfloat16 want = __float2bfloat16_rn(wf[i]);

@@ -25,13 +25,7 @@ using std::max;
 using std::min;
 
 #include "cuda_runtime.h"  // the emulation: cuda/transformer/emu/ is first on the include path
-
-// The built-ins persistent.cuh uses beyond the emulation's. One block runs at a time.
-inline float __ldg(const float* p) { return *p; }
-inline int __ldg(const int* p) { return *p; }
-inline float4 __ldg(const float4* p) { return *p; }
-inline float __ldcg(const float* p) { return *p; }
-inline float4 __ldcg(const float4* p) { return *p; }
+#include "kernel_builtins.h"  // __ldg, __ldcg, __threadfence, atomicAdd (tests/emu/)
 
 #include "kernels/persistent.cuh"
 

@@ -16,20 +16,7 @@ using std::max;
 using std::min;
 
 #include "cuda_runtime.h"  // the emulation: cuda/transformer/emu/ is first on the include path
-
-// The built-ins tiled.cuh uses beyond the transformer's. One block runs at a time, so a fence is
-// nothing and an atomic is a plain update.
-inline float __ldg(const float* p) { return *p; }
-inline int __ldg(const int* p) { return *p; }
-inline float4 __ldg(const float4* p) { return *p; }
-inline float __ldcg(const float* p) { return *p; }
-inline float4 __ldcg(const float4* p) { return *p; }
-inline void __threadfence() {}
-inline unsigned atomicAdd(unsigned* p, unsigned v) {
-  const unsigned old = *p;
-  *p += v;
-  return old;
-}
+#include "kernel_builtins.h"  // __ldg, __ldcg, __threadfence, atomicAdd (tests/emu/)
 
 #include "kernels/tiled.cuh"
 #include "kernels/tiled_mma.cuh"
