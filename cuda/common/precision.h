@@ -48,6 +48,18 @@ inline const char* unit_roundoff_text(Precision p) {
 // their float32 ones (gate/tolerances.h), so an FP32 submission's limits are exactly float32's.
 inline double input_roundoff(Precision p) { return p == Precision::FP32 ? 0.0 : unit_roundoff(p); }
 
+// run.json's `accumulator` of a path whose products take inputs of precision p and sum in float32:
+// "float32", "float32 (TF32 products)", "float32 (BF16 products)" (tests/test_gpu_precision_paths.py
+// reads the precision's name in it). Paths with another arithmetic (stationary's split) say their own.
+inline std::string products_accumulator(Precision p) {
+  switch (p) {
+    case Precision::TF32: return "float32 (TF32 products)";
+    case Precision::BF16: return "float32 (BF16 products)";
+    case Precision::FP32: break;
+  }
+  return "float32";
+}
+
 // The precision of a name, or false for any other name.
 inline bool parse_precision(const std::string& s, Precision* out) {
   for (Precision p : {Precision::FP32, Precision::TF32, Precision::BF16})

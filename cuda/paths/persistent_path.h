@@ -36,7 +36,7 @@ class PersistentPath : public KernelPath {
   PersistentPath(const PersistentPath&) = delete;
   PersistentPath& operator=(const PersistentPath&) = delete;
   std::string name() const override { return name_; }
-  std::string accumulator() const override { return "float32"; }
+  std::string accumulator() const override { return products_accumulator(precision_); }
   Precision precision() const override { return precision_; }
   double launches_per_step(int steps) const override { return 1.0 / steps; }
 

@@ -597,11 +597,7 @@ class TiledPath : public KernelPath {
   std::string name() const override {
     return prec_ == Precision::FP32 ? "tiled" : std::string("tiled-") + precision_name(prec_);
   }
-  std::string accumulator() const override {
-    return prec_ == Precision::TF32   ? "float32 (TF32 products)"
-           : prec_ == Precision::BF16 ? "float32 (BF16 products)"
-                                      : "float32";
-  }
+  std::string accumulator() const override { return products_accumulator(prec_); }
   Precision precision() const override { return prec_; }
   double launches_per_step(int) const override { return 4; }
 
