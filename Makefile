@@ -136,7 +136,7 @@ $(BUILD)/mlp_fit: $(OBJ)/tools/mlp_fit.o $(OBJ)/paths/path_fit.o $(OBJ)/common/c
 # The vision transformer's forward pass (cuda/transformer/, issue 31): its own kernels, float64
 # reference and CLI, with the data loader, .npy, SHA-256 and the strict number parsers of io/.
 VIT_SRC    := $(wildcard cuda/transformer/*.cpp cuda/transformer/*.cu)
-VIT_OBJ    := $(call obj_of,$(VIT_SRC)) $(OBJ)/common/common.o $(OBJ)/common/json_read.o $(OBJ)/io/dataset.o $(OBJ)/io/npy.o \
+VIT_OBJ    := $(call obj_of,$(VIT_SRC)) $(GEMM_OBJ) $(OBJ)/common/common.o $(OBJ)/common/json_read.o $(OBJ)/io/dataset.o $(OBJ)/io/npy.o \
               $(OBJ)/io/sha256.o $(OBJ)/io/bounds.o $(OBJ)/io/input_file.o
 $(BUILD)/vit_forward: $(VIT_OBJ)
 	$(NVCC) $(GENCODE) -Xcompiler -fopenmp $^ -o $@

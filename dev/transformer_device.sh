@@ -66,6 +66,9 @@ step() {
 echo "transformer device run: $(date -u +%FT%TZ), budget ${BUDGET_S} s, commit ${MLP_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
+# Binaries built on the CPU machine (dev/pack_devbuild.sh with VIT=1), where carried: make then finds
+# build/vit_forward up to date.
+if [ -f .devbuild/build.tar.xz ]; then source dev/devbuild.sh && unpack_devbuild; fi
 step build 150 make --no-print-directory -j"$(nproc)" ARCH=sm_90 build/vit_forward
 # shellcheck disable=SC2086  # TRAIN_ARGS: extra flags, e.g. "--epochs 1 --train-size 256" for a smoke run
 step train 90 "$PY" -m harness.transformer.train --device "${TRAIN_DEVICE:-cuda}" ${TRAIN_ARGS:-}

@@ -71,6 +71,26 @@ def test_emulated_kernels_pass_every_check(emu, tmp_path, tile, engine):
 
 
 @pytest.mark.slow
+def test_emulated_split3_flow_passes_every_check(emu, tmp_path):
+    """tf32x3's flow on the wgmma engine (a device of compute capability 9.0): LayerNorm as its own kernel
+    writing the two TF32 parts, the attention writing the projection's parts, the weights' parts
+    transposed, and the engine's three epilogues (bias; residual; GELU written split), here with
+    split3_gemm_kernel in the engine's place (VIT_EMU_SPLIT3=1). Every check passes; the tile plan names
+    the flow, and the checks read the MLP hidden joined from its parts."""
+    out = tmp_path / "check.json"
+    res = _run(emu, "check", "--random", "7", "--gemm", "tf32x3", "--layer-batch", "3", "--logits-batch", "3",
+               "--out", out, env={"VIT_EMU_SPLIT3": "1", "VIT_EMU_SMS": "2"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["passed"] and doc["gemm"] == "tf32x3" and len(doc["checks"]) == 30 and doc["argmax_agree"] == 3
+    res = _run(emu, "time", "--random", "7", "--gemm", "tf32x3", "--batches", "2", "--warmup", "1", "--repeats", "2",
+               "--out", tmp_path / "time.json", env={"VIT_EMU_SPLIT3": "1"})
+    assert res.returncode == 0, res.stderr
+    rows = json.loads((tmp_path / "time.json").read_text())["timing"]["rows"]
+    assert "3xTF32 flow" in rows[0]["tiles"] and "no tiles to tune" in rows[0]["tuning"], rows[0]
+
+
+@pytest.mark.slow
 def test_emulated_timing_and_graph(emu, tmp_path):
     out = tmp_path / "time.json"
     res = _run(emu, "time", "--random", "7", "--batches", "1,2", "--warmup", "1", "--repeats", "2", "--out", out)

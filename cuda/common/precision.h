@@ -97,4 +97,12 @@ MLP_HD inline float round_to_precision(float x, Precision p) {
   return y;
 }
 
+// The two TF32 parts of x for a float32-accurate product on TF32 tensor cores (3xTF32: a·b ≈ hi_a·hi_b
+// + hi_a·lo_b + lo_a·hi_b): hi = x rounded to TF32, lo = (x - hi) rounded to TF32 (x - hi is exact in
+// float32). hi + lo is x within 2^-22·|x|; both are TF32 values, so the tensor cores read them unchanged.
+MLP_HD inline void split_tf32(float x, float* hi, float* lo) {
+  *hi = round_to_precision(x, Precision::TF32);
+  *lo = round_to_precision(x - *hi, Precision::TF32);
+}
+
 }  // namespace mlp

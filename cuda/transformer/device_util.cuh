@@ -1,11 +1,13 @@
 // cuda/transformer/device_util.cuh — what the transformer's kernels share: the launch macro (the CPU
-// emulation replaces it), float4 loads and stores, warp reductions, the exact GELU.
+// emulation replaces it), float4 loads and stores, warp reductions, the exact GELU (common/activations.h).
 #pragma once
 #include <cuda_runtime.h>  // with -DVIT_EMULATE: cuda/transformer/emu/cuda_runtime.h, the CPU stand-in
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+
+#include "common/activations.h"
 
 #ifndef VIT_EMULATE
 // A kernel launch (the emulation runs it on the CPU instead) and the dynamic shared memory array.
@@ -41,7 +43,6 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Exact GELU, PyTorch's default: 0.5·x·(1 + erf(x/√2)).
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+using mlp::gelu_erf;  // common/activations.h: the exact GELU, PyTorch's default
 
 }  // namespace vit

@@ -7,6 +7,14 @@
 #include "common/common.h"
 #include "common/cuda_check.h"
 #include "transformer/kernels.cuh"
+#ifndef VIT_EMULATE
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "kernels/gemm/sm90_engine.h"  // the 3xTF32 flow's GEMMs
+namespace eng = mlp::gemm::sm90;
+#endif
 
 using namespace vit;
 
@@ -50,13 +58,24 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
   const auto why = unsupported_reasons(s);
   if (!why.empty()) throw UserError("our kernels cannot run this config: " + why[0]);
   if (file_params.size() != n_params(s)) throw UserError("weights: wrong parameter count");
+  if (patch_embed_smem_bytes(s.image, s.patch_dim, s.d) > 48 * 1024)  // the default dynamic shared memory limit
+    throw UserError("our kernels cannot run this config: the patch embedding stages the image and its weight (" +
+                    std::to_string(patch_embed_smem_bytes(s.image, s.patch_dim, s.d)) + " bytes) in at most 48 KiB");
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, dev));
+#ifndef VIT_EMULATE
+  int cc_minor = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+  cc_ = cc_major_ * 10 + cc_minor;
+#else
+  cc_ = cc_major_ * 10;
+#endif
   for (int e = 0; e < kGemmEngines; ++e)
     for (int op = 0; op < kGemmOps; ++op) gemm_occupancy((GemmOp)op, (GemmEngine)e, occupancy_[e][op]);
-  const std::vector<float> dev_params = device_layout(s, file_params);
+  host_params_ = device_layout(s, file_params);
+  const std::vector<float>& dev_params = host_params_;
   params_ = device_alloc(dev_params.size(), "the weights");
   CUDA_CHECK(cudaMemcpy(params_, dev_params.data(), dev_params.size() * sizeof(float), cudaMemcpyHostToDevice));
   const auto layout = weight_layout(s);
@@ -81,8 +100,9 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
 }
 
 VitForward::~VitForward() {
-  for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_})
+  for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_, a2_, heads2_, u2_, wsplit_})
     if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
+  if (ws_) cudaFree(ws_);
 }
 
 GemmArgs VitForward::args_for(GemmOp op, int layer, int M, float* ln_out) const {
@@ -137,9 +157,163 @@ void VitForward::set_engine(GemmEngine e) {
   if (e == GemmEngine::kTf32x3 && cc_major_ < 8)
     throw UserError("--gemm tf32x3 needs TF32 tensor cores (compute capability 8.0 or later)");
   engine_ = e;
+  const char* mma = std::getenv("VIT_TF32X3_MMA");
+#ifdef VIT_EMULATE
+  const char* emu = std::getenv("VIT_EMU_SPLIT3");
+  split_flow_ = e == GemmEngine::kTf32x3 && emu && !std::strcmp(emu, "1");
+#else
+  split_flow_ = e == GemmEngine::kTf32x3 && eng::compiled() && cc_ == 90 && !(mma && !std::strcmp(mma, "1"));
+#endif
+  (void)mma;
+  if (split_flow_ && !wsplit_) make_split_weights();
+}
+
+// The weights' TF32 parts for the 3xTF32 flow, each Linear weight W [K × N] (device layout) as
+// Bt [N × 2K]: Bt[n][k] = hi(W[k][n]), Bt[n][K + k] = lo(W[k][n]); and the split activations.
+void VitForward::make_split_weights() {
+  const VitShape& s = s_;
+  const int d = s.d, m = s.mlp;
+  const size_t per_layer = (size_t)3 * d * 2 * d + (size_t)d * 2 * d + (size_t)m * 2 * d + (size_t)d * 2 * m;
+  std::vector<float> host(per_layer * s.layers);
+  const auto layout = weight_layout(s);
+  auto put = [&](size_t at, const std::string& name, int K, int N) {
+    const float* W = host_params_.data() + tensor(layout, name).offset;
+    for (int k = 0; k < K; ++k)
+      for (int n = 0; n < N; ++n) mlp::split_tf32(W[(size_t)k * N + n], &host[at + (size_t)n * 2 * K + k], &host[at + (size_t)n * 2 * K + K + k]);
+    return at + (size_t)N * 2 * K;
+  };
+  wsplit_ = device_alloc(host.size(), "the weights' TF32 parts");
+  sw_.clear();
+  for (int l = 0; l < s.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const size_t base = per_layer * l, o_proj = put(base, p + "attn.qkv.weight", d, 3 * d),
+                 o_fc1 = put(o_proj, p + "attn.proj.weight", d, d), o_fc2 = put(o_fc1, p + "mlp.fc1.weight", d, m);
+    put(o_fc2, p + "mlp.fc2.weight", m, d);
+    sw_.push_back({wsplit_ + base, wsplit_ + o_proj, wsplit_ + o_fc1, wsplit_ + o_fc2});
+  }
+  CUDA_CHECK(cudaMemcpy(wsplit_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const size_t rows = (size_t)max_batch_ * s.tokens;
+  a2_ = device_alloc(rows * 2 * d, "LayerNorm's TF32 parts");
+  heads2_ = device_alloc(rows * 2 * d, "the heads' TF32 parts");
+  u2_ = device_alloc(rows * 2 * m, "the MLP hidden's TF32 parts");
+}
+
+#ifndef VIT_EMULATE
+namespace {
+// The engine's plan of a 3xTF32 problem shape on `sms` SMs (it depends on nothing else), computed once.
+const eng::Plan& split_plan(const eng::Problem& p, int sms) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int, int>, eng::Plan> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(p.M, p.N, p.K, (int)p.epi, sms);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, eng::plan(p, sms)).first;
+  return it->second;
+}
+}  // namespace
+#endif
+
+void VitForward::prepare(int batch) {
+  if (!split_flow_) return;
+  for (int op = 0; op < kGemmOps; ++op) split_gemm((GemmOp)op, 0, batch * s_.tokens, nullptr, /*launch=*/false);
+}
+
+// One GEMM of the 3xTF32 flow: A's and the weight's parts through the engine's 3xTF32 product and the
+// operation's epilogue. launch false (prepare): only the plan and the workspace.
+void VitForward::split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch) {
+  const VitShape& s = s_;
+  const LayerW& w = lw_[layer];
+  const SplitW& sw = sw_[layer];
+  const int d = s.d, m = s.mlp;
+  struct Spec {
+    const float *A, *B, *bias, *R;
+    float* C;
+    int N, K, ldc, epi;  // epi: 0 bias, 1 residual, 2 GELU split (split3_gemm_kernel's codes)
+  } sp;
+  switch (op) {
+    case GemmOp::kLnQkv: sp = {a2_, sw.qkv, w.qkv_b, nullptr, qkv_, 3 * d, d, 3 * d, 0}; break;
+    case GemmOp::kAttnProj: sp = {heads2_, sw.proj, w.proj_b, xa_, xb_, d, d, d, 1}; break;
+    case GemmOp::kLnFc1Gelu: sp = {a2_, sw.fc1, w.fc1_b, nullptr, u2_, m, d, 2 * m, 2}; break;
+    default: sp = {u2_, sw.fc2, w.fc2_b, xb_, xa_, d, m, d, 1}; break;
+  }
+#ifndef VIT_EMULATE
+  eng::Problem p{};
+  p.prec = mlp::Precision::TF32;
+  p.M = M, p.N = sp.N, p.K = sp.K;
+  p.a = {sp.A, 2LL * sp.K, eng::Major::K};
+  p.b = {sp.B, 2LL * sp.K, eng::Major::K};
+  p.split3 = true;
+  p.epi = sp.epi == 0 ? eng::Epilogue::Bias : sp.epi == 1 ? eng::Epilogue::BiasResidual : eng::Epilogue::BiasGeluSplit;
+  p.C = sp.C, p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
+  const eng::Plan& pl = split_plan(p, sms_);
+  if (pl.workspace_bytes > ws_bytes_) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (launch) CUDA_CHECK(cudaStreamIsCapturing(st, &cap));
+    if (cap != cudaStreamCaptureStatusNone)
+      throw UserError("the GEMM engine's workspace must grow inside a graph capture: call VitForward::prepare first");
+    if (ws_) CUDA_CHECK(cudaFree(ws_));
+    ws_ = nullptr, ws_bytes_ = 0;
+    CUDA_CHECK(cudaMalloc(&ws_, pl.workspace_bytes));
+    CUDA_CHECK(cudaMemset(ws_, 0, pl.workspace_bytes));  // split-K's tickets start at zero
+    ws_bytes_ = pl.workspace_bytes;
+  }
+  if (!launch) return;
+  p.workspace = ws_, p.workspace_size = ws_bytes_;
+  eng::launch(p, pl, st);
+#else
+  if (!launch) return;
+  const size_t n = (size_t)M * sp.N;
+  VIT_LAUNCH(split3_gemm_kernel, (unsigned)((n + 127) / 128), 128, 0, st, sp.A, sp.B, sp.bias, sp.R, sp.C, M, sp.N, sp.K,
+             sp.ldc, sp.epi);
+  CUDA_CHECK_LAUNCH("split3_gemm_kernel");
+#endif
+}
+
+// A layer of the 3xTF32 flow (set_engine says when it runs): LayerNorm as its own kernel, the
+// GEMMs on the engine with their epilogues. join_taps: the checks read mlp_hidden(), which this flow
+// keeps only split; its hi + lo are joined into it (the value fc2 multiplies, within the tensor
+// cores' reading of each part).
+void VitForward::enqueue_layer_split(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps) {
+  const VitShape& s = s_;
+  const int M = batch * s.tokens;
+  const LayerW& w = lw_[l];
+  const unsigned ln_blocks = (unsigned)((M + kLnSplitThreads / 32 - 1) / (kLnSplitThreads / 32));
+  VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xa_, w.ln1_w, w.ln1_b, a2_, tap ? tp.ln1 : nullptr, M, s.d, s.eps);
+  CUDA_CHECK_LAUNCH("ln_split_kernel");
+  split_gemm(GemmOp::kLnQkv, l, M, st);
+  VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads_,
+             heads2_, tap ? tp.probs : nullptr, s.tokens, s.d, 1.0f / std::sqrt((float)s.head_dim));
+  CUDA_CHECK_LAUNCH("attention_kernel");
+  split_gemm(GemmOp::kAttnProj, l, M, st);
+  VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xb_, w.ln2_w, w.ln2_b, a2_, tap ? tp.ln2 : nullptr, M, s.d, s.eps);
+  CUDA_CHECK_LAUNCH("ln_split_kernel");
+  split_gemm(GemmOp::kLnFc1Gelu, l, M, st);
+  if (join_taps) {
+    const size_t n = (size_t)M * s.mlp;
+    VIT_LAUNCH(join_split_kernel, (unsigned)((n + 255) / 256), 256, 0, st, u2_, u_, M, s.mlp);
+    CUDA_CHECK_LAUNCH("join_split_kernel");
+  }
+  split_gemm(GemmOp::kFc2, l, M, st);
 }
 
 std::string VitForward::tile_plan(int batch) const {
+  if (split_flow_) {
+#ifndef VIT_EMULATE
+    std::string out = "tf32x3 on the wgmma engine (3xTF32 operands, LayerNorm its own kernel):";
+    const int M = batch * s_.tokens, d = s_.d, m = s_.mlp;
+    const int n[kGemmOps] = {3 * d, d, m, d}, k[kGemmOps] = {d, d, d, m};
+    for (int w = 0; w < kGemmOps; ++w) {
+      eng::Problem p{};
+      p.prec = mlp::Precision::TF32, p.M = M, p.N = n[w], p.K = k[w], p.split3 = true;
+      p.epi = w == 0 ? eng::Epilogue::Bias : w == 2 ? eng::Epilogue::BiasGeluSplit : eng::Epilogue::BiasResidual;
+      out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" + split_plan(p, sms_).describe;
+    }
+    return out;
+#else
+    return "tf32x3, the 3xTF32 flow: ln1+qkv=split3_gemm_kernel (emulated engine), attn-proj+residual=split3_gemm_kernel, "
+           "ln2+fc1+gelu=split3_gemm_kernel, fc2+residual=split3_gemm_kernel";
+#endif
+  }
   const bool tuned = tuned_.count({(int)engine_, batch}) > 0;
   std::string out = std::string(engine_name(engine_)) + (tuned ? " (tuned):" : ":");
   for (int w = 0; w < kGemmOps; ++w) {
@@ -157,7 +331,7 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
   const ForwardTaps none;
   const ForwardTaps& tp = taps ? *taps : none;
 
-  VIT_LAUNCH(patch_embed_kernel, batch, 256, (size_t)s.image * s.image * sizeof(float), st, d_images, patch_w_,
+  VIT_LAUNCH(patch_embed_kernel, batch, kPatchThreads, patch_embed_smem_bytes(s.image, s.patch_dim, s.d), st, d_images, patch_w_,
              patch_b_, pos_, xa_, s.image, s.patch, s.d);
   CUDA_CHECK_LAUNCH("patch_embed_kernel");
   if (stop_after == 0) return;
@@ -165,9 +339,15 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
   const float scale = 1.0f / std::sqrt((float)s.head_dim);
   for (int l = 0; l < s.layers; ++l) {
     const bool tap = l == 0;
+    if (split_flow_) {
+      enqueue_layer_split(l, batch, st, tp, tap, tap && taps != nullptr);
+      if (stop_after == l + 1) return;
+      continue;
+    }
     launch_gemm(GemmOp::kLnQkv, engine_, choose(batch, 0), args_for(GemmOp::kLnQkv, l, M, tap ? tp.ln1 : nullptr), st);
     float* probs = tap ? tp.probs : nullptr;
-    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), kAttnThreads, 0, st, qkv_, heads_, probs, s.tokens, s.d, scale);
+    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads_,
+               nullptr, probs, s.tokens, s.d, scale);
     CUDA_CHECK_LAUNCH("attention_kernel");
     launch_gemm(GemmOp::kAttnProj, engine_, choose(batch, 1), args_for(GemmOp::kAttnProj, l, M), st);
     launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(batch, 2), args_for(GemmOp::kLnFc1Gelu, l, M, tap ? tp.ln2 : nullptr),
@@ -185,6 +365,7 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
 }
 
 ForwardGraph::ForwardGraph(VitForward& f, const float* d_images, int batch, cudaStream_t stream) {
+  f.prepare(batch);
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
     f.enqueue(d_images, batch, stream);

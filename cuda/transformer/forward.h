@@ -49,9 +49,19 @@ class VitForward {
   const float* pooled() const { return pooled_; }
 
   // The GEMM engine of the next enqueue() (fp32 FFMA by default; a captured graph keeps its own).
-  // tf32x3 needs compute capability 8.0 (a UserError before).
+  // tf32x3 needs compute capability 8.0 (a UserError before). On a compute capability 9.0 device with
+  // an sm_90 build, tf32x3 runs the 3xTF32 flow on the wgmma engine (cuda/kernels/gemm/): LayerNorm as
+  // its own kernel, every GEMM's A operand kept as its two TF32 parts (kernels.cuh), the weights'
+  // parts transposed once, the bias, residual and GELU in the engine's epilogues. Elsewhere tf32x3 is
+  // the mma.sync kernels of gemm_tc_kernel.cuh with the LayerNorm prologue. VIT_TF32X3_MMA=1 keeps
+  // the mma.sync kernels on a 9.0 device too (an A/B); under the CPU emulation VIT_EMU_SPLIT3=1 runs
+  // the 3xTF32 flow with split3_gemm_kernel in the engine's place (its tests).
   void set_engine(GemmEngine e);
   GemmEngine engine() const { return engine_; }
+  bool split_flow() const { return split_flow_; }
+  // The engine's plans and workspace for `batch` (the 3xTF32 flow; a no-op otherwise): enqueue does
+  // this itself, outside a stream capture; ForwardGraph calls it before capturing.
+  void prepare(int batch);
 
   // The tile each GEMM runs with at `batch`: "fp32: ln1+qkv=128x128 (occupancy 2), ..." — tuned (below)
   // for the engine and batch when tune() ran, else the heuristic: the largest tile whose blocks fill
@@ -69,6 +79,9 @@ class VitForward {
   TuneReport tune(int batch, cudaStream_t stream, int reps = 5);
 
  private:
+  void enqueue_layer_split(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps);
+  void split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch = true);
+  void make_split_weights();
   TileKind choose(int batch, int which) const;
   TileKind heuristic(int batch, int which) const;
   vit::GemmArgs args_for(GemmOp op, int layer, int M, float* ln_out = nullptr) const;
@@ -88,6 +101,20 @@ class VitForward {
   const float *head_w_ = nullptr, *head_b_ = nullptr;
   float *images_ = nullptr, *xa_ = nullptr, *xb_ = nullptr, *qkv_ = nullptr, *heads_ = nullptr, *u_ = nullptr;
   float *pooled_ = nullptr, *logits_ = nullptr;
+  // The 3xTF32 flow (split_flow_): A operands as two TF32 parts side by side, [rows × 2K] each.
+  bool split_flow_ = false;
+  int cc_ = 0;                     // compute capability, major·10 + minor
+  std::vector<float> host_params_;  // the device layout, kept for the weights' parts
+  float *a2_ = nullptr;             // [B·T × 2d]    LN1(x) or LN2(x_attn)
+  float *heads2_ = nullptr;         // [B·T × 2d]    the heads' outputs
+  float *u2_ = nullptr;             // [B·T × 2m]    GELU(fc1)
+  float *wsplit_ = nullptr;         // every layer's weights transposed, [N × 2K] each
+  struct SplitW {
+    const float *qkv, *proj, *fc1, *fc2;  // [3d × 2d], [d × 2d], [m × 2d], [d × 2m]
+  };
+  std::vector<SplitW> sw_;
+  void* ws_ = nullptr;              // the engine's split-K workspace, shared by the GEMMs of a stream
+  size_t ws_bytes_ = 0;
 };
 
 // A CUDA graph of one enqueue() at a batch: captured once, launched per timed forward.

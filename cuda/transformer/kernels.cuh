@@ -5,10 +5,11 @@
 //   patch_embed_kernel            x = patches·Wpe + bpe + pos                  one block per image
 //   (gemm_kernel.cuh)
 //   vit_gemm<LnQkv, …>            qkv = LN1(x)·Wqkv + bqkv                      LayerNorm in the prologue
-//   attention_kernel              o_h = softmax(q_h·k_hᵀ/√32)·v_h               one block per (image, head)
+//   attention_kernel              o_h = softmax(q_h·k_hᵀ/√32)·v_h               a block per (image, head), a warp per 8 queries
 //   vit_gemm<AttnProjResidual, …> x = x + o·Wo + bo                             residual in the epilogue
 //   vit_gemm<LnFc1Gelu, …>        u = GELU(LN2(x)·W1 + b1)                      LN prologue, GELU epilogue
 //   vit_gemm<Fc2Residual, …>      x = x + u·W2 + b2                             residual in the epilogue
+//   ln_split_kernel, split3_gemm_kernel, join_split_kernel: the 3xTF32 flow on the wgmma engine (below)
 //   final_ln_pool_kernel          pooled = mean_t LNf(x)_t                      one block per image
 //   head_kernel                   logits = pooled·Wh + bh                       one thread per logit
 //
@@ -16,20 +17,30 @@
 // arithmetic is float32 with the accurate library functions (expf, erff, sqrtf; no fast-math), so
 // the bounds of cuda/transformer/error_scale.h hold for it.
 #pragma once
+#include "common/precision.h"  // split_tf32: the 3xTF32 operands
 #include "transformer/device_util.cuh"
 
 namespace vit {
 
 // ------------------------------------------------------------------------------------------ patch embedding
-// One block per image: its pixels into shared memory, then each thread computes outputs (t, c) with
-// consecutive threads on consecutive channels (coalesced stores, the weight column read along c).
-__global__ void __launch_bounds__(256) patch_embed_kernel(const float* __restrict__ images, const float* __restrict__ w,
-                                                          const float* __restrict__ bias, const float* __restrict__ pos,
-                                                          float* __restrict__ x, int image, int patch, int d) {
-  VIT_DYNAMIC_SMEM(pix);  // image² floats
+// One block per image: its pixels and the whole patch weight (pd × d) into shared memory, then each
+// thread computes outputs (t, c), consecutive threads on consecutive channels (coalesced stores; the
+// pixel a broadcast, the weight a conflict-free row read). The sum runs over p = 0 .. pd-1 in order.
+constexpr int kPatchThreads = 256;
+inline size_t patch_embed_smem_bytes(int image, int patch_dim, int d) {
+  return ((size_t)image * image + (size_t)patch_dim * d) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(kPatchThreads) patch_embed_kernel(const float* __restrict__ images, const float* __restrict__ w,
+                                                                    const float* __restrict__ bias, const float* __restrict__ pos,
+                                                                    float* __restrict__ x, int image, int patch, int d) {
+  VIT_DYNAMIC_SMEM(smem);
   const int b = blockIdx.x, n_pix = image * image, grid = image / patch, tokens = grid * grid, pd = patch * patch;
+  float* pix = smem;         // [image²] this image's pixels
+  float* ws = smem + n_pix;  // [pd × d] the patch weight, as in global memory
   const float* img = images + (size_t)b * n_pix;
   for (int i = threadIdx.x; i < n_pix; i += blockDim.x) pix[i] = img[i];
+  for (int i = threadIdx.x; i < pd * d; i += blockDim.x) ws[i] = w[i];
   __syncthreads();
   float* out = x + (size_t)b * tokens * d;
   for (int idx = threadIdx.x; idx < tokens * d; idx += blockDim.x) {
@@ -37,70 +48,200 @@ __global__ void __launch_bounds__(256) patch_embed_kernel(const float* __restric
     float acc = 0.f;
     for (int p = 0; p < pd; ++p) {
       const int dy = p / patch, dx = p % patch;
-      acc = fmaf(pix[(py * patch + dy) * image + px * patch + dx], w[p * d + c], acc);
+      acc = fmaf(pix[(py * patch + dy) * image + px * patch + dx], ws[p * d + c], acc);
     }
     out[idx] = acc + bias[c] + pos[idx];
   }
 }
 
 // ------------------------------------------------------------------------------------------ attention
-// One block of 4 warps per (head, image): that head's q, k, v (T × 32 each) into shared memory (k's
-// rows padded to 33, so lane j reading key row j is conflict-free). Each warp takes query rows
-// i = warp, warp + 4, …: lane j holds the scores of keys j and j + 32 in registers (T ≤ 64), the row
-// maximum and the sum of exponentials are warp reductions, and with the whole row in registers the
-// softmax is the exact max-subtracted one (numerically stable; no running rescale is needed, which an
-// online softmax does when the keys stream through in blocks). Then lane c accumulates
-// o[i][c] = Σ_j p_j·v[j][c], p_j broadcast by shuffle: one coalesced 128-byte row store per query.
-// `probs` (the checks' tap: [B × H × T × T]) may be nullptr.
-constexpr int kAttnMaxTokens = 64, kHeadDim = 32, kAttnThreads = 128;
+// One block per (head, image), a warp per 8 query rows (ceil(T / 8) warps): that head's q, k, v
+// (T × 32 each) into shared memory, k transposed (kT[c][j], rows of 65 so that the transposing
+// stores spread over the banks; lane j reads column j, conflict-free). Each warp holds the scores of
+// its 8 queries against keys lane and lane + 32 (T ≤ 64) in registers, 16 accumulators: a step over
+// 4 channels reads 8 query float4s (broadcasts) and 8 key words for 64 FMAs. The row maximum and
+// the sum of exponentials are warp reductions over the whole row in registers, so the softmax is the
+// exact max-subtracted one (no online rescale). The 8 rows of probabilities go to the warp's slice
+// of shared memory; then lane c accumulates o[i][c] = Σ_j p_ij·v[j][c] for the 8 rows, a step over
+// 4 keys reading 8 probability float4s (broadcasts) and 4 value words for 32 FMAs, and stores
+// coalesced 128-byte rows. Every sum runs in the order of the one-query-a-warp kernel this replaced
+// (channels 0..31 for a score, keys 0..T-1 for an output; the padded keys add p = 0 times v = 0),
+// so the results are bitwise that kernel's. `split` ([B·T × 2d], the 3xTF32 flow's operand of the
+// projection: hi in [0, d), lo in [d, 2d)) and `probs` (the checks' tap: [B × H × T × T]) may be nullptr.
+constexpr int kAttnMaxTokens = 64, kHeadDim = 32, kAttnRows = 8 /* queries a warp */, kAttnKeyStride = kAttnMaxTokens + 1;
+__host__ __device__ inline int attn_warps(int T) { return (T + kAttnRows - 1) / kAttnRows; }
+inline int attn_threads(int T) { return 32 * attn_warps(T); }
+inline size_t attn_smem_bytes(int T) {
+  const int tq = attn_warps(T) * kAttnRows, tk = (T + 3) / 4 * 4;
+  return ((size_t)tq * kHeadDim + (size_t)kHeadDim * kAttnKeyStride + (size_t)tk * kHeadDim +
+          (size_t)attn_warps(T) * kAttnRows * kAttnMaxTokens) * sizeof(float);
+}
 
-__global__ void __launch_bounds__(kAttnThreads) attention_kernel(const float* __restrict__ qkv, float* __restrict__ out,
-                                                                 float* __restrict__ probs, int T, int d, float scale) {
-  __shared__ __align__(16) float qs[kAttnMaxTokens][kHeadDim];
-  __shared__ float ks[kAttnMaxTokens][kHeadDim + 1];
-  __shared__ __align__(16) float vs[kAttnMaxTokens][kHeadDim];
-  const int h = blockIdx.x, heads = gridDim.x, b = blockIdx.y, tid = threadIdx.x;
+__global__ void __launch_bounds__(32 * kAttnMaxTokens / kAttnRows)
+attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* __restrict__ split, float* __restrict__ probs, int T,
+                 int d, float scale) {
+  VIT_DYNAMIC_SMEM(smem);
+  const int warps = attn_warps(T), tq = warps * kAttnRows, tk = (T + 3) / 4 * 4;
+  float* qs = smem;                            // [tq][32]        query rows; rows past T zero
+  float* kT = qs + tq * kHeadDim;              // [32][65]        keys transposed; keys past T zero
+  float* vs = kT + kHeadDim * kAttnKeyStride;  // [tk][32]        value rows; rows past T zero
+  float* ps = vs + tk * kHeadDim;              // [warps][8][64]  each warp's probabilities
+  const int h = blockIdx.x, heads = gridDim.x, b = blockIdx.y, tid = threadIdx.x, nthreads = blockDim.x;
   const float* base = qkv + (size_t)b * T * 3 * d + h * kHeadDim;
-  for (int idx = tid; idx < 3 * T * (kHeadDim / 4); idx += kAttnThreads) {
-    const int which = idx / (T * (kHeadDim / 4)), rem = idx % (T * (kHeadDim / 4));
-    const int t = rem / (kHeadDim / 4), c = (rem % (kHeadDim / 4)) * 4;
-    const float4 v = ld4(base + (size_t)t * 3 * d + which * d + c);
-    if (which == 0) st4(&qs[t][c], v);
-    else if (which == 2) st4(&vs[t][c], v);
-    else { ks[t][c] = v.x; ks[t][c + 1] = v.y; ks[t][c + 2] = v.z; ks[t][c + 3] = v.w; }
+  constexpr int kQuads = kHeadDim / 4;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int idx = tid; idx < tq * kQuads; idx += nthreads) {  // q (tq rows), v (tk rows)
+    const int t = idx / kQuads, c = (idx % kQuads) * 4;
+    st4(&qs[t * kHeadDim + c], t < T ? ld4(base + (size_t)t * 3 * d + c) : zero);
+    if (t < tk) st4(&vs[t * kHeadDim + c], t < T ? ld4(base + (size_t)t * 3 * d + 2 * d + c) : zero);
+  }
+  for (int idx = tid; idx < kAttnMaxTokens * kQuads; idx += nthreads) {  // k, transposed, 64 keys
+    const int t = idx / kQuads, c = (idx % kQuads) * 4;
+    const float4 v = t < T ? ld4(base + (size_t)t * 3 * d + d + c) : zero;
+    kT[(c + 0) * kAttnKeyStride + t] = v.x;
+    kT[(c + 1) * kAttnKeyStride + t] = v.y;
+    kT[(c + 2) * kAttnKeyStride + t] = v.z;
+    kT[(c + 3) * kAttnKeyStride + t] = v.w;
   }
   __syncthreads();
-  const int warp = tid / 32, lane = tid % 32, j0 = lane, j1 = lane + 32;
-  for (int i = warp; i < T; i += kAttnThreads / 32) {
-    float s0 = -INFINITY, s1 = -INFINITY;
-    if (j0 < T) {
-      float dot = 0.f;
+  const int warp = tid / 32, lane = tid % 32, i0 = warp * kAttnRows, j0 = lane, j1 = lane + 32;
+  float s0[kAttnRows], s1[kAttnRows];  // the scores of keys j0 and j1 for queries i0 + r
 #pragma unroll
-      for (int c = 0; c < kHeadDim; ++c) dot = fmaf(qs[i][c], ks[j0][c], dot);
-      s0 = dot * scale;
-    }
-    if (j1 < T) {
-      float dot = 0.f;
+  for (int r = 0; r < kAttnRows; ++r) s0[r] = s1[r] = 0.f;
+#pragma unroll 2
+  for (int c = 0; c < kHeadDim; c += 4) {
+    float4 q[kAttnRows];
 #pragma unroll
-      for (int c = 0; c < kHeadDim; ++c) dot = fmaf(qs[i][c], ks[j1][c], dot);
-      s1 = dot * scale;
+    for (int r = 0; r < kAttnRows; ++r) q[r] = ld4(&qs[(i0 + r) * kHeadDim + c]);
+    const float* kc = kT + c * kAttnKeyStride;
+    const float ka[4] = {kc[j0], kc[kAttnKeyStride + j0], kc[2 * kAttnKeyStride + j0], kc[3 * kAttnKeyStride + j0]};
+    const float kb[4] = {kc[j1], kc[kAttnKeyStride + j1], kc[2 * kAttnKeyStride + j1], kc[3 * kAttnKeyStride + j1]};
+#pragma unroll
+    for (int r = 0; r < kAttnRows; ++r) {
+      s0[r] = fmaf(q[r].x, ka[0], s0[r]); s1[r] = fmaf(q[r].x, kb[0], s1[r]);
+      s0[r] = fmaf(q[r].y, ka[1], s0[r]); s1[r] = fmaf(q[r].y, kb[1], s1[r]);
+      s0[r] = fmaf(q[r].z, ka[2], s0[r]); s1[r] = fmaf(q[r].z, kb[2], s1[r]);
+      s0[r] = fmaf(q[r].w, ka[3], s0[r]); s1[r] = fmaf(q[r].w, kb[3], s1[r]);
     }
-    const float mx = warp_max(fmaxf(s0, s1));
-    const float e0 = j0 < T ? expf(s0 - mx) : 0.f, e1 = j1 < T ? expf(s1 - mx) : 0.f;
+  }
+  float* pw = ps + warp * kAttnRows * kAttnMaxTokens;  // this warp's [8][64]
+#pragma unroll
+  for (int r = 0; r < kAttnRows; ++r) {
+    const float a0 = j0 < T ? s0[r] * scale : -INFINITY, a1 = j1 < T ? s1[r] * scale : -INFINITY;
+    const float mx = warp_max(fmaxf(a0, a1));
+    const float e0 = j0 < T ? expf(a0 - mx) : 0.f, e1 = j1 < T ? expf(a1 - mx) : 0.f;
     const float z = warp_sum(e0 + e1);
     const float p0 = e0 / z, p1 = e1 / z;
-    if (probs) {
+    pw[r * kAttnMaxTokens + j0] = p0;
+    pw[r * kAttnMaxTokens + j1] = p1;
+    const int i = i0 + r;
+    if (probs && i < T) {
       float* prow = probs + (((size_t)b * heads + h) * T + i) * T;
       if (j0 < T) prow[j0] = p0;
       if (j1 < T) prow[j1] = p1;
     }
-    float o = 0.f;
-    for (int j = 0; j < T; ++j) {
-      const float pj = __shfl_sync(0xffffffffu, j < 32 ? p0 : p1, j & 31);
-      o = fmaf(pj, vs[j][lane], o);
-    }
-    out[((size_t)b * T + i) * d + h * kHeadDim + lane] = o;
   }
+  __syncwarp();
+  float o[kAttnRows];
+#pragma unroll
+  for (int r = 0; r < kAttnRows; ++r) o[r] = 0.f;
+  for (int j = 0; j < tk; j += 4) {
+    const float v0 = vs[(j + 0) * kHeadDim + lane], v1 = vs[(j + 1) * kHeadDim + lane];
+    const float v2 = vs[(j + 2) * kHeadDim + lane], v3 = vs[(j + 3) * kHeadDim + lane];
+#pragma unroll
+    for (int r = 0; r < kAttnRows; ++r) {
+      const float4 p = ld4(&pw[r * kAttnMaxTokens + j]);
+      o[r] = fmaf(p.x, v0, o[r]);
+      o[r] = fmaf(p.y, v1, o[r]);
+      o[r] = fmaf(p.z, v2, o[r]);
+      o[r] = fmaf(p.w, v3, o[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kAttnRows; ++r)
+    if (i0 + r < T) {
+      const size_t row = (size_t)b * T + i0 + r;
+      out[row * d + h * kHeadDim + lane] = o[r];
+      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);
+    }
+}
+
+// ------------------------------------------------------------------------------------------ 3xTF32 operands
+// The wgmma engine's 3xTF32 flow (forward.cu enqueue_layer_split) keeps each GEMM's A operand as its two
+// TF32 parts side by side: row m of an [M × 2K] array holds hi in [0, K) and lo in [K, 2K)
+// (common/precision.h split_tf32).
+//
+// ln_split_kernel: a warp per row, LayerNorm(x) with the two passes of the LN prologue (mean, then the
+// mean square of x - mean, both warp sums; float4 per lane per 128 columns), written as its two parts
+// into a2 [M × 2d]; `ln_out` ([M × d], the checks' tap) may be nullptr.
+constexpr int kLnSplitThreads = 256;
+
+__global__ void __launch_bounds__(kLnSplitThreads) ln_split_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                                   const float* __restrict__ beta, float* __restrict__ a2,
+                                                                   float* __restrict__ ln_out, int M, int d, float eps) {
+  const int row = blockIdx.x * (kLnSplitThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32, nv = d / 128;
+  if (row >= M) return;  // whole warps leave together
+  const float* xr = x + (size_t)row * d;
+  float4 v[4];
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < nv) { v[j] = ld4(xr + (j * 32 + lane) * 4); s += (v[j].x + v[j].y) + (v[j].z + v[j].w); }
+  const float mean = warp_sum(s) / (float)d;
+  float q = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < nv) {
+      const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
+      q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+    }
+  const float rstd = 1.0f / sqrtf(warp_sum(q) / (float)d + eps);
+  float* hi_row = a2 + (size_t)row * 2 * d;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < nv) {
+      const int c = (j * 32 + lane) * 4;
+      const float4 g = ld4(gamma + c), be = ld4(beta + c);
+      const float y[4] = {fmaf((v[j].x - mean) * rstd, g.x, be.x), fmaf((v[j].y - mean) * rstd, g.y, be.y),
+                          fmaf((v[j].z - mean) * rstd, g.z, be.z), fmaf((v[j].w - mean) * rstd, g.w, be.w)};
+      if (ln_out) st4(ln_out + (size_t)row * d + c, make_float4(y[0], y[1], y[2], y[3]));
+      float hi[4], lo[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mlp::split_tf32(y[e], &hi[e], &lo[e]);
+      st4(hi_row + c, make_float4(hi[0], hi[1], hi[2], hi[3]));
+      st4(hi_row + d + c, make_float4(lo[0], lo[1], lo[2], lo[3]));
+    }
+}
+
+// join_split_kernel: x[m][n] = hi + lo of a2's row m (the checks' view of an operand kept only split).
+__global__ void join_split_kernel(const float* __restrict__ a2, float* __restrict__ x, int M, int n) {
+  const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)M * n) return;
+  const size_t m = idx / n, c = idx % n;
+  x[idx] = a2[m * 2 * n + c] + a2[m * 2 * n + n + c];
+}
+
+// split3_gemm_kernel: the wgmma engine's 3xTF32 GEMM and its three transformer epilogues, one thread an
+// output, for builds without the engine (the CPU emulation's tests of this flow's indexing; never timed).
+// A [M × 2K] and Bt [N × 2K] hold the parts as above; C = epi(Σ hi·hi + Σ hi_A·lo_B + Σ lo_A·hi_B),
+// the same three sums in the same phase order as the engine (within a phase the engine's tensor
+// cores add in their own order). epi 0: + bias; 1: R + (acc + bias); 2: GELU(acc + bias) split,
+// hi at C[m·ldc + n], lo at C[m·ldc + N + n].
+__global__ void split3_gemm_kernel(const float* __restrict__ A, const float* __restrict__ Bt, const float* __restrict__ bias,
+                                   const float* __restrict__ R, float* __restrict__ C, int M, int N, int K, int ldc, int epi) {
+  const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)M * N) return;
+  const int m = (int)(idx / N), n = (int)(idx % N);
+  const float* a = A + (size_t)m * 2 * K;
+  const float* b = Bt + (size_t)n * 2 * K;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc = fmaf(a[k], b[k], acc);
+  for (int k = 0; k < K; ++k) acc = fmaf(a[k], b[K + k], acc);
+  for (int k = 0; k < K; ++k) acc = fmaf(a[K + k], b[k], acc);
+  float* c = C + (size_t)m * ldc;
+  if (epi == 0) c[n] = acc + bias[n];
+  else if (epi == 1) c[n] = R[(size_t)m * ldc + n] + (acc + bias[n]);
+  else mlp::split_tf32(gelu_erf(acc + bias[n]), &c[n], &c[N + n]);
 }
 
 // ------------------------------------------------------------------------------------------ final LN + pool

@@ -101,16 +101,20 @@ void transpose_into(const Operand& o, int K, int MN, void* dst, cudaStream_t st)
 template <class TL, Epilogue EPI>
 void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
   // Boxes: K-major, BK × rows of the tile; MN-major, 64 × BK, one per 64 of the tile's MN.
+  // A K-major operand's stored columns: K, or both 3xTF32 parts (2K).
+  const unsigned long long kcols = p.split3 ? 2ull * p.K : (unsigned long long)p.K;
   const CUtensorMap& ma = p.a.major == Major::K
-                              ? tensor_map(p.a.p, p.prec, p.K, p.M, p.a.ld, TL::BK, TL::BM)
+                              ? tensor_map(p.a.p, p.prec, kcols, p.M, p.a.ld, TL::BK, TL::BM)
                               : tensor_map(p.a.p, p.prec, p.M, p.K, p.a.ld, TL::MN_BOX, TL::BK);
   const CUtensorMap& mb = p.b.major == Major::K
-                              ? tensor_map(p.b.p, p.prec, p.K, p.N, p.b.ld, TL::BK, TL::BN)
+                              ? tensor_map(p.b.p, p.prec, kcols, p.N, p.b.ld, TL::BK, TL::BN)
                               : tensor_map(p.b.p, p.prec, p.N, p.K, p.b.ld, TL::MN_BOX, TL::BK);
   char* ws = static_cast<char*>(p.workspace);
-  Args args{p.M, p.N, p.K, p.C, p.ldc, p.bias, p.vel, p.lr, p.mu, static_cast<__nv_bfloat16*>(p.c_bf16), plan.splits, plan.steps_per_split,
+  Args args{p.M, p.N, p.split3 ? 3 * p.K : p.K, p.C, p.ldc, p.bias, p.R, p.vel, p.lr, p.mu,
+            static_cast<__nv_bfloat16*>(p.c_bf16), plan.splits, plan.steps_per_split,
             plan.splits > 1 ? reinterpret_cast<float*>(ws + plan.partials_offset) : nullptr,
-            plan.splits > 1 ? reinterpret_cast<unsigned*>(ws + plan.tickets_offset) : nullptr};
+            plan.splits > 1 ? reinterpret_cast<unsigned*>(ws + plan.tickets_offset) : nullptr,
+            p.split3 ? p.K : 0};
   k_sm90_gemm<TL, EPI><<<plan.tiles * plan.splits, TL::THREADS, TL::SMEM, st>>>(ma, mb, args);
   CUDA_CHECK_LAUNCH("k_sm90_gemm");
 }
@@ -118,11 +122,20 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
 // Every instantiation's dynamic shared memory limit, set once a process, at its first launch
 // (cudaFuncSetAttribute is no stream operation: the first launch should not be inside a stream
 // capture; sm90_engine.h says so).
+// The transformer's epilogues are instantiated for TF32 tiles with both operands K-major only.
+template <class TL>
+constexpr bool kTransformerEpilogues = TL::kPrec == Precision::TF32 && !TL::kAMN && !TL::kBMN;
+
 template <class TL>
 void set_smem_epilogues() {
   CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Store>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
   CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasRelu>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
   CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Momentum>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+  if constexpr (kTransformerEpilogues<TL>) {
+    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Bias>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasResidual>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasGeluSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+  }
 }
 template <Precision PREC, int BN>
 void set_smem_majors() {
@@ -149,6 +162,15 @@ void launch_epi(const Problem& p, const Plan& plan, cudaStream_t st) {
     case Epilogue::Store: return launch_tile<TL, Epilogue::Store>(p, plan, st);
     case Epilogue::BiasRelu: return launch_tile<TL, Epilogue::BiasRelu>(p, plan, st);
     case Epilogue::Momentum: return launch_tile<TL, Epilogue::Momentum>(p, plan, st);
+    case Epilogue::Bias:
+    case Epilogue::BiasResidual:
+    case Epilogue::BiasGeluSplit:
+      if constexpr (kTransformerEpilogues<TL>) {
+        if (p.epi == Epilogue::Bias) return launch_tile<TL, Epilogue::Bias>(p, plan, st);
+        if (p.epi == Epilogue::BiasResidual) return launch_tile<TL, Epilogue::BiasResidual>(p, plan, st);
+        return launch_tile<TL, Epilogue::BiasGeluSplit>(p, plan, st);
+      }
+      throw std::invalid_argument("sm90 GEMM engine: the transformer's epilogues run at TF32 with K-major operands only");
   }
 }
 
@@ -195,11 +217,20 @@ std::string refusal(const Problem& p, int cc) {
                        std::to_string(cc / 10) + "." + std::to_string(cc % 10);
   if (p.prec != Precision::TF32 && p.prec != Precision::BF16) return "the GEMM engine computes tf32 and bf16 only";
   if (p.M < 1 || p.N < 1 || p.K < 1) return "M, N and K must be at least 1";
-  std::string why = operand_refusal("A", p.a, p.prec, p.a.major == Major::K ? p.K : p.M);
-  if (why.empty()) why = operand_refusal("B", p.b, p.prec, p.b.major == Major::K ? p.K : p.N);
+  const bool transformer_epi = p.epi == Epilogue::Bias || p.epi == Epilogue::BiasResidual || p.epi == Epilogue::BiasGeluSplit;
+  const bool k_major = p.a.major == Major::K && p.b.major == Major::K;
+  if (p.split3 && (p.prec != Precision::TF32 || !k_major || p.K % 32))
+    return "3xTF32 (split3) needs TF32, both operands K-major and K a multiple of 32";
+  if (transformer_epi && (p.prec != Precision::TF32 || !k_major))
+    return "the bias, residual and GELU-split epilogues run at TF32 with both operands K-major only";
+  const long long k_stored = p.split3 ? 2LL * p.K : p.K;  // a K-major row's columns
+  std::string why = operand_refusal("A", p.a, p.prec, p.a.major == Major::K ? k_stored : p.M);
+  if (why.empty()) why = operand_refusal("B", p.b, p.prec, p.b.major == Major::K ? k_stored : p.N);
   if (!why.empty()) return why;
   if (!p.C || p.ldc < p.N) return "C is NULL or its ldc is shorter than N";
-  if (p.epi == Epilogue::BiasRelu && !p.bias) return "the bias + ReLU epilogue needs its bias";
+  if (p.epi == Epilogue::BiasGeluSplit && p.ldc < 2LL * p.N) return "the GELU-split epilogue needs ldc >= 2N (hi, then lo)";
+  if ((p.epi == Epilogue::BiasRelu || transformer_epi) && !p.bias) return "a bias epilogue needs its bias";
+  if (p.epi == Epilogue::BiasResidual && (!p.R || p.R == p.C)) return "the residual epilogue needs its R, apart from C";
   if (p.epi == Epilogue::Momentum && !p.vel) return "the momentum epilogue needs its velocity";
   return "";
 }
@@ -223,7 +254,7 @@ Plan plan(const Problem& p, int sms) {
   constexpr double kBlockUs = 1.5, kSmL2Bw = 150e9;
   constexpr int kMaxSplits = 16;
   const int bk = 128 / (int)element_size(p.prec);
-  const int k_steps = (p.K + bk - 1) / bk;
+  const int k_steps = ((p.split3 ? 3 * p.K : p.K) + bk - 1) / bk;  // 3xTF32: three products of K
   const int tiles_m = (p.M + 127) / 128;
   double best = 0;
   bool have = false;
@@ -257,7 +288,7 @@ Plan plan(const Problem& p, int sms) {
   }
   pl.workspace_bytes = off;
   const int stages = stages_of(p.prec, pl.bn);
-  pl.describe = std::string("wgmma ") + precision_name(p.prec) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
+  pl.describe = std::string("wgmma ") + (p.split3 ? "3xtf32" : precision_name(p.prec)) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
                 ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
   if (pl.splits > 1) pl.describe += ", split-K " + std::to_string(pl.splits) + " (" + std::to_string(pl.steps_per_split) + " steps)";
   if (pl.transpose_a || pl.transpose_b) {

@@ -38,6 +38,12 @@ enum class Epilogue {  // what the kernel's epilogue (sm90_gemm.cuh) writes
   BiasRelu,  // C = max(acc + bias[n], 0)
   Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc);
              // and, where Problem::c_bf16 is set, the updated C rounded to bfloat16 there too
+  // The transformer's (TF32, both operands K-major only):
+  Bias,           // C = acc + bias[n]
+  BiasResidual,   // C = R + (acc + bias[n]) (R [M × ldc], not C)
+  BiasGeluSplit,  // v = GELU(acc + bias[n]) (exact erf) as its two TF32 parts (common/precision.h
+                  // split_tf32): hi at C[m·ldc + n], lo at C[m·ldc + N + n] (ldc >= 2N): the next
+                  // product's 3xTF32 operand
 };
 
 struct Operand {
@@ -51,9 +57,15 @@ struct Problem {
   int M, N, K;      // each >= 1
   Operand a, b;
   Epilogue epi;
+  // 3xTF32 (TF32 only, both operands K-major, K a multiple of 32): each operand's rows hold its two
+  // TF32 parts, hi in columns [0, K) and lo in [K, 2K) (split_tf32); the kernel sums hi·hi, then
+  // hi_A·lo_B, then lo_A·hi_B into the same float32 accumulators, 3K/32 K steps: float32-accurate
+  // products on the tensor cores. ld >= 2K.
+  bool split3 = false;
   float* C;         // [M × ldc] float32 (the parameters for Momentum)
   long long ldc;
-  const float* bias;  // BiasRelu: [N]
+  const float* bias;  // BiasRelu, Bias, BiasResidual, BiasGeluSplit: [N]
+  const float* R;     // BiasResidual: [M × ldc], the residual added
   float* vel;         // Momentum: [M × ldc]
   float lr, mu;       // Momentum
   void* c_bf16;       // Momentum: NULL, or [M × ldc] __nv_bfloat16 that receives C's new values

@@ -15,6 +15,9 @@
 // writes its float32 partial tile, and the last to arrive (a ticket per tile) sums them in split
 // order and runs the epilogue, as k_tiled_gemm does (cuda/kernels/tiled.cuh).
 //
+// 3xTF32 (Args::split3_k > 0): the operands' rows hold two TF32 parts (hi in [0, K), lo in [K, 2K));
+// the producer walks 3K logical columns, loading hi·hi, then hi_A·lo_B, then lo_A·hi_B boxes
+// (split3_columns), into the same accumulators.
 // Operands in global memory (sm90_engine.h says the contract): A (m, k) K-major [M][lda] or MN-major
 // [K][lda]; B (k, n) K-major [N][ldb] or MN-major [K][ldb]. TF32 reads both K-major only (wgmma has no
 // transposed tf32 form). TMA zero-fills past M, N and K, so any M, N, K >= 1 compute; the epilogue
@@ -27,7 +30,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "common/precision.h"
+#include "common/activations.h"  // gelu_erf
+#include "common/precision.h"    // split_tf32
 #include "kernels/gemm/sm90_engine.h"  // Epilogue
 #include "kernels/gemm/sm90_primitives.cuh"
 #include "kernels/gemm/sm90_wgmma_ops.cuh"
@@ -38,7 +42,8 @@ namespace mlp::gemm::sm90 {
 struct Args {
   int M, N, K;
   float* C; long long ldc;  // the output [M × ldc]
-  const float* bias;        // BiasRelu: [N]
+  const float* bias;        // BiasRelu, Bias, BiasResidual, BiasGeluSplit: [N]
+  const float* R;           // BiasResidual: [M × ldc]
   float* vel;               // Momentum: [M × ldc]
   float lr, mu;             // Momentum
   __nv_bfloat16* c_bf16;    // Momentum: NULL, or [M × ldc] that receives C's new values in bf16
@@ -46,7 +51,17 @@ struct Args {
   int steps_per_split;      // K steps (BK each) of a split; the last split may have fewer, none has 0
   float* partials;          // splits > 1: [splits × tiles × BM·BN] float32, one tile's partial a block
   unsigned* tickets;        // splits > 1: [tiles], zero before the launch, left zero after it
+  int split3_k;             // 3xTF32 (Problem::split3): K of one part (K above is 3·split3_k); 0: off
 };
+
+// The element column of A's and of B's K step that starts at logical column k0: itself, or under 3xTF32
+// (split3_k = K > 0, logical K 3K) the parts' columns of phase k0 / K: hi·hi, hi_A·lo_B, lo_A·hi_B.
+__host__ __device__ __forceinline__ void split3_columns(int k0, int split3_k, int* a_col, int* b_col) {
+  if (split3_k == 0) { *a_col = *b_col = k0; return; }
+  const int phase = k0 / split3_k, kk = k0 % split3_k;
+  *a_col = kk + (phase == 2 ? split3_k : 0);
+  *b_col = kk + (phase == 1 ? split3_k : 0);
+}
 
 constexpr int kSmemLimit = 232448;  // an sm_90 block's dynamic shared memory (227 KiB)
 constexpr int kGroupM = 8;          // tile rows walked together (the L2 order above)
@@ -127,20 +142,22 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     reg_dealloc<40>();
     if (tid == 0) {
       for (int i = 0; i < k_steps; ++i) {
-        const int s = i % STAGES, k0 = (k_first + i) * BK;
+        const int s = i % STAGES;
+        int ka, kb;  // the K columns of this step's A and B boxes
+        split3_columns((k_first + i) * BK, args.split3_k, &ka, &kb);
         if (i >= STAGES) mbarrier_wait(&empty[s], ((i / STAGES) - 1) & 1);
         mbarrier_arrive_expect_tx(&full[s], TL::STAGE_BYTES);
         if constexpr (TL::kAMN) {
 #pragma unroll
-          for (int c = 0; c < BM / TL::MN_BOX; ++c) tma_load_2d(stage_a(s) + c * MN_BOX_BYTES, &map_a, m0 + c * TL::MN_BOX, k0, &full[s]);
+          for (int c = 0; c < BM / TL::MN_BOX; ++c) tma_load_2d(stage_a(s) + c * MN_BOX_BYTES, &map_a, m0 + c * TL::MN_BOX, ka, &full[s]);
         } else {
-          tma_load_2d(stage_a(s), &map_a, k0, m0, &full[s]);
+          tma_load_2d(stage_a(s), &map_a, ka, m0, &full[s]);
         }
         if constexpr (TL::kBMN) {
 #pragma unroll
-          for (int c = 0; c < BN / TL::MN_BOX; ++c) tma_load_2d(stage_b(s) + c * MN_BOX_BYTES, &map_b, n0 + c * TL::MN_BOX, k0, &full[s]);
+          for (int c = 0; c < BN / TL::MN_BOX; ++c) tma_load_2d(stage_b(s) + c * MN_BOX_BYTES, &map_b, n0 + c * TL::MN_BOX, kb, &full[s]);
         } else {
-          tma_load_2d(stage_b(s), &map_b, k0, n0, &full[s]);
+          tma_load_2d(stage_b(s), &map_b, kb, n0, &full[s]);
         }
       }
     }
@@ -214,25 +231,30 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   // stores, so that a chunk's loads are in flight together (a load may not pass an earlier store the
   // compiler cannot prove apart from it: loads interleaved with stores cost a memory round trip per
   // column pair, PERFLOG run 2).
-  constexpr int JC = EPI == Epilogue::Momentum ? 4 : 8;  // column pairs a chunk (registers: 16 a pair at most)
+  constexpr bool kBias = EPI == Epilogue::BiasRelu || EPI == Epilogue::Bias || EPI == Epilogue::BiasResidual ||
+                        EPI == Epilogue::BiasGeluSplit;
+  constexpr bool kTwoLoads = EPI == Epilogue::Momentum;  // vel and C a column
+  constexpr int JC = kTwoLoads || EPI == Epilogue::BiasResidual ? 4 : 8;  // column pairs a chunk (registers)
   static_assert((BN / 8) % JC == 0, "whole chunks");
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row0 = m0 + 64 * c + 16 * warp + g;
   const bool aligned_pairs = (args.ldc % 2) == 0 && reinterpret_cast<uintptr_t>(args.C) % 8 == 0 &&
-                             (EPI != Epilogue::Momentum || reinterpret_cast<uintptr_t>(args.vel) % 8 == 0);
+                             (EPI != Epilogue::Momentum || reinterpret_cast<uintptr_t>(args.vel) % 8 == 0) &&
+                             (EPI != Epilogue::BiasResidual || reinterpret_cast<uintptr_t>(args.R) % 8 == 0) &&
+                             (EPI != Epilogue::BiasGeluSplit || args.N % 2 == 0);
 #pragma unroll
   for (int j0 = 0; j0 < BN / 8; j0 += JC) {
-    float bias_v[JC][2];       // BiasRelu: bias[col], bias[col + 1]
-    float vel_v[2][JC][2];     // Momentum: vel at (row0 + 8h, col + q)
+    float bias_v[JC][2];       // the bias epilogues: bias[col], bias[col + 1]
+    float vel_v[2][JC][2];     // Momentum: vel at (row0 + 8h, col + q); BiasResidual: R there
     float par_v[2][JC][2];     // Momentum: C (the parameters) likewise
 #pragma unroll
     for (int jj = 0; jj < JC; ++jj) {
       const int col = n0 + 8 * (j0 + jj) + 2 * t;
-      if constexpr (EPI == Epilogue::BiasRelu) {
+      if constexpr (kBias) {
 #pragma unroll
         for (int q = 0; q < 2; ++q) bias_v[jj][q] = col + q < args.N ? __ldg(args.bias + col + q) : 0.f;
       }
-      if constexpr (EPI == Epilogue::Momentum) {
+      if constexpr (EPI == Epilogue::Momentum || EPI == Epilogue::BiasResidual) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = row0 + 8 * h;
@@ -240,8 +262,12 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
           for (int q = 0; q < 2; ++q) {
             const bool in = row < args.M && col + q < args.N;
             const size_t at = (size_t)row * args.ldc + col + q;
-            vel_v[h][jj][q] = in ? args.vel[at] : 0.f;
-            par_v[h][jj][q] = in ? args.C[at] : 0.f;
+            if constexpr (EPI == Epilogue::Momentum) {
+              vel_v[h][jj][q] = in ? args.vel[at] : 0.f;
+              par_v[h][jj][q] = in ? args.C[at] : 0.f;
+            } else {
+              vel_v[h][jj][q] = in ? __ldg(args.R + at) : 0.f;
+            }
           }
         }
       }
@@ -260,6 +286,25 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
         if constexpr (EPI == Epilogue::BiasRelu) {
 #pragma unroll
           for (int q = 0; q < 2; ++q) v[q] = fmaxf(v[q] + bias_v[jj][q], 0.f);
+        }
+        if constexpr (EPI == Epilogue::Bias) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q) v[q] = v[q] + bias_v[jj][q];
+        }
+        if constexpr (EPI == Epilogue::BiasResidual) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q) v[q] = vel_v[h][jj][q] + (v[q] + bias_v[jj][q]);
+        }
+        if constexpr (EPI == Epilogue::BiasGeluSplit) {
+          float lo[2];
+#pragma unroll
+          for (int q = 0; q < 2; ++q) split_tf32(gelu_erf(v[q] + bias_v[jj][q]), &v[q], &lo[q]);
+          if (aligned_pairs && valid == 2) {
+            *reinterpret_cast<float2*>(crow + args.N + col) = make_float2(lo[0], lo[1]);
+          } else {
+            crow[args.N + col] = lo[0];
+            if (valid == 2) crow[args.N + col + 1] = lo[1];
+          }
         }
         if constexpr (EPI == Epilogue::Momentum) {
           float* vrow = args.vel + (size_t)row * args.ldc;

@@ -152,6 +152,8 @@ inline void arrive_and_wait(Barrier& br) {
 inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 inline void __syncthreads() { emu::arrive_and_wait(emu::tl_block->all); }
+// A warp barrier (every lane of the warp takes part, as with a full mask on the device).
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::arrive_and_wait(emu::tl_block->warps[emu::tl_tid / 32]); }
 
 inline float emu_shuffle(float v, unsigned src_lane) {
   emu::Block& b = *emu::tl_block;
