@@ -102,7 +102,8 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
 VitForward::~VitForward() {
   for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_, a2_, heads2_, u2_, wsplit_})
     if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
-  if (ws_) cudaFree(ws_);
+  for (auto& kv : ws_)
+    if (kv.second.first) cudaFree(kv.second.first);
 }
 
 GemmArgs VitForward::args_for(GemmOp op, int layer, int M, float* ln_out) const {
@@ -246,19 +247,20 @@ void VitForward::split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool l
   p.epi = sp.epi == 0 ? eng::Epilogue::Bias : sp.epi == 1 ? eng::Epilogue::BiasResidual : eng::Epilogue::BiasGeluSplit;
   p.C = sp.C, p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
   const eng::Plan& pl = split_plan(p, sms_);
-  if (pl.workspace_bytes > ws_bytes_) {
+  std::pair<void*, size_t>& ws = ws_[{(int)op, M}];
+  if (pl.workspace_bytes > ws.second) {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (launch) CUDA_CHECK(cudaStreamIsCapturing(st, &cap));
     if (cap != cudaStreamCaptureStatusNone)
-      throw UserError("the GEMM engine's workspace must grow inside a graph capture: call VitForward::prepare first");
-    if (ws_) CUDA_CHECK(cudaFree(ws_));
-    ws_ = nullptr, ws_bytes_ = 0;
-    CUDA_CHECK(cudaMalloc(&ws_, pl.workspace_bytes));
-    CUDA_CHECK(cudaMemset(ws_, 0, pl.workspace_bytes));  // split-K's tickets start at zero
-    ws_bytes_ = pl.workspace_bytes;
+      throw UserError("the GEMM engine's workspace would be allocated inside a graph capture: call VitForward::prepare first");
+    void* fresh = nullptr;
+    CUDA_CHECK(cudaMalloc(&fresh, pl.workspace_bytes));
+    CUDA_CHECK(cudaMemset(fresh, 0, pl.workspace_bytes));  // split-K's tickets start at zero
+    if (ws.first) CUDA_CHECK(cudaFree(ws.first));
+    ws = {fresh, pl.workspace_bytes};
   }
   if (!launch) return;
-  p.workspace = ws_, p.workspace_size = ws_bytes_;
+  p.workspace = ws.first, p.workspace_size = ws.second;
   eng::launch(p, pl, st);
 #else
   if (!launch) return;

@@ -113,8 +113,10 @@ class VitForward {
     const float *qkv, *proj, *fc1, *fc2;  // [3d × 2d], [d × 2d], [m × 2d], [d × 2m]
   };
   std::vector<SplitW> sw_;
-  void* ws_ = nullptr;              // the engine's split-K workspace, shared by the GEMMs of a stream
-  size_t ws_bytes_ = 0;
+  // The engine's workspace of each (operation, M): a plan's split-K tickets live in its own workspace
+  // (every launch leaves them zero, and another plan's partials would overwrite them), allocated and
+  // zeroed at the plan's first use, outside a capture.
+  std::map<std::pair<int, int>, std::pair<void*, size_t>> ws_;
 };
 
 // A CUDA graph of one enqueue() at a batch: captured once, launched per timed forward.

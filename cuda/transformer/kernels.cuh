@@ -44,12 +44,12 @@ __global__ void __launch_bounds__(kPatchThreads) patch_embed_kernel(const float*
   __syncthreads();
   float* out = x + (size_t)b * tokens * d;
   for (int idx = threadIdx.x; idx < tokens * d; idx += blockDim.x) {
-    const int t = idx / d, c = idx % d, py = t / grid, px = t % grid;
+    const int t = idx / d, c = idx - t * d, py = t / grid, px = t - py * grid;
+    const float* prow = pix + py * patch * image + px * patch;  // the patch's top-left pixel
+    const float* wcol = ws + c;
     float acc = 0.f;
-    for (int p = 0; p < pd; ++p) {
-      const int dy = p / patch, dx = p % patch;
-      acc = fmaf(pix[(py * patch + dy) * image + px * patch + dx], ws[p * d + c], acc);
-    }
+    for (int dy = 0; dy < patch; ++dy)  // p = dy·patch + dx, in order (no division in the loop)
+      for (int dx = 0; dx < patch; ++dx) acc = fmaf(prow[dy * image + dx], wcol[(dy * patch + dx) * d], acc);
     out[idx] = acc + bias[c] + pos[idx];
   }
 }

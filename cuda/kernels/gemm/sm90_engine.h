@@ -6,6 +6,7 @@
 //   sm90::Plan plan = sm90::plan(p, sms);      // the tile (BN 256 or 128) and the operands' transposes
 //   p.workspace = <plan.workspace_bytes of the caller's device memory>;
 //   sm90::clear_tickets(plan, p.workspace, stream);  // once: split-K's tickets start at zero
+//   (a workspace serves one plan: another plan's partials would overwrite its tickets)
 //   sm90::launch(p, plan, stream);             // throws std::invalid_argument when it refuses
 //
 // An MN-major operand is either read as it is (bf16 only: wgmma's transposed form) or first copied

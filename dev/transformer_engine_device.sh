@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# dev/transformer_engine_device.sh — one quick device call on the transformer's tf32x3 flow (issue 39),
+# random weights (seed 7), no PyTorch: `vit_forward check` on fp32 and tf32x3 (on a 9.0 device the wgmma
+# engine's 3xTF32 flow) and on tf32x3 with VIT_TF32X3_MMA=1; `vit_forward time` of all three at BATCHES;
+# nsys's kernel summary of one tf32x3 forward at PROFILE_BATCH. Binaries from .devbuild (VIT=1).
+# Everything comes back as $OUT/transformer_engine.tgz.
+set -u
+cd "$(dirname "$0")/.."
+: "${OUT:?OUT must be set (the device output folder)}"
+: "${BATCHES:=128,1024,10000}"
+: "${PROFILE_BATCH:=1024}"
+R="$OUT/te"
+mkdir -p "$R"
+source dev/devbuild.sh && unpack_devbuild || exit 1
+finish() { tar czf "$OUT/transformer_engine.tgz" -C "$OUT" te && rm -rf "$R"; }
+trap finish EXIT
+V=build/vit_forward
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/smi.txt"
+for e in fp32 tf32x3; do
+  timeout 60 $V check --random 7 --gemm $e --out "$R/check_$e.json" > "$R/check_$e.log" 2>&1
+  echo "check $e rc=$?: $(tail -1 "$R/check_$e.log")"; grep FAIL "$R/check_$e.log" | head -5
+done
+VIT_TF32X3_MMA=1 timeout 60 $V check --random 7 --gemm tf32x3 --out "$R/check_tf32x3_mma.json" > "$R/check_tf32x3_mma.log" 2>&1
+echo "check tf32x3 (mma.sync) rc=$?: $(tail -1 "$R/check_tf32x3_mma.log")"
+timeout 100 $V time --random 7 --gemm fp32,tf32x3 --batches "$BATCHES" --repeats 20 --out "$R/time.json" > "$R/time.log" 2>&1
+echo "time rc=$?"; grep -E "^ours" "$R/time.log"
+VIT_TF32X3_MMA=1 timeout 100 $V time --random 7 --gemm tf32x3 --batches "$BATCHES" --repeats 20 --out "$R/time_mma.json" > "$R/time_mma.log" 2>&1
+echo "time (tf32x3 on mma.sync) rc=$?"; grep -E "^ours" "$R/time_mma.log"
+NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 120 nsys profile -t cuda,nvtx --capture-range=nvtx --nvtx-capture=vit-forward \
+  -o "$R/prof" --force-overwrite true $V profile --random 7 --gemm tf32x3 --batch "$PROFILE_BATCH" > "$R/prof.log" 2>&1
+timeout 60 nsys stats -r cuda_gpu_kern_sum -f csv -o "$R/prof" "$R/prof.nsys-rep" > /dev/null 2>&1
+rm -f "$R/prof.nsys-rep" "$R/prof.sqlite"
+cut -d, -f1-4,9 "$R/prof_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -c1-160 | head -14
