@@ -2,13 +2,13 @@
 # dev/transformer_engine_device.sh — one quick device call on the transformer's tf32x3 flow (issue 39),
 # random weights (seed 7), no PyTorch: `vit_forward check` on fp32 and tf32x3 (on a 9.0 device the wgmma
 # engine's 3xTF32 flow) and on tf32x3 with VIT_TF32X3_MMA=1; `vit_forward time` of all three at BATCHES;
-# nsys's kernel summary of one tf32x3 forward at PROFILE_BATCH. Binaries from .devbuild (VIT=1).
+# nsys's kernel summary of one tf32x3 forward at each of PROFILE_BATCHES. Binaries from .devbuild (VIT=1).
 # Everything comes back as $OUT/transformer_engine.tgz.
 set -u
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT must be set (the device output folder)}"
 : "${BATCHES:=128,1024,10000}"
-: "${PROFILE_BATCH:=1024}"
+: "${PROFILE_BATCHES:=128 1024}"
 R="$OUT/te"
 mkdir -p "$R"
 source dev/devbuild.sh && unpack_devbuild || exit 1
@@ -26,8 +26,17 @@ timeout 100 $V time --random 7 --gemm fp32,tf32x3 --batches "$BATCHES" --repeats
 echo "time rc=$?"; grep -E "^ours" "$R/time.log"
 VIT_TF32X3_MMA=1 timeout 100 $V time --random 7 --gemm tf32x3 --batches "$BATCHES" --repeats 20 --out "$R/time_mma.json" > "$R/time_mma.log" 2>&1
 echo "time (tf32x3 on mma.sync) rc=$?"; grep -E "^ours" "$R/time_mma.log"
-NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 120 nsys profile -t cuda,nvtx --capture-range=nvtx --nvtx-capture=vit-forward \
-  -o "$R/prof" --force-overwrite true $V profile --random 7 --gemm tf32x3 --batch "$PROFILE_BATCH" > "$R/prof.log" 2>&1
-timeout 60 nsys stats -r cuda_gpu_kern_sum -f csv -o "$R/prof" "$R/prof.nsys-rep" > /dev/null 2>&1
-rm -f "$R/prof.nsys-rep" "$R/prof.sqlite"
-cut -d, -f1-4,9 "$R/prof_cuda_gpu_kern_sum.csv" 2>/dev/null | cut -c1-160 | head -14
+for pb in $PROFILE_BATCHES; do
+  NSYS_NVTX_PROFILER_REGISTER_ONLY=0 timeout 120 nsys profile -t cuda,nvtx --capture-range=nvtx --nvtx-capture=vit-forward \
+    -o "$R/prof_b$pb" --force-overwrite true $V profile --random 7 --gemm tf32x3 --batch "$pb" > "$R/prof_b$pb.log" 2>&1
+  timeout 60 nsys stats -r cuda_gpu_kern_sum -f csv -o "$R/prof_b$pb" "$R/prof_b$pb.nsys-rep" > /dev/null 2>&1
+  rm -f "$R/prof_b$pb.nsys-rep" "$R/prof_b$pb.sqlite"
+  echo "tf32x3 kernels at batch $pb:"
+  python3 - "$R/prof_b${pb}_cuda_gpu_kern_sum.csv" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    n = r["Name"]
+    tag = n[n.find("Tile<"):n.find(">,") + 1] + " epi " + n[n.find("Epilogue)") + 9:][:1] if "Tile<" in n else n[:40]
+    print(f'  {float(r["Avg (ns)"]) / 1e3:8.1f} us x{r["Instances"]:>2}  {float(r["Time (%)"]):5.1f}%  {tag}')
+PY
+done
