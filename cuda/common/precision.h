@@ -100,9 +100,19 @@ MLP_HD inline float round_to_precision(float x, Precision p) {
 // The two TF32 parts of x for a float32-accurate product on TF32 tensor cores (3xTF32: a·b ≈ hi_a·hi_b
 // + hi_a·lo_b + lo_a·hi_b): hi = x rounded to TF32, lo = (x - hi) rounded to TF32 (x - hi is exact in
 // float32). hi + lo is x within 2^-22·|x|; both are TF32 values, so the tensor cores read them unchanged.
+// On the device (sm_80 and later) each rounding is one cvt.rna.tf32.f32, the same rounding as
+// round_to_precision's (to nearest, ties away from zero) for every finite x.
 MLP_HD inline void split_tf32(float x, float* hi, float* lo) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t h, l;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(h) : "f"(x));
+  *hi = __uint_as_float(h);
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(l) : "f"(x - *hi));
+  *lo = __uint_as_float(l);
+#else
   *hi = round_to_precision(x, Precision::TF32);
   *lo = round_to_precision(x - *hi, Precision::TF32);
+#endif
 }
 
 }  // namespace mlp

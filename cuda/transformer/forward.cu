@@ -333,7 +333,7 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
   const ForwardTaps none;
   const ForwardTaps& tp = taps ? *taps : none;
 
-  VIT_LAUNCH(patch_embed_kernel, batch, kPatchThreads, patch_embed_smem_bytes(s.image, s.patch_dim, s.d), st, d_images, patch_w_,
+  VIT_LAUNCH(patch_embed_kernel, batch, s.d, patch_embed_smem_bytes(s.image, s.patch_dim, s.d), st, d_images, patch_w_,
              patch_b_, pos_, xa_, s.image, s.patch, s.d);
   CUDA_CHECK_LAUNCH("patch_embed_kernel");
   if (stop_after == 0) return;
@@ -361,8 +361,8 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
   float* lnf = tp.lnf;
   VIT_LAUNCH(final_ln_pool_kernel, batch, kPoolThreads, 0, st, xa_, norm_w_, norm_b_, pooled_, lnf, s.tokens, s.d, s.eps);
   CUDA_CHECK_LAUNCH("final_ln_pool_kernel");
-  const int n = batch * s.classes;
-  VIT_LAUNCH(head_kernel, (n + 255) / 256, 256, 0, st, pooled_, head_w_, head_b_, logits_, batch, s.d, s.classes);
+  VIT_LAUNCH(head_kernel, (batch + kHeadImages - 1) / kHeadImages, kHeadThreads, head_smem_bytes(s.d), st, pooled_, head_w_,
+             head_b_, logits_, batch, s.d, s.classes);
   CUDA_CHECK_LAUNCH("head_kernel");
 }
 

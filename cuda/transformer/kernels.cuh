@@ -2,7 +2,7 @@
 // operation is its own kernel or a tagged instantiation of the one GEMM template, so an nsys kernel
 // summary has one row per operation:
 //
-//   patch_embed_kernel            x = patches·Wpe + bpe + pos                  one block per image
+//   patch_embed_kernel            x = patches·Wpe + bpe + pos                  a block per image, a thread per channel
 //   (gemm_kernel.cuh)
 //   vit_gemm<LnQkv, …>            qkv = LN1(x)·Wqkv + bqkv                      LayerNorm in the prologue
 //   attention_kernel              o_h = softmax(q_h·k_hᵀ/√32)·v_h               a block per (image, head), a warp per 8 queries
@@ -11,7 +11,7 @@
 //   vit_gemm<Fc2Residual, …>      x = x + u·W2 + b2                             residual in the epilogue
 //   ln_split_kernel, split3_gemm_kernel, join_split_kernel: the 3xTF32 flow on the wgmma engine (below)
 //   final_ln_pool_kernel          pooled = mean_t LNf(x)_t                      one block per image
-//   head_kernel                   logits = pooled·Wh + bh                       one thread per logit
+//   head_kernel                   logits = pooled·Wh + bh                       a thread per logit, 4 images a block
 //
 // Weights are in the device layout (model.h device_layout: every Linear weight [in × out]). All
 // arithmetic is float32 with the accurate library functions (expf, erff, sqrtf; no fast-math), so
@@ -23,17 +23,18 @@
 namespace vit {
 
 // ------------------------------------------------------------------------------------------ patch embedding
-// One block per image: its pixels and the whole patch weight (pd × d) into shared memory, then each
-// thread computes outputs (t, c), consecutive threads on consecutive channels (coalesced stores; the
-// pixel a broadcast, the weight a conflict-free row read). The sum runs over p = 0 .. pd-1 in order.
-constexpr int kPatchThreads = 256;
+// One block per image, a thread per channel c (blockDim = d): the image's pixels and the patch weight
+// (pd × d) in shared memory; the thread sums kPatchTokens tokens together (independent FMA chains),
+// each product a broadcast pixel times the weight word of its channel (conflict-free), p = 0 .. pd-1
+// in order.
+constexpr int kPatchTokens = 8;
 inline size_t patch_embed_smem_bytes(int image, int patch_dim, int d) {
   return ((size_t)image * image + (size_t)patch_dim * d) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(kPatchThreads) patch_embed_kernel(const float* __restrict__ images, const float* __restrict__ w,
-                                                                    const float* __restrict__ bias, const float* __restrict__ pos,
-                                                                    float* __restrict__ x, int image, int patch, int d) {
+__global__ void __launch_bounds__(512) patch_embed_kernel(const float* __restrict__ images, const float* __restrict__ w,
+                                                          const float* __restrict__ bias, const float* __restrict__ pos,
+                                                          float* __restrict__ x, int image, int patch, int d) {
   VIT_DYNAMIC_SMEM(smem);
   const int b = blockIdx.x, n_pix = image * image, grid = image / patch, tokens = grid * grid, pd = patch * patch;
   float* pix = smem;         // [image²] this image's pixels
@@ -42,15 +43,28 @@ __global__ void __launch_bounds__(kPatchThreads) patch_embed_kernel(const float*
   for (int i = threadIdx.x; i < n_pix; i += blockDim.x) pix[i] = img[i];
   for (int i = threadIdx.x; i < pd * d; i += blockDim.x) ws[i] = w[i];
   __syncthreads();
+  const int c = threadIdx.x;  // blockDim.x == d
+  const float bc = bias[c];
   float* out = x + (size_t)b * tokens * d;
-  for (int idx = threadIdx.x; idx < tokens * d; idx += blockDim.x) {
-    const int t = idx / d, c = idx - t * d, py = t / grid, px = t - py * grid;
-    const float* prow = pix + py * patch * image + px * patch;  // the patch's top-left pixel
-    const float* wcol = ws + c;
-    float acc = 0.f;
-    for (int dy = 0; dy < patch; ++dy)  // p = dy·patch + dx, in order (no division in the loop)
-      for (int dx = 0; dx < patch; ++dx) acc = fmaf(prow[dy * image + dx], wcol[(dy * patch + dx) * d], acc);
-    out[idx] = acc + bias[c] + pos[idx];
+  for (int t0 = 0; t0 < tokens; t0 += kPatchTokens) {
+    const float* top[kPatchTokens];  // each token's patch, its top-left pixel (past the last token: the last)
+#pragma unroll
+    for (int g = 0; g < kPatchTokens; ++g) {
+      const int t = t0 + g < tokens ? t0 + g : tokens - 1, py = t / grid, px = t - py * grid;
+      top[g] = pix + py * patch * image + px * patch;
+    }
+    float acc[kPatchTokens];
+#pragma unroll
+    for (int g = 0; g < kPatchTokens; ++g) acc[g] = 0.f;
+    for (int dy = 0; dy < patch; ++dy)
+      for (int dx = 0; dx < patch; ++dx) {
+        const float wv = ws[(dy * patch + dx) * d + c];
+#pragma unroll
+        for (int g = 0; g < kPatchTokens; ++g) acc[g] = fmaf(top[g][dy * image + dx], wv, acc[g]);
+      }
+#pragma unroll
+    for (int g = 0; g < kPatchTokens; ++g)
+      if (t0 + g < tokens) out[(size_t)(t0 + g) * d + c] = acc[g] + bc + pos[(size_t)(t0 + g) * d + c];
   }
 }
 
@@ -301,17 +315,27 @@ __global__ void __launch_bounds__(kPoolThreads) final_ln_pool_kernel(const float
 }
 
 // ------------------------------------------------------------------------------------------ head
-// logits[b][k] = Σ_c pooled[b][c]·Wh[c][k] + bh[k]: one thread per logit (B·C threads, d terms each).
-__global__ void __launch_bounds__(256) head_kernel(const float* __restrict__ pooled, const float* __restrict__ w,
-                                                   const float* __restrict__ bias, float* __restrict__ logits, int B, int d,
-                                                   int C) {
-  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= B * C) return;
-  const int b = idx / C, k = idx % C;
-  const float* p = pooled + (size_t)b * d;
-  float acc = 0.f;
-  for (int c = 0; c < d; ++c) acc = fmaf(p[c], w[c * C + k], acc);
-  logits[idx] = acc + bias[k];
+// logits[b][k] = Σ_c pooled[b][c]·Wh[c][k] + bh[k]: a block per kHeadImages images, their pooled rows in
+// shared memory, a thread per logit (consecutive threads on consecutive k: the weight row read
+// coalesced), the sum over c in order; the loop unrolled so that the weight loads are in flight together.
+constexpr int kHeadImages = 4, kHeadThreads = 128;
+inline size_t head_smem_bytes(int d) { return (size_t)kHeadImages * d * sizeof(float); }
+
+__global__ void __launch_bounds__(kHeadThreads) head_kernel(const float* __restrict__ pooled, const float* __restrict__ w,
+                                                            const float* __restrict__ bias, float* __restrict__ logits, int B,
+                                                            int d, int C) {
+  VIT_DYNAMIC_SMEM(ps);  // [kHeadImages × d] the block's pooled rows
+  const int b0 = blockIdx.x * kHeadImages, nb = B - b0 < kHeadImages ? B - b0 : kHeadImages;
+  for (int i = threadIdx.x; i < nb * d; i += blockDim.x) ps[i] = pooled[(size_t)b0 * d + i];
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < nb * C; idx += blockDim.x) {
+    const int bi = idx / C, k = idx - bi * C;
+    const float* p = ps + bi * d;
+    float acc = 0.f;
+#pragma unroll 8
+    for (int c = 0; c < d; ++c) acc = fmaf(p[c], __ldg(w + (size_t)c * C + k), acc);
+    logits[(size_t)(b0 + bi) * C + k] = acc + bias[k];
+  }
 }
 
 }  // namespace vit

@@ -4,9 +4,7 @@
 // atomic is a plain update. Included by tests/emu/tiled_emu.cpp and tests/emu/persistent_emu.cpp.
 #pragma once
 
-inline float __ldg(const float* p) { return *p; }
-inline int __ldg(const int* p) { return *p; }
-inline float4 __ldg(const float4* p) { return *p; }
+// __ldg: cuda_runtime.h has it.
 inline float __ldcg(const float* p) { return *p; }
 inline float4 __ldcg(const float4* p) { return *p; }
 inline void __threadfence() {}

@@ -152,6 +152,9 @@ inline void arrive_and_wait(Barrier& br) {
 inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 inline void __syncthreads() { emu::arrive_and_wait(emu::tl_block->all); }
+// A read through the read-only cache: a plain read here.
+template <class T>
+inline T __ldg(const T* p) { return *p; }
 // A warp barrier (every lane of the warp takes part, as with a full mask on the device).
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::arrive_and_wait(emu::tl_block->warps[emu::tl_tid / 32]); }
 
