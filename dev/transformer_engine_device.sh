@@ -3,7 +3,7 @@
 # random weights (seed 7), no PyTorch: `vit_forward check` on fp32 and tf32x3 (on a 9.0 device the wgmma
 # engine's 3xTF32 flow) and on tf32x3 with VIT_TF32X3_MMA=1; `vit_forward time` of all three at BATCHES;
 # nsys's kernel summary of one tf32x3 forward at each of PROFILE_BATCHES; with .devbuild_base (VIT=1),
-# the base build's `time` right after this build's. Binaries from .devbuild (VIT=1).
+# the base builds' `time` right after this build's (build/vit_forward and build/vit_forward.LABEL in its tar). Binaries from .devbuild (VIT=1).
 # Everything comes back as $OUT/transformer_engine.tgz.
 set -u
 cd "$(dirname "$0")/.."
@@ -25,10 +25,13 @@ VIT_TF32X3_MMA=1 timeout 60 $V check --random 7 --gemm tf32x3 --out "$R/check_tf
 echo "check tf32x3 (mma.sync) rc=$?: $(tail -1 "$R/check_tf32x3_mma.log")"
 timeout 100 $V time --random 7 --gemm fp32,tf32x3 --batches "$BATCHES" --repeats 20 --out "$R/time.json" > "$R/time.log" 2>&1
 echo "time rc=$?"; grep -E "^ours" "$R/time.log"
-if unpack_base /tmp/vitbase && [ -x /tmp/vitbase/build/vit_forward ]; then  # the base build, same call
-  timeout 100 /tmp/vitbase/build/vit_forward time --random 7 --gemm fp32,tf32x3 --batches "$BATCHES" --repeats 20 \
-    --out "$R/time_base.json" > "$R/time_base.log" 2>&1
-  echo "time (base build) rc=$?"; grep -E "^ours" "$R/time_base.log"
+if unpack_base /tmp/vitbase; then  # the base builds (build/vit_forward, build/vit_forward.LABEL), same call
+  for b in /tmp/vitbase/build/vit_forward*; do
+    label=$(basename "$b"); label=${label#vit_forward}; label=${label#.}
+    timeout 100 "$b" time --random 7 --gemm fp32,tf32x3 --batches "$BATCHES" --repeats 20 \
+      --out "$R/time_base${label:+_$label}.json" > "$R/time_base${label:+_$label}.log" 2>&1
+    echo "time (base build ${label:-}) rc=$?"; grep -E "^ours" "$R/time_base${label:+_$label}.log"
+  done
 fi
 VIT_TF32X3_MMA=1 timeout 100 $V time --random 7 --gemm tf32x3 --batches "$BATCHES" --repeats 20 --out "$R/time_mma.json" > "$R/time_mma.log" 2>&1
 echo "time (tf32x3 on mma.sync) rc=$?"; grep -E "^ours" "$R/time_mma.log"
