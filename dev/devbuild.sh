@@ -3,7 +3,7 @@
 #   unpack_devbuild [DIR]   .devbuild/build.tar.xz into DIR (default: the repository root, so
 #                           build/...), every file touched newer than the sources (make then
 #                           rebuilds nothing), its commit printed from .devbuild/COMMIT; returns
-#                           non-zero where there is no usable build/mlp_train.
+#                           non-zero where neither build/mlp_train nor build/vit_forward runs.
 #   unpack_base DIR         .devbuild_base/ the same way into DIR (a base commit's binaries for an
 #                           A/B in one call); returns non-zero where there is none.
 unpack_devbuild() {
@@ -11,7 +11,8 @@ unpack_devbuild() {
   [ -f .devbuild/build.tar.xz ] || { echo "no .devbuild/build.tar.xz (run dev/pack_devbuild.sh)"; return 1; }
   mkdir -p "$dir" && tar xJf .devbuild/build.tar.xz -C "$dir" && find "$dir/build" -type f -exec touch {} +
   echo "binaries of $(cat .devbuild/COMMIT 2>/dev/null || echo 'an unrecorded commit') from .devbuild"
-  "$dir/build/mlp_train" --help > /dev/null 2>&1 || { echo "no usable build/mlp_train in .devbuild"; return 1; }
+  "$dir/build/mlp_train" --help > /dev/null 2>&1 || "$dir/build/vit_forward" --help > /dev/null 2>&1 ||
+    { echo "no usable build/mlp_train or build/vit_forward in .devbuild"; return 1; }
 }
 unpack_base() {
   local dir="$1"
