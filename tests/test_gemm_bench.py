@@ -113,15 +113,14 @@ def test_every_plan_covers_k_without_an_empty_split_and_its_workspace_parts_do_n
         k_steps = -(-p["K"] // (128 // es))
         s, sps = p["splits"], p["steps_per_split"]
         assert 1 <= s <= 16 and s * sps >= k_steps and (s - 1) * sps < k_steps, p
-        bm = 64 if p["ctas"] == 2 else 128   # two blocks an SM: 64-row tiles
-        assert p["tiles"] == -(-p["M"] // bm) * -(-p["N"] // p["bn"]), p
+        assert p["tiles"] == -(-p["M"] // 128) * -(-p["N"] // p["bn"]), p
         ld = -(-p["K"] // 8) * 8   # a copy's row pitch
         a_bytes = p["M"] * ld * es if p["transpose_a"] else 0
         b_end = p["b_offset"] + (p["N"] * ld * es if p["transpose_b"] else 0)
         assert p["b_offset"] >= a_bytes and b_end <= p["workspace_bytes"], p
         if s > 1:
             assert p["partials_offset"] >= b_end, p
-            assert p["tickets_offset"] >= p["partials_offset"] + s * p["tiles"] * bm * p["bn"] * 4, p
+            assert p["tickets_offset"] >= p["partials_offset"] + s * p["tiles"] * 128 * p["bn"] * 4, p
             assert p["workspace_bytes"] >= p["tickets_offset"] + 4 * p["tiles"], p
         for key in ("b_offset", "partials_offset", "tickets_offset", "workspace_bytes"):
             assert p[key] % 256 == 0, (key, p)

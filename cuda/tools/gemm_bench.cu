@@ -597,7 +597,7 @@ void print_plans(const Request& q) {
       Json o = Json::object();
       o.set("M", Json::num(s.m)).set("N", Json::num(s.n)).set("K", Json::num(s.k)).set("layout", Json::str(q.layout))
           .set("precision", Json::str(mlp::precision_name(prec))).set("sms", Json::num(q.plans_sms))
-          .set("bn", Json::num(pl.bn)).set("ctas", Json::num(pl.ctas)).set("tiles", Json::num(pl.tiles)).set("splits", Json::num(pl.splits))
+          .set("bn", Json::num(pl.bn)).set("tiles", Json::num(pl.tiles)).set("splits", Json::num(pl.splits))
           .set("steps_per_split", Json::num(pl.steps_per_split))
           .set("transpose_a", Json::boolean(pl.transpose_a)).set("transpose_b", Json::boolean(pl.transpose_b))
           .set("b_offset", Json::num((long long)pl.b_offset)).set("partials_offset", Json::num((long long)pl.partials_offset))

@@ -283,8 +283,9 @@ void VitForward::enqueue_layer_split(int l, int batch, cudaStream_t st, const Fo
   VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xa_, w.ln1_w, w.ln1_b, a2_, tap ? tp.ln1 : nullptr, M, s.d, s.eps);
   CUDA_CHECK_LAUNCH("ln_split_kernel");
   split_gemm(GemmOp::kLnQkv, l, M, st);
-  VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads_,
-             heads2_, tap ? tp.probs : nullptr, s.tokens, s.d, 1.0f / std::sqrt((float)s.head_dim));
+  // The float32 heads only for the checks (heads()): the projection reads their parts.
+  VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_,
+             join_taps ? heads_ : nullptr, heads2_, tap ? tp.probs : nullptr, s.tokens, s.d, 1.0f / std::sqrt((float)s.head_dim));
   CUDA_CHECK_LAUNCH("attention_kernel");
   split_gemm(GemmOp::kAttnProj, l, M, st);
   VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xb_, w.ln2_w, w.ln2_b, a2_, tap ? tp.ln2 : nullptr, M, s.d, s.eps);

@@ -40,8 +40,12 @@ __global__ void __launch_bounds__(512) patch_embed_kernel(const float* __restric
   float* pix = smem;         // [image²] this image's pixels
   float* ws = smem + n_pix;  // [pd × d] the patch weight, as in global memory
   const float* img = images + (size_t)b * n_pix;
-  for (int i = threadIdx.x; i < n_pix; i += blockDim.x) pix[i] = img[i];
-  for (int i = threadIdx.x; i < pd * d; i += blockDim.x) ws[i] = w[i];
+  // The staging loops unrolled so that their loads are in flight together: at one block an SM (batch
+  // 128) a load, then its store, a loop turn at a time, waited a memory round trip each (PERFLOG T6).
+#pragma unroll 8
+  for (int i = threadIdx.x; i < n_pix; i += blockDim.x) pix[i] = __ldg(img + i);
+#pragma unroll 8
+  for (int i = threadIdx.x; i < pd * d; i += blockDim.x) ws[i] = __ldg(w + i);
   __syncthreads();
   const int c = threadIdx.x;  // blockDim.x == d
   const float bc = bias[c];
@@ -80,8 +84,9 @@ __global__ void __launch_bounds__(512) patch_embed_kernel(const float* __restric
 // 4 keys reading 8 probability float4s (broadcasts) and 4 value words for 32 FMAs, and stores
 // coalesced 128-byte rows. Every sum runs in the order of the one-query-a-warp kernel this replaced
 // (channels 0..31 for a score, keys 0..T-1 for an output; the padded keys add p = 0 times v = 0),
-// so the results are bitwise that kernel's. `split` ([B·T × 2d], the 3xTF32 flow's operand of the
-// projection: hi in [0, d), lo in [d, 2d)) and `probs` (the checks' tap: [B × H × T × T]) may be nullptr.
+// so the results are bitwise that kernel's. `out` ([B·T × d], float32), `split` ([B·T × 2d], the 3xTF32
+// flow's operand of the projection: hi in [0, d), lo in [d, 2d)) and `probs` (the checks' tap:
+// [B × H × T × T]) may each be nullptr.
 constexpr int kAttnMaxTokens = 64, kHeadDim = 32, kAttnRows = 8 /* queries a warp */, kAttnKeyStride = kAttnMaxTokens + 1;
 __host__ __device__ inline int attn_warps(int T) { return (T + kAttnRows - 1) / kAttnRows; }
 inline int attn_threads(int T) { return 32 * attn_warps(T); }
@@ -104,11 +109,13 @@ attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* 
   const float* base = qkv + (size_t)b * T * 3 * d + h * kHeadDim;
   constexpr int kQuads = kHeadDim / 4;
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 2
   for (int idx = tid; idx < tq * kQuads; idx += nthreads) {  // q (tq rows), v (tk rows)
     const int t = idx / kQuads, c = (idx % kQuads) * 4;
     st4(&qs[t * kHeadDim + c], t < T ? ld4(base + (size_t)t * 3 * d + c) : zero);
     if (t < tk) st4(&vs[t * kHeadDim + c], t < T ? ld4(base + (size_t)t * 3 * d + 2 * d + c) : zero);
   }
+#pragma unroll 3
   for (int idx = tid; idx < kAttnMaxTokens * kQuads; idx += nthreads) {  // k, transposed, 64 keys
     const int t = idx / kQuads, c = (idx % kQuads) * 4;
     const float4 v = t < T ? ld4(base + (size_t)t * 3 * d + d + c) : zero;
@@ -175,7 +182,7 @@ attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* 
   for (int r = 0; r < kAttnRows; ++r)
     if (i0 + r < T) {
       const size_t row = (size_t)b * T + i0 + r;
-      out[row * d + h * kHeadDim + lane] = o[r];
+      if (out) out[row * d + h * kHeadDim + lane] = o[r];
       if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);
     }
 }

@@ -9,7 +9,6 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -154,7 +153,6 @@ void set_smem_limits() {
     set_smem_majors<Precision::BF16, 128>();
     set_smem_majors<Precision::TF32, 256>();
     set_smem_majors<Precision::TF32, 128>();
-    set_smem_epilogues<Tile<Precision::TF32, 128, false, false, 1>>();  // 64-row tiles, two blocks an SM
   });
 }
 
@@ -184,15 +182,11 @@ void launch_majors(const Problem& p, const Plan& plan, cudaStream_t st) {
     if (amn) return launch_epi<Tile<PREC, BN, true, false>>(p, plan, st);
     if (bmn) return launch_epi<Tile<PREC, BN, false, true>>(p, plan, st);
   }
-  if constexpr (PREC == Precision::TF32 && BN == 128) {
-    if (plan.ctas == 2) return launch_epi<Tile<PREC, BN, false, false, 1>>(p, plan, st);
-  }
   launch_epi<Tile<PREC, BN, false, false>>(p, plan, st);
 }
 
 // The ring's depth of the K-major tile at (precision, BN), for the plan's description.
-int stages_of(Precision prec, int bn, int ctas) {
-  if (ctas == 2) return Tile<Precision::TF32, 128, false, false, 1>::STAGES;
+int stages_of(Precision prec, int bn) {
   if (prec == Precision::BF16)
     return bn == 256 ? Tile<Precision::BF16, 256, false, false>::STAGES : Tile<Precision::BF16, 128, false, false>::STAGES;
   return bn == 256 ? Tile<Precision::TF32, 256, false, false>::STAGES : Tile<Precision::TF32, 128, false, false>::STAGES;
@@ -253,47 +247,31 @@ Plan plan(const Problem& p, int sms) {
   pl.transpose_b = bmn && (p.prec == Precision::TF32 || !tma_readable(p.b, p.prec));
   const double rate = p.prec == Precision::TF32 ? 300e12 : 600e12;  // tf32 wgmma: half bf16's rate
 
-  // Tile and split: the modelled time of each (tile, blocks an SM, splits) is the waves of blocks over
-  // the SMs' slots times a block's time (its K steps at an SM's share of `rate`, plus kFillUs of
-  // pipeline fill, plus its epilogue, plus writing its partial tile when split), plus the last
-  // block's sum of the partials, read at kSmL2Bw by one SM. The epilogue's time a 128 x 128 tile is
-  // kEpiUs of its kind (H100 measurements, PERFLOG transformer runs T1-T2: GELU with its TF32 parts
-  // is the instruction-bound one). With two blocks an SM (TF32, 64 x 128 tiles), a pair of blocks takes the
-  // longer of both mainloops and one mainloop beside an epilogue. Ties keep BN 256 (A reloaded half
-  // as often), one block an SM and fewer splits.
-  constexpr double kFillUs = 1.0, kSmL2Bw = 150e9;
-  const double epi_us = p.epi == Epilogue::BiasGeluSplit ? 8.0
-                        : p.epi == Epilogue::Momentum    ? 2.0
-                        : p.epi == Epilogue::BiasResidual || p.epi == Epilogue::BiasRelu ? 1.0
-                                                                                         : 0.5;
+  // Tile and split: the modelled time of each (BN, splits) is the waves of blocks over the SMs times
+  // a block's time (its K steps at an SM's share of `rate`, plus kBlockUs of pipeline fill and
+  // epilogue, plus writing its partial tile when split), plus the last block's sum of the
+  // partials, read at kSmL2Bw by one SM. Ties keep BN 256 (A reloaded half as often) and fewer splits.
+  constexpr double kBlockUs = 1.5, kSmL2Bw = 150e9;
   constexpr int kMaxSplits = 16;
   const int bk = 128 / (int)element_size(p.prec);
   const int k_steps = ((p.split3 ? 3 * p.K : p.K) + bk - 1) / bk;  // 3xTF32: three products of K
+  const int tiles_m = (p.M + 127) / 128;
   double best = 0;
   bool have = false;
-  for (int cfg = 0; cfg < 3; ++cfg) {
-    const int bn = cfg == 0 ? 256 : 128, ctas = cfg == 2 ? 2 : 1, bm = ctas == 2 ? 64 : 128;
+  for (int bn : {256, 128}) {
     if (bn == 256 && p.N <= 128) continue;
-    // 64-row tiles (two blocks an SM) only where the epilogue is a large part of a block: K of at most
-    // kShortK steps (the transformer's 3xTF32 GEMMs of K 128). Their operand loads per FLOP are
-    // twice a 128 x 256 tile's, which this model does not price: an assumption to measure.
-    constexpr int kShortK = 24;
-    if (ctas == 2 && (p.prec != Precision::TF32 || k_steps > kShortK)) continue;
-    const int tiles = ((p.M + bm - 1) / bm) * ((p.N + bn - 1) / bn);
-    const double step_us = 2.0 * bm * bn * bk / (rate / sms) * 1e6;
-    const double partial_us = (double)bm * bn * 4 / kSmL2Bw * 1e6;
-    const double tile_epi_us = epi_us * bm * bn / (128.0 * 128.0);
+    const int tiles = tiles_m * ((p.N + bn - 1) / bn);
+    const double step_us = 2.0 * 128 * bn * bk / (rate / sms) * 1e6;
+    const double partial_us = 128.0 * bn * 4 / kSmL2Bw * 1e6;
     for (int s = 1; s <= kMaxSplits && s <= k_steps; ++s) {
       const int sps = (k_steps + s - 1) / s;
       if ((k_steps + sps - 1) / sps != s) continue;  // a split would have no K
       const long long blocks = (long long)tiles * s;
-      const long long waves = (blocks + (long long)ctas * sms - 1) / ((long long)ctas * sms);
-      const double main_us = sps * step_us, tail_us = tile_epi_us + (s > 1 ? partial_us : 0);
-      const double block_us = ctas == 1 ? main_us + kFillUs + tail_us : std::max(2 * main_us, main_us + tail_us) + kFillUs;
-      const double t = waves * block_us + (s > 1 ? s * partial_us : 0);
+      const long long waves = (blocks + sms - 1) / sms;
+      const double t = waves * (sps * step_us + kBlockUs + (s > 1 ? partial_us : 0)) + (s > 1 ? s * partial_us : 0);
       if (!have || t < best * 0.97) {
         best = t, have = true;
-        pl.bn = bn, pl.ctas = ctas, pl.tiles = tiles, pl.splits = s, pl.steps_per_split = sps, pl.model_us = t;
+        pl.bn = bn, pl.tiles = tiles, pl.splits = s, pl.steps_per_split = sps, pl.model_us = t;
       }
     }
   }
@@ -304,15 +282,14 @@ Plan plan(const Problem& p, int sms) {
   if (pl.transpose_b) off = align256(off + transposed_bytes(p.N, p.K, p.prec));
   if (pl.splits > 1) {
     pl.partials_offset = off;
-    off = align256(off + (size_t)pl.splits * pl.tiles * (pl.ctas == 2 ? 64 : 128) * pl.bn * sizeof(float));
+    off = align256(off + (size_t)pl.splits * pl.tiles * 128 * pl.bn * sizeof(float));
     pl.tickets_offset = off;
     off = align256(off + (size_t)pl.tiles * sizeof(unsigned));
   }
   pl.workspace_bytes = off;
-  const int stages = stages_of(p.prec, pl.bn, pl.ctas);
-  pl.describe = std::string("wgmma ") + (p.split3 ? "3xtf32" : precision_name(p.prec)) + (pl.ctas == 2 ? " 64x" : " 128x") + std::to_string(pl.bn) + "x" + std::to_string(bk) +
-                ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles" +
-                (pl.ctas == 2 ? ", 2 blocks an SM" : "");
+  const int stages = stages_of(p.prec, pl.bn);
+  pl.describe = std::string("wgmma ") + (p.split3 ? "3xtf32" : precision_name(p.prec)) + " 128x" + std::to_string(pl.bn) + "x" + std::to_string(bk) +
+                ", " + std::to_string(stages) + " stages, " + std::to_string(pl.tiles) + " tiles";
   if (pl.splits > 1) pl.describe += ", split-K " + std::to_string(pl.splits) + " (" + std::to_string(pl.steps_per_split) + " steps)";
   if (pl.transpose_a || pl.transpose_b) {
     char mb[32];

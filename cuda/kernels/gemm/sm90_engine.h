@@ -76,9 +76,7 @@ struct Problem {
 };
 
 struct Plan {
-  int bn = 256;          // the tile's N (BM × bn tiles)
-  int ctas = 1;          // blocks an SM: 1, 128 × bn tiles; 2 (TF32, bn 128), 64 × 128 tiles of one consumer
-                         // warpgroup, one block's epilogue beside another's mainloop
+  int bn = 256;          // the tile's N (128 × bn tiles)
   int tiles = 0;         // output tiles
   int splits = 1;        // K splits: blocks a tile (tiles × splits blocks launched)
   int steps_per_split = 0;  // K steps (BK each) of a split

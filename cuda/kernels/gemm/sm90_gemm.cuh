@@ -8,8 +8,7 @@
 //   warpgroups 1 and 2, the consumers: each owns 64 rows of the tile and its 64 × BN float32
 //     accumulators in registers (BN / 2 a thread), waits for full[s], issues BK / WK wgmma
 //     instructions on the stage, keeps one commit group in flight and releases the stage before.
-// setmaxnreg moves registers from the producer (40) to the consumers (232). Tile's CONS = 1: a 64 × BN
-// tile, one consumer warpgroup, two blocks an SM.
+// setmaxnreg moves registers from the producer (40) to the consumers (232).
 // The tile order walks GROUP_M tile rows down each tile column before moving right, so that
 // co-resident blocks share their B tiles and, within a group, their A tiles in L2.
 // Split-K (Args::splits > 1): `splits` blocks a tile, each a contiguous range of K steps; each
@@ -64,40 +63,28 @@ __host__ __device__ __forceinline__ void split3_columns(int k0, int split3_k, in
   *b_col = kk + (phase == 1 ? split3_k : 0);
 }
 
-constexpr int kSmemLimit = 232448;     // an sm_90 block's dynamic shared memory (227 KiB)
-constexpr int kSmemLimitTwo = 115712;  // each of two blocks an SM: (228 KiB - 1 KiB a block) / 2
+constexpr int kSmemLimit = 232448;  // an sm_90 block's dynamic shared memory (227 KiB)
 constexpr int kGroupM = 8;          // tile rows walked together (the L2 order above)
 
-// A tile configuration: precision, BN, each operand's major order, and its consumer warpgroups CONS:
-// 2, a 128 × BN tile, 384 threads, one block an SM (setmaxnreg: producer 40, consumers 232); 1, a
-// 64 × BN tile (TF32, BN 128 only), 256 threads, two blocks an SM (launch bounds (256, 2): 128
-// registers a thread; setmaxnreg: producer 40, consumer 216), so that one block's epilogue runs beside
-// the other's mainloop, on a ring of fewer stages.
-template <Precision PREC, int BN_, bool A_MN, bool B_MN, int CONS_ = 2>
+// A tile configuration: precision, BN and each operand's major order.
+template <Precision PREC, int BN_, bool A_MN, bool B_MN>
 struct Tile {
-  static_assert(CONS_ == 1 || CONS_ == 2, "one or two consumer warpgroups");
-  static_assert(CONS_ == 2 || (BN_ == 128 && PREC == Precision::TF32 && !A_MN && !B_MN),
-                "64-row tiles: TF32, BN 128, K-major");
   static_assert(PREC == Precision::BF16 || PREC == Precision::TF32, "the wgmma engine is for tf32 and bf16");
   static_assert(PREC == Precision::BF16 || (!A_MN && !B_MN), "tf32 wgmma reads K-major operands only");
   static_assert(BN_ == 128 || BN_ == 256, "BN 128 or 256");
   using T = typename std::conditional<PREC == Precision::BF16, __nv_bfloat16, float>::type;
   static constexpr int ES = (int)sizeof(T);
-  static constexpr int CONS = CONS_, CTAS = CONS == 1 ? 2 : 1;  // consumer warpgroups; blocks an SM
-  static constexpr int BM = 64 * CONS, BN = BN_;
+  static constexpr int BM = 128, BN = BN_;
   static constexpr int BK = 128 / ES;  // one swizzle row of K
   static constexpr int WK = 32 / ES;   // one instruction's K (16 bf16, 8 tf32): 32 bytes of a row
   static constexpr int MN_BOX = 64;    // MN-major boxes: 64 elements = 128 bytes of MN
   static constexpr int A_BYTES = BM * BK * ES, B_BYTES = BN * BK * ES, STAGE_BYTES = A_BYTES + B_BYTES;
-  static constexpr int SMEM_BUDGET = CTAS == 1 ? kSmemLimit : kSmemLimitTwo;
-  static constexpr int STAGES = (SMEM_BUDGET - 2048) / STAGE_BYTES > 8 ? 8 : (SMEM_BUDGET - 2048) / STAGE_BYTES;
-  static constexpr int THREADS = 128 * (CONS + 1), CONSUMER_THREADS = 128 * CONS, ACC = BN / 2;
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CONS == 2 ? 232 : 216;
+  static constexpr int STAGES = (kSmemLimit - 2048) / STAGE_BYTES > 8 ? 8 : (kSmemLimit - 2048) / STAGE_BYTES;
   static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 /* alignment */ + 2 * 8 * STAGES;
+  static constexpr int THREADS = 384, ACC = BN / 2;
   static constexpr bool kAMN = A_MN, kBMN = B_MN;
   static constexpr Precision kPrec = PREC;
-  static_assert(STAGES >= 3 && SMEM <= SMEM_BUDGET, "a ring of at least three stages");
-  static_assert(128 * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <= 65536 / CTAS, "registers of a block");
+  static_assert(STAGES >= 3 && SMEM <= kSmemLimit, "a ring of at least three stages");
 };
 
 #ifdef MLP_SM90A
@@ -124,7 +111,7 @@ __device__ __forceinline__ void wgmma_step(float (&d)[TL::ACC], uint64_t a, uint
 #endif
 
 template <class TL, Epilogue EPI>
-__global__ void __launch_bounds__(TL::THREADS, TL::CTAS)
+__global__ void __launch_bounds__(TL::THREADS, 1)
 k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engine.cu make_map)
             const __grid_constant__ CUtensorMap map_b,  // B's boxes
             Args args) {
@@ -155,14 +142,14 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     prefetch_tensor_map(&map_b);
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(&full[s], 1);   // the producer's arrive.expect_tx, then the bytes
-      mbarrier_init(&empty[s], TL::CONS);  // one arrival per consumer warpgroup
+      mbarrier_init(&empty[s], 2);  // one arrival per consumer warpgroup
     }
     fence_barrier_init();
   }
   __syncthreads();
 
   if (wg == 0) {  // ---- the producer
-    reg_dealloc<TL::PRODUCER_REGS>();
+    reg_dealloc<40>();
     if (tid == 0) {
       for (int i = 0; i < k_steps; ++i) {
         const int s = i % STAGES;
@@ -188,7 +175,7 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   }
 
   // ---- the consumers: warpgroup c = wg - 1 owns rows 64c .. 64c + 63 of the tile
-  reg_alloc<TL::CONSUMER_REGS>();
+  reg_alloc<232>();
   const int c = wg - 1;
   float acc[TL::ACC];
 #pragma unroll
@@ -222,20 +209,19 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
 
   if (args.splits > 1) {
-    // Split-K: publish this split's partial tile (element r of consumer thread ct at r·NCT + ct:
+    // Split-K: publish this split's partial tile (element r of consumer thread ct at r·256 + ct:
     // coalesced), take the tile's ticket; the last of its splits to arrive sums every split's
     // partial in split order 0 .. splits-1 (the same sum whichever block is last: bitwise
     // reruns hold) and runs the epilogue.
-    constexpr int NCT = TL::CONSUMER_THREADS;
-    const int ct = threadIdx.x - 128;  // 0 .. NCT-1, the consumers
+    const int ct = threadIdx.x - 128;  // 0 .. 255, the consumers
     float* mine = args.partials + ((size_t)split * tiles + tile) * (BM * BN);
 #pragma unroll
-    for (int r = 0; r < TL::ACC; ++r) __stcg(mine + r * NCT + ct, acc[r]);
+    for (int r = 0; r < TL::ACC; ++r) __stcg(mine + r * 256 + ct, acc[r]);
     __threadfence();
-    named_barrier_sync(1, NCT);
+    named_barrier_sync(1, 256);
     __shared__ int last;
     if (ct == 0) last = atomicAdd(&args.tickets[tile], 1u) == (unsigned)args.splits - 1;
-    named_barrier_sync(1, NCT);
+    named_barrier_sync(1, 256);
     if (!last) return;
     __threadfence();
 #pragma unroll
@@ -243,7 +229,7 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     for (int z = 0; z < args.splits; ++z) {
       const float* part = args.partials + ((size_t)z * tiles + tile) * (BM * BN);
 #pragma unroll
-      for (int r = 0; r < TL::ACC; ++r) acc[r] += __ldcg(part + r * NCT + ct);
+      for (int r = 0; r < TL::ACC; ++r) acc[r] += __ldcg(part + r * 256 + ct);
     }
     if (ct == 0) args.tickets[tile] = 0;  // ready for the next launch (graph replays reuse it)
   }
