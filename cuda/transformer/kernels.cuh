@@ -244,9 +244,9 @@ __global__ void join_split_kernel(const float* __restrict__ a2, float* __restric
 
 // split3_gemm_kernel: the wgmma engine's 3xTF32 GEMM and its three transformer epilogues, one thread an
 // output, for builds without the engine (the CPU emulation's tests of this flow's indexing; never timed).
-// A [M × 2K] and Bt [N × 2K] hold the parts as above; C = epi(Σ hi·hi + Σ hi_A·lo_B + Σ lo_A·hi_B),
-// the same three sums in the same phase order as the engine (within a phase the engine's tensor
-// cores add in their own order). epi 0: + bias; 1: R + (acc + bias); 2: GELU(acc + bias) split,
+// A [M × 2K] and Bt [N × 2K] hold the parts as above; C = epi(Σ hi·hi + (Σ hi_A·lo_B + Σ lo_A·hi_B)),
+// the products and the corrections in sums of their own as in the engine (within a sum the engine's
+// tensor cores add in their own order). epi 0: + bias; 1: R + (acc + bias); 2: GELU(acc + bias) split,
 // hi at C[m·ldc + n], lo at C[m·ldc + N + n].
 __global__ void split3_gemm_kernel(const float* __restrict__ A, const float* __restrict__ Bt, const float* __restrict__ bias,
                                    const float* __restrict__ R, float* __restrict__ C, int M, int N, int K, int ldc, int epi) {
@@ -255,10 +255,11 @@ __global__ void split3_gemm_kernel(const float* __restrict__ A, const float* __r
   const int m = (int)(idx / N), n = (int)(idx % N);
   const float* a = A + (size_t)m * 2 * K;
   const float* b = Bt + (size_t)n * 2 * K;
-  float acc = 0.f;
-  for (int k = 0; k < K; ++k) acc = fmaf(a[k], b[k], acc);
-  for (int k = 0; k < K; ++k) acc = fmaf(a[k], b[K + k], acc);
-  for (int k = 0; k < K; ++k) acc = fmaf(a[K + k], b[k], acc);
+  float big = 0.f, small = 0.f;
+  for (int k = 0; k < K; ++k) big = fmaf(a[k], b[k], big);
+  for (int k = 0; k < K; ++k) small = fmaf(a[k], b[K + k], small);
+  for (int k = 0; k < K; ++k) small = fmaf(a[K + k], b[k], small);
+  const float acc = big + small;
   float* c = C + (size_t)m * ldc;
   if (epi == 0) c[n] = acc + bias[n];
   else if (epi == 1) c[n] = R[(size_t)m * ldc + n] + (acc + bias[n]);

@@ -153,6 +153,7 @@ void set_smem_limits() {
     set_smem_majors<Precision::BF16, 128>();
     set_smem_majors<Precision::TF32, 256>();
     set_smem_majors<Precision::TF32, 128>();
+    set_smem_epilogues<Tile<Precision::TF32, 128, false, false, true>>();  // 3xTF32
   });
 }
 
@@ -259,7 +260,7 @@ Plan plan(const Problem& p, int sms) {
   double best = 0;
   bool have = false;
   for (int bn : {256, 128}) {
-    if (bn == 256 && p.N <= 128) continue;
+    if (bn == 256 && (p.N <= 128 || p.split3)) continue;  // 3xTF32: 128 x 128 tiles (two accumulator sets)
     const int tiles = tiles_m * ((p.N + bn - 1) / bn);
     const double step_us = 2.0 * 128 * bn * bk / (rate / sms) * 1e6;
     const double partial_us = 128.0 * bn * 4 / kSmL2Bw * 1e6;
@@ -329,6 +330,8 @@ void launch(const Problem& p, const Plan& plan, cudaStream_t st) {
   if (p.prec == Precision::BF16) {
     if (plan.bn == 256) launch_majors<Precision::BF16, 256>(q, plan, st);
     else launch_majors<Precision::BF16, 128>(q, plan, st);
+  } else if (p.split3) {
+    launch_epi<Tile<Precision::TF32, 128, false, false, true>>(q, plan, st);  // plan(): bn 128
   } else {
     if (plan.bn == 256) launch_majors<Precision::TF32, 256>(q, plan, st);
     else launch_majors<Precision::TF32, 128>(q, plan, st);

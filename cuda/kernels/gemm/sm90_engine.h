@@ -59,9 +59,9 @@ struct Problem {
   Operand a, b;
   Epilogue epi;
   // 3xTF32 (TF32 only, both operands K-major, K a multiple of 32): each operand's rows hold its two
-  // TF32 parts, hi in columns [0, K) and lo in [K, 2K) (split_tf32); the kernel sums hi·hi, then
-  // hi_A·lo_B, then lo_A·hi_B into the same float32 accumulators, 3K/32 K steps: float32-accurate
-  // products on the tensor cores. ld >= 2K.
+  // TF32 parts, hi in columns [0, K) and lo in [K, 2K) (split_tf32); the kernel sums hi·hi into its
+  // float32 accumulators, then hi_A·lo_B and lo_A·hi_B into a second set, and adds the two at the
+  // end, 3K/32 K steps on 128 × 128 tiles: float32-accurate products on the tensor cores. ld >= 2K.
   bool split3 = false;
   float* C;         // [M × ldc] float32 (the parameters for Momentum)
   long long ldc;

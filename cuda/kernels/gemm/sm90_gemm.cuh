@@ -67,8 +67,11 @@ constexpr int kSmemLimit = 232448;  // an sm_90 block's dynamic shared memory (2
 constexpr int kGroupM = 8;          // tile rows walked together (the L2 order above)
 
 // A tile configuration: precision, BN and each operand's major order.
-template <Precision PREC, int BN_, bool A_MN, bool B_MN>
+// S3: 3xTF32 (Args::split3_k > 0) with its corrections in accumulators of their own (TF32, K-major,
+// BN 128: 2 × 64 accumulators a thread).
+template <Precision PREC, int BN_, bool A_MN, bool B_MN, bool S3_ = false>
 struct Tile {
+  static_assert(!S3_ || (PREC == Precision::TF32 && BN_ == 128 && !A_MN && !B_MN), "3xTF32 tiles: TF32, BN 128, K-major");
   static_assert(PREC == Precision::BF16 || PREC == Precision::TF32, "the wgmma engine is for tf32 and bf16");
   static_assert(PREC == Precision::BF16 || (!A_MN && !B_MN), "tf32 wgmma reads K-major operands only");
   static_assert(BN_ == 128 || BN_ == 256, "BN 128 or 256");
@@ -82,7 +85,7 @@ struct Tile {
   static constexpr int STAGES = (kSmemLimit - 2048) / STAGE_BYTES > 8 ? 8 : (kSmemLimit - 2048) / STAGE_BYTES;
   static constexpr int SMEM = STAGES * STAGE_BYTES + 1024 /* alignment */ + 2 * 8 * STAGES;
   static constexpr int THREADS = 384, ACC = BN / 2;
-  static constexpr bool kAMN = A_MN, kBMN = B_MN;
+  static constexpr bool kAMN = A_MN, kBMN = B_MN, kS3 = S3_;
   static constexpr Precision kPrec = PREC;
   static_assert(STAGES >= 3 && SMEM <= kSmemLimit, "a ring of at least three stages");
 };
@@ -177,9 +180,22 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   // ---- the consumers: warpgroup c = wg - 1 owns rows 64c .. 64c + 63 of the tile
   reg_alloc<232>();
   const int c = wg - 1;
-  float acc[TL::ACC];
+  // acc: the products (3xTF32: hi·hi); acc2 (S3): the corrections hi_A·lo_B + lo_A·hi_B, added to acc
+  // after the mainloop. The tensor cores truncate as they accumulate: each correction step added onto
+  // the large sum would lose up to an ulp of it, biased towards zero (PERFLOG transformer run T4).
+  float acc[TL::ACC], acc2[TL::kS3 ? TL::ACC : 1];
 #pragma unroll
   for (int r = 0; r < TL::ACC; ++r) acc[r] = 0.f;
+#pragma unroll
+  for (int r = 0; r < (TL::kS3 ? TL::ACC : 1); ++r) acc2[r] = 0.f;
+  auto fence_all = [&] {
+#pragma unroll
+    for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+    if constexpr (TL::kS3) {
+#pragma unroll
+      for (int r = 0; r < TL::ACC; ++r) fence_operand(acc2[r]);
+    }
+  };
   // Descriptor of step kk of stage s (sm90_primitives.cuh smem_desc): K-major moves 32 bytes along
   // the 128-byte row; MN-major moves WK rows of 128 bytes (whole 8-row groups).
   auto desc_a = [&](int s, int kk) {
@@ -190,23 +206,39 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
     if constexpr (TL::kBMN) return smem_desc(stage_b(s) + kk * WK * 128, MN_BOX_BYTES, 1024);
     else return smem_desc(stage_b(s) + kk * 32, 16, 1024);
   };
-  for (int i = 0; i < k_steps; ++i) {
-    const int s = i % STAGES;
-    mbarrier_wait(&full[s], (i / STAGES) & 1);
+  // Steps [i0, i1) of this split into the accumulators d (3xTF32: acc for the products' steps, then
+  // acc2 for the corrections': two loops, so that no branch chooses between accumulator sets inside one
+  // and the wgmma groups of a loop stay in flight together).
+  auto run_steps = [&](float (&d)[TL::ACC], int i0, int i1) {
+    for (int i = i0; i < i1; ++i) {
+      const int s = i % STAGES;
+      mbarrier_wait(&full[s], (i / STAGES) & 1);
 #pragma unroll
-    for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
-    wgmma_fence();
+      for (int r = 0; r < TL::ACC; ++r) fence_operand(d[r]);
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / WK; ++kk) wgmma_step<TL>(acc, desc_a(s, kk), desc_b(s, kk), 1);
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous step's group is done: its stage may be refilled
+      for (int kk = 0; kk < BK / WK; ++kk) wgmma_step<TL>(d, desc_a(s, kk), desc_b(s, kk), 1);
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous step's group is done: its stage may be refilled
 #pragma unroll
-    for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
-    if (i > 0 && tid == 0) mbarrier_arrive(&empty[(i - 1) % STAGES]);
+      for (int r = 0; r < TL::ACC; ++r) fence_operand(d[r]);
+      if (i > 0 && tid == 0) mbarrier_arrive(&empty[(i - 1) % STAGES]);
+    }
+  };
+  if constexpr (TL::kS3) {
+    const int products = min(max(args.split3_k / BK - k_first, 0), k_steps);  // this split's hi·hi steps
+    run_steps(acc, 0, products);
+    wgmma_wait<0>();  // acc's last group done before acc2's begin (their registers apart)
+    run_steps(acc2, products, k_steps);
+  } else {
+    run_steps(acc, 0, k_steps);
   }
   wgmma_wait<0>();
+  fence_all();
+  if constexpr (TL::kS3) {
 #pragma unroll
-  for (int r = 0; r < TL::ACC; ++r) fence_operand(acc[r]);
+    for (int r = 0; r < TL::ACC; ++r) acc[r] += acc2[r];
+  }
 
   if (args.splits > 1) {
     // Split-K: publish this split's partial tile (element r of consumer thread ct at r·256 + ct:
