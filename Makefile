@@ -144,8 +144,11 @@ $(BUILD)/vit_forward: $(VIT_OBJ)
 # The same sources on the CPU (cuda/transformer/emu/: the CUDA runtime and the kernels' built-ins as
 # host code, each block's threads as std::threads): build/vit_forward_emu, for the CPU tests of the
 # kernels' indexing and the checks (tests/test_transformer_emulated.py). Not part of `all`.
+# VIT_EMU_INCLUDES: a folder searched before cuda/ for the transformer's headers (the tests point it at
+# deliberately broken copies, which the checks must fail); empty by default.
+VIT_EMU_INCLUDES ?=
 EMU_CXXFLAGS := -O2 -std=c++20 -fopenmp -pthread -DVIT_EMULATE $(WARN) -Wno-unknown-pragmas \
-                -Icuda/transformer/emu -Icuda
+                -Icuda/transformer/emu $(VIT_EMU_INCLUDES) -Icuda
 EMU_SRC    := $(VIT_SRC) cuda/common/common.cpp cuda/common/json_read.cpp cuda/io/dataset.cpp cuda/io/npy.cpp cuda/io/sha256.cpp cuda/io/bounds.cpp \
               cuda/io/input_file.cpp
 EMU_OBJ    := $(patsubst cuda/%,$(BUILD)/emu/%.o,$(basename $(EMU_SRC)))

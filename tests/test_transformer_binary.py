@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from emu_mutants import assert_broken_copy_fails
 from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 
@@ -100,3 +101,28 @@ def test_emulated_timing_and_graph(emu, tmp_path):
     assert [r["engine"] for r in rows] == ["fp32", "tf32x3"] * 2 and "ln1+qkv=" in rows[0]["tiles"]
     res = _run(emu, "profile", "--random", "7", "--batch", "1")
     assert res.returncode == 0 and "NVTX range vit-forward" in res.stdout
+
+
+# Broken copies of the 3xTF32 flow's kernels (cuda/transformer/kernels.cuh), each of which the checks
+# must fail under the emulation (VIT_EMU_SPLIT3=1): a lost correction or a lost lo part is an error of
+# 2^-11 of an operand, far past float32's bounds.
+SPLIT3_MUTANTS = {
+    "the GEMM's corrections dropped": ("  const float acc = big + small;", "  const float acc = big + 0.f * small;"),
+    "LayerNorm's lo part zero": ("      st4(hi_row + d + c, make_float4(lo[0], lo[1], lo[2], lo[3]));",
+                                 "      st4(hi_row + d + c, make_float4(0.f, 0.f, 0.f, 0.f));"),
+    "the attention's lo part zero": (
+        "      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);",
+        "      if (split) { mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);"
+        " split[row * 2 * d + d + h * kHeadDim + lane] = 0.f; }"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", list(SPLIT3_MUTANTS))
+def test_the_checks_catch_a_broken_split3_flow(tmp_path, what):
+    old, new = SPLIT3_MUTANTS[what]
+    assert_broken_copy_fails(tmp_path, "vit_forward_emu", "VIT_EMU_INCLUDES", what, "transformer/kernels.cuh", old, new,
+                             args=("check", "--random", "7", "--gemm", "tf32x3", "--layer-batch", "3", "--logits-batch", "3",
+                                   "--data", str(ROOT / "data"), "--config", str(ROOT / "transformer.toml")),
+                             env={"VIT_EMU_SPLIT3": "1", "VIT_EMU_SMS": "2"})
+
