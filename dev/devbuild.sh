@@ -6,6 +6,9 @@
 #                           non-zero where neither build/mlp_train nor build/vit_forward runs.
 #   unpack_base DIR         .devbuild_base/ the same way into DIR (a base commit's binaries for an
 #                           A/B in one call); returns non-zero where there is none.
+#   pack_on_exit TGZ DIR    makes $OUT/DIR; when the script exits, packs it into $OUT/TGZ and removes
+#                           it (the next device call copies the working tree over results/, and the
+#                           device returns a few files: one tarball a call)
 unpack_devbuild() {
   local dir="${1:-.}"
   [ -f .devbuild/build.tar.xz ] || { echo "no .devbuild/build.tar.xz (run dev/pack_devbuild.sh)"; return 1; }
@@ -19,4 +22,9 @@ unpack_base() {
   [ -f .devbuild_base/build.tar.xz ] || return 1
   mkdir -p "$dir" && tar xJf .devbuild_base/build.tar.xz -C "$dir" || return 1
   echo "base binaries of $(cat .devbuild_base/COMMIT 2>/dev/null || echo 'an unrecorded commit') from .devbuild_base"
+}
+pack_on_exit() {
+  PACK_TGZ=$1 PACK_DIR=$2
+  mkdir -p "$OUT/$PACK_DIR"
+  trap 'tar czf "$OUT/$PACK_TGZ" -C "$OUT" "$PACK_DIR" && rm -rf "${OUT:?}/$PACK_DIR"' EXIT
 }

@@ -15,15 +15,13 @@ cd "$(dirname "$0")/.."
 : "${EPOCHS:=6}"
 : "${PROFILE_POINT:=4096:128}"
 : "${GATE_PATHS:=tiled-bf16}"
-mkdir -p "$OUT/m"
 source dev/devbuild.sh && unpack_devbuild || exit 1
+pack_on_exit engine_mlp.tgz m
 base=""
 if unpack_base /tmp/base; then
   base=/tmp/base/build/mlp_train
   mkdir -p "$OUT/m/base"
 fi
-finish() { tar czf "$OUT/engine_mlp.tgz" -C "$OUT" m && rm -rf "$OUT/m"; }
-trap finish EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/m/smi.txt"
 summary() { python3 dev/run_summary.py "$@"; }  # one line per path of a run.json
 for pt in $POINTS; do

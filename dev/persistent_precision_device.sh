@@ -11,10 +11,8 @@ cd "$(dirname "$0")/.."
 : "${POINTS:=64:128 128:128 512:128 256:256}"
 : "${EPOCHS:=6}"
 R="$OUT/p"
-mkdir -p "$R"
 source dev/devbuild.sh && unpack_devbuild || exit 1
-finish() { tar czf "$OUT/persistent_precision.tgz" -C "$OUT" p && rm -rf "$R"; }
-trap finish EXIT
+pack_on_exit persistent_precision.tgz p
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/smi.txt"
 summary() { python3 dev/run_summary.py "$1" --config 0; }  # one line per path of a run.json
 for pt in $POINTS; do

@@ -13,10 +13,8 @@ cd "$(dirname "$0")/.."
 : "${OUT:?OUT must be set (the device output folder)}"
 : "${BATCHES:=128,1024,10000}"
 R="$OUT/ab"
-mkdir -p "$R"
 source dev/devbuild.sh
-finish() { tar czf "$OUT/transformer_ab.tgz" -C "$OUT" ab && rm -rf "$R"; }
-trap finish EXIT
+pack_on_exit transformer_ab.tgz ab
 W=results/transformer/weights
 [ -f "$W/manifest.json" ] || { echo "no trained weights in $W (run dev/transformer_device.sh first)"; exit 1; }
 timed() {  # timed NAME BINARY [ENV=...]

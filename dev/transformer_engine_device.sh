@@ -11,10 +11,8 @@ cd "$(dirname "$0")/.."
 : "${BATCHES:=128,1024,10000}"
 : "${PROFILE_BATCHES:=128 1024}"
 R="$OUT/te"
-mkdir -p "$R"
 source dev/devbuild.sh && unpack_devbuild || exit 1
-finish() { tar czf "$OUT/transformer_engine.tgz" -C "$OUT" te && rm -rf "$R"; }
-trap finish EXIT
+pack_on_exit transformer_engine.tgz te
 V=build/vit_forward
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/smi.txt"
 for e in fp32 tf32x3; do

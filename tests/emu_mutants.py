@@ -37,3 +37,11 @@ def assert_broken_copy_fails(tmp_path: Path, target: str, includes_var: str,
     out = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300,
                          env=None if env is None else dict(os.environ, **env))
     assert out.returncode == 1 and re.search(r" FAIL(?: |$)", out.stdout, re.M), f"{what}: not caught\n{out.stdout}"
+
+
+def assert_emulated_checks_pass(exe: Path, expected: int) -> None:
+    """EXE's float64 checks (no arguments): exit 0, EXPECTED check lines, every one "ok"."""
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    print(out.stdout)
+    lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
+    assert out.returncode == 0 and len(lines) == expected and all(" ok " in ln for ln in lines), out.stdout

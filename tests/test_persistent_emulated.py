@@ -6,20 +6,14 @@ precision says (tests/emu/persistent_emu.cpp); and the same check against delibe
 copies of the kernel, each of which it must fail."""
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.emu_mutants import assert_broken_copy_fails
+from tests.emu_mutants import assert_broken_copy_fails, assert_emulated_checks_pass
 
 
 def test_the_big_products_match_float64_on_the_emulated_device(built):
-    exe = built("persistent_emu")
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-    print(out.stdout)
-    lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
     # 3 shapes x (FP32: 6 checks; TF32 and BF16: 9 each, with the three "rounded, not float32" ones)
-    assert out.returncode == 0 and len(lines) == 72 and all(" ok " in ln for ln in lines), out.stdout
+    assert_emulated_checks_pass(built("persistent_emu"), 72)
 
 
 # Each: (what it breaks, its file under cuda/, the text replaced, its replacement). Not here: db1's

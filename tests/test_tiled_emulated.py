@@ -6,22 +6,16 @@ splits, row blocks and dZ chunks); and the same check against deliberately broke
 kernels, each of which it must fail."""
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.emu_mutants import assert_broken_copy_fails
+from tests.emu_mutants import assert_broken_copy_fails, assert_emulated_checks_pass
 
 
 def test_the_kernels_match_float64_on_the_emulated_device(built):
-    exe = built("tiled_emu")
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-    print(out.stdout)
-    lines = [ln for ln in out.stdout.splitlines() if " ok " in ln or " FAIL " in ln]
     # 32 FP32 GEMM checks, 96 tensor-core ones (3 shapes x 2 precisions x 2 splits x 2 sizes x
     # 2 GEMMs, each with its "rounded, not float32" check), 12 of the head (4 of them its bf16-dH
     # variant), 1 of the GEMM engine's bf16 operands
-    assert out.returncode == 0 and len(lines) == 141 and all(" ok " in ln for ln in lines), out.stdout
+    assert_emulated_checks_pass(built("tiled_emu"), 141)
 
 
 # Each: (what it breaks, its file under cuda/, the text replaced, its replacement).

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from emu_mutants import assert_broken_copy_fails
+from tests.emu_mutants import assert_broken_copy_fails
 from shared_build import make
 from spec.files import BUILD_DIR, ROOT
 

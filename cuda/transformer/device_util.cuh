@@ -1,5 +1,6 @@
 // cuda/transformer/device_util.cuh — what the transformer's kernels share: the launch macro (the CPU
-// emulation replaces it), float4 loads and stores, warp reductions, the exact GELU (common/activations.h).
+// emulation replaces it), float4 loads and stores, warp reductions, a row's LayerNorm, the exact GELU
+// (common/activations.h).
 #pragma once
 #include <cuda_runtime.h>  // with -DVIT_EMULATE: cuda/transformer/emu/cuda_runtime.h, the CPU stand-in
 
@@ -44,5 +45,35 @@ __device__ __forceinline__ float warp_max(float v) {
 }
 
 using mlp::gelu_erf;  // common/activations.h: the exact GELU, PyTorch's default
+
+// One row's LayerNorm statistics by a warp, the two passes every LayerNorm of ours computes (d a
+// multiple of 128, at most 512): the row's float4s v[j] = row[4·(32j + lane) ..] for j < d/128, the
+// mean (a warp sum), then 1/sqrt(the mean square of x − mean + eps) (a warp sum).
+__device__ __forceinline__ void warp_ln_row(const float* row, int d, float eps, int lane, float4 (&v)[4], float& mean,
+                                            float& rstd) {
+  const int nv = d / 128;
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < nv) {
+      v[j] = ld4(row + (j * 32 + lane) * 4);
+      s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+    }
+  mean = warp_sum(s) / (float)d;
+  float q = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (j < nv) {
+      const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
+      q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+    }
+  rstd = 1.0f / sqrtf(warp_sum(q) / (float)d + eps);
+}
+
+// LayerNorm of four values: (v − mean)·rstd·γ + β, each one fmaf.
+__device__ __forceinline__ float4 ln4(float4 v, float mean, float rstd, float4 g, float4 be) {
+  return make_float4(fmaf((v.x - mean) * rstd, g.x, be.x), fmaf((v.y - mean) * rstd, g.y, be.y),
+                     fmaf((v.z - mean) * rstd, g.z, be.z), fmaf((v.w - mean) * rstd, g.w, be.w));
+}
 
 }  // namespace vit

@@ -7,14 +7,7 @@
 #include "common/common.h"
 #include "common/cuda_check.h"
 #include "transformer/kernels.cuh"
-#ifndef VIT_EMULATE
-#include <map>
-#include <mutex>
-#include <tuple>
-
-#include "kernels/gemm/sm90_engine.h"  // the 3xTF32 flow's GEMMs
-namespace eng = mlp::gemm::sm90;
-#endif
+namespace eng = mlp::gemm::sm90;  // the 3xTF32 flow's GEMMs (forward.h includes the engine)
 
 using namespace vit;
 
@@ -102,8 +95,8 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
 VitForward::~VitForward() {
   for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_, a2_, heads2_, u2_, wsplit_})
     if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
-  for (auto& kv : ws_)
-    if (kv.second.first) cudaFree(kv.second.first);
+  for (auto& kv : engine_plans_)
+    if (kv.second.workspace) cudaFree(kv.second.workspace);
 }
 
 GemmArgs VitForward::args_for(GemmOp op, int layer, int M, float* ln_out) const {
@@ -158,14 +151,13 @@ void VitForward::set_engine(GemmEngine e) {
   if (e == GemmEngine::kTf32x3 && cc_major_ < 8)
     throw UserError("--gemm tf32x3 needs TF32 tensor cores (compute capability 8.0 or later)");
   engine_ = e;
-  const char* mma = std::getenv("VIT_TF32X3_MMA");
 #ifdef VIT_EMULATE
   const char* emu = std::getenv("VIT_EMU_SPLIT3");
   split_flow_ = e == GemmEngine::kTf32x3 && emu && !std::strcmp(emu, "1");
 #else
+  const char* mma = std::getenv("VIT_TF32X3_MMA");
   split_flow_ = e == GemmEngine::kTf32x3 && eng::compiled() && cc_ == 90 && !(mma && !std::strcmp(mma, "1"));
 #endif
-  (void)mma;
   if (split_flow_ && !wsplit_) make_split_weights();
 }
 
@@ -201,18 +193,32 @@ void VitForward::make_split_weights() {
 
 #ifndef VIT_EMULATE
 namespace {
-// The engine's plan of a 3xTF32 problem shape on `sms` SMs (it depends on nothing else), computed once.
-const eng::Plan& split_plan(const eng::Problem& p, int sms) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, int, int, int>, eng::Plan> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(p.M, p.N, p.K, (int)p.epi, sms);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, eng::plan(p, sms)).first;
-  return it->second;
+// The engine's 3xTF32 problem of a spec at M rows (K-major parts, ld 2K).
+eng::Problem engine_problem(const VitForward::SplitSpec& sp, int M) {
+  eng::Problem p{};
+  p.prec = mlp::Precision::TF32;
+  p.M = M, p.N = sp.N, p.K = sp.K;
+  p.a = {sp.A, 2LL * sp.K, eng::Major::K};
+  p.b = {sp.B, 2LL * sp.K, eng::Major::K};
+  p.split3 = true;
+  p.epi = sp.epi == 0 ? eng::Epilogue::Bias : sp.epi == 1 ? eng::Epilogue::BiasResidual : eng::Epilogue::BiasGeluSplit;
+  p.C = sp.C, p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
+  return p;
 }
 }  // namespace
 #endif
+
+VitForward::SplitSpec VitForward::split_spec(GemmOp op, int layer) const {
+  const LayerW& w = lw_[layer];
+  const SplitW& sw = sw_[layer];
+  const int d = s_.d, m = s_.mlp;
+  switch (op) {
+    case GemmOp::kLnQkv: return {a2_, sw.qkv, w.qkv_b, nullptr, qkv_, 3 * d, d, 3 * d, 0};
+    case GemmOp::kAttnProj: return {heads2_, sw.proj, w.proj_b, xa_, xb_, d, d, d, 1};
+    case GemmOp::kLnFc1Gelu: return {a2_, sw.fc1, w.fc1_b, nullptr, u2_, m, d, 2 * m, 2};
+    default: return {u2_, sw.fc2, w.fc2_b, xb_, xa_, d, m, d, 1};
+  }
+}
 
 void VitForward::prepare(int batch) {
   if (!split_flow_) return;
@@ -222,46 +228,26 @@ void VitForward::prepare(int batch) {
 // One GEMM of the 3xTF32 flow: A's and the weight's parts through the engine's 3xTF32 product and the
 // operation's epilogue. launch false (prepare): only the plan and the workspace.
 void VitForward::split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch) {
-  const VitShape& s = s_;
-  const LayerW& w = lw_[layer];
-  const SplitW& sw = sw_[layer];
-  const int d = s.d, m = s.mlp;
-  struct Spec {
-    const float *A, *B, *bias, *R;
-    float* C;
-    int N, K, ldc, epi;  // epi: 0 bias, 1 residual, 2 GELU split (split3_gemm_kernel's codes)
-  } sp;
-  switch (op) {
-    case GemmOp::kLnQkv: sp = {a2_, sw.qkv, w.qkv_b, nullptr, qkv_, 3 * d, d, 3 * d, 0}; break;
-    case GemmOp::kAttnProj: sp = {heads2_, sw.proj, w.proj_b, xa_, xb_, d, d, d, 1}; break;
-    case GemmOp::kLnFc1Gelu: sp = {a2_, sw.fc1, w.fc1_b, nullptr, u2_, m, d, 2 * m, 2}; break;
-    default: sp = {u2_, sw.fc2, w.fc2_b, xb_, xa_, d, m, d, 1}; break;
-  }
+  const SplitSpec sp = split_spec(op, layer);
 #ifndef VIT_EMULATE
-  eng::Problem p{};
-  p.prec = mlp::Precision::TF32;
-  p.M = M, p.N = sp.N, p.K = sp.K;
-  p.a = {sp.A, 2LL * sp.K, eng::Major::K};
-  p.b = {sp.B, 2LL * sp.K, eng::Major::K};
-  p.split3 = true;
-  p.epi = sp.epi == 0 ? eng::Epilogue::Bias : sp.epi == 1 ? eng::Epilogue::BiasResidual : eng::Epilogue::BiasGeluSplit;
-  p.C = sp.C, p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
-  const eng::Plan& pl = split_plan(p, sms_);
-  std::pair<void*, size_t>& ws = ws_[{(int)op, M}];
-  if (pl.workspace_bytes > ws.second) {
+  eng::Problem p = engine_problem(sp, M);
+  auto found = engine_plans_.find({(int)op, M});
+  if (found == engine_plans_.end()) {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (launch) CUDA_CHECK(cudaStreamIsCapturing(st, &cap));
     if (cap != cudaStreamCaptureStatusNone)
-      throw UserError("the GEMM engine's workspace would be allocated inside a graph capture: call VitForward::prepare first");
-    void* fresh = nullptr;
-    CUDA_CHECK(cudaMalloc(&fresh, pl.workspace_bytes));
-    CUDA_CHECK(cudaMemset(fresh, 0, pl.workspace_bytes));  // split-K's tickets start at zero
-    if (ws.first) CUDA_CHECK(cudaFree(ws.first));
-    ws = {fresh, pl.workspace_bytes};
+      throw UserError("the GEMM engine's plan would be made inside a graph capture: call VitForward::prepare first");
+    EnginePlan ep;
+    ep.plan = eng::plan(p, sms_);
+    if (ep.plan.workspace_bytes) {
+      CUDA_CHECK(cudaMalloc(&ep.workspace, ep.plan.workspace_bytes));
+      CUDA_CHECK(cudaMemset(ep.workspace, 0, ep.plan.workspace_bytes));  // split-K's tickets start at zero
+    }
+    found = engine_plans_.emplace(std::make_pair((int)op, M), ep).first;
   }
   if (!launch) return;
-  p.workspace = ws.first, p.workspace_size = ws.second;
-  eng::launch(p, pl, st);
+  p.workspace = found->second.workspace, p.workspace_size = found->second.plan.workspace_bytes;
+  eng::launch(p, found->second.plan, st);
 #else
   if (!launch) return;
   const size_t n = (size_t)M * sp.N;
@@ -272,9 +258,10 @@ void VitForward::split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool l
 }
 
 // A layer of the 3xTF32 flow (set_engine says when it runs): LayerNorm as its own kernel, the
-// GEMMs on the engine with their epilogues. join_taps: the checks read mlp_hidden(), which this flow
-// keeps only split; its hi + lo are joined into it (the value fc2 multiplies, within the tensor
-// cores' reading of each part).
+// GEMMs on the engine with their epilogues. join_taps: the checks read heads() and mlp_hidden(),
+// which this flow keeps only split: the attention then writes its float32 heads too, and the MLP
+// hidden's hi + lo are joined into mlp_hidden() (the value fc2 multiplies, within the tensor cores'
+// reading of each part).
 void VitForward::enqueue_layer_split(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps) {
   const VitShape& s = s_;
   const int M = batch * s.tokens;
@@ -303,14 +290,9 @@ std::string VitForward::tile_plan(int batch) const {
   if (split_flow_) {
 #ifndef VIT_EMULATE
     std::string out = "tf32x3 on the wgmma engine (3xTF32 operands, LayerNorm its own kernel):";
-    const int M = batch * s_.tokens, d = s_.d, m = s_.mlp;
-    const int n[kGemmOps] = {3 * d, d, m, d}, k[kGemmOps] = {d, d, d, m};
-    for (int w = 0; w < kGemmOps; ++w) {
-      eng::Problem p{};
-      p.prec = mlp::Precision::TF32, p.M = M, p.N = n[w], p.K = k[w], p.split3 = true;
-      p.epi = w == 0 ? eng::Epilogue::Bias : w == 2 ? eng::Epilogue::BiasGeluSplit : eng::Epilogue::BiasResidual;
-      out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" + split_plan(p, sms_).describe;
-    }
+    for (int w = 0; w < kGemmOps; ++w)
+      out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" +
+             eng::plan(engine_problem(split_spec((GemmOp)w, 0), batch * s_.tokens), sms_).describe;
     return out;
 #else
     return "tf32x3, the 3xTF32 flow: ln1+qkv=split3_gemm_kernel (emulated engine), attn-proj+residual=split3_gemm_kernel, "

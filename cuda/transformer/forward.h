@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm/sm90_engine.h"  // the 3xTF32 flow's plans
 #include "transformer/gemm.h"
 #include "transformer/model.h"
 
@@ -62,6 +63,13 @@ class VitForward {
   // The engine's plans and workspace for `batch` (the 3xTF32 flow; a no-op otherwise): enqueue does
   // this itself, outside a stream capture; ForwardGraph calls it before capturing.
   void prepare(int batch);
+  // GEMM `op` of `layer` in the 3xTF32 flow: its operands' parts ([rows × 2K] each), output, and epilogue.
+  struct SplitSpec {
+    const float *A, *B, *bias, *R;
+    float* C;
+    int N, K, ldc, epi;  // epi: 0 bias, 1 residual, 2 GELU split (split3_gemm_kernel's codes)
+  };
+  SplitSpec split_spec(GemmOp op, int layer) const;
 
   // The tile each GEMM runs with at `batch`: "fp32: ln1+qkv=128x128 (occupancy 2), ..." — tuned (below)
   // for the engine and batch when tune() ran, else the heuristic: the largest tile whose blocks fill
@@ -113,10 +121,14 @@ class VitForward {
     const float *qkv, *proj, *fc1, *fc2;  // [3d × 2d], [d × 2d], [m × 2d], [d × 2m]
   };
   std::vector<SplitW> sw_;
-  // The engine's workspace of each (operation, M): a plan's split-K tickets live in its own workspace
-  // (every launch leaves them zero, and another plan's partials would overwrite them), allocated and
-  // zeroed at the plan's first use, outside a capture.
-  std::map<std::pair<int, int>, std::pair<void*, size_t>> ws_;
+  // The engine's plan and workspace of each (operation, M), made at their first use outside a capture:
+  // a plan's split-K tickets live in its own workspace (every launch leaves them zero, and another
+  // plan's partials would overwrite them).
+  struct EnginePlan {
+    mlp::gemm::sm90::Plan plan;
+    void* workspace = nullptr;
+  };
+  std::map<std::pair<int, int>, EnginePlan> engine_plans_;
 };
 
 // A CUDA graph of one enqueue() at a batch: captured once, launched per timed forward.

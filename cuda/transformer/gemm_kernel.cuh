@@ -41,29 +41,13 @@ static_assert(TileBig::BM == kTileM[0] && TileBig::BN == kTileN[0] && TileMid::B
 // columns, the two passes in registers); rows past M get zeros. The caller synchronises after it.
 template <int BM, int NT>
 __device__ __forceinline__ void ln_row_stats(const GemmArgs& a, int m0, float* s_mean, float* s_rstd) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nv = a.K / 128;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int r = warp; r < BM; r += NT / 32) {
     const int m = m0 + r;
     float mean = 0.f, rstd = 0.f;
     if (m < a.M) {
-      const float* row = a.A + (size_t)m * a.K;
       float4 v[4];
-      float s = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (j < nv) {
-          v[j] = ld4(row + (j * 32 + lane) * 4);
-          s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
-        }
-      mean = warp_sum(s) / (float)a.K;
-      float q = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (j < nv) {
-          const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-          q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-        }
-      rstd = 1.0f / sqrtf(warp_sum(q) / (float)a.K + a.eps);
+      warp_ln_row(a.A + (size_t)m * a.K, a.K, a.eps, lane, v, mean, rstd);
     }
     if (lane == 0) { s_mean[r] = mean; s_rstd[r] = rstd; }
   }
@@ -72,11 +56,7 @@ __device__ __forceinline__ void ln_row_stats(const GemmArgs& a, int m0, float* s
 // The LayerNorm of four of row m's values at column k: (v − mean)·rstd·γ + β; the block of column 0
 // writes them to ln_out when it is set (each A element is staged once per block).
 __device__ __forceinline__ float4 ln_apply(const GemmArgs& a, float4 v, float mean, float rstd, int m, int k) {
-  const float4 g = ld4(a.gamma + k), be = ld4(a.beta + k);
-  v.x = fmaf((v.x - mean) * rstd, g.x, be.x);
-  v.y = fmaf((v.y - mean) * rstd, g.y, be.y);
-  v.z = fmaf((v.z - mean) * rstd, g.z, be.z);
-  v.w = fmaf((v.w - mean) * rstd, g.w, be.w);
+  v = ln4(v, mean, rstd, ld4(a.gamma + k), ld4(a.beta + k));
   if (a.ln_out && blockIdx.x == 0) st4(a.ln_out + (size_t)m * a.K + k, v);
   return v;
 }

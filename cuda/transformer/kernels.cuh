@@ -202,30 +202,17 @@ __global__ void __launch_bounds__(kLnSplitThreads) ln_split_kernel(const float* 
                                                                    float* __restrict__ ln_out, int M, int d, float eps) {
   const int row = blockIdx.x * (kLnSplitThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32, nv = d / 128;
   if (row >= M) return;  // whole warps leave together
-  const float* xr = x + (size_t)row * d;
   float4 v[4];
-  float s = 0.f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (j < nv) { v[j] = ld4(xr + (j * 32 + lane) * 4); s += (v[j].x + v[j].y) + (v[j].z + v[j].w); }
-  const float mean = warp_sum(s) / (float)d;
-  float q = 0.f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (j < nv) {
-      const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-      q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-    }
-  const float rstd = 1.0f / sqrtf(warp_sum(q) / (float)d + eps);
+  float mean, rstd;
+  warp_ln_row(x + (size_t)row * d, d, eps, lane, v, mean, rstd);
   float* hi_row = a2 + (size_t)row * 2 * d;
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     if (j < nv) {
       const int c = (j * 32 + lane) * 4;
-      const float4 g = ld4(gamma + c), be = ld4(beta + c);
-      const float y[4] = {fmaf((v[j].x - mean) * rstd, g.x, be.x), fmaf((v[j].y - mean) * rstd, g.y, be.y),
-                          fmaf((v[j].z - mean) * rstd, g.z, be.z), fmaf((v[j].w - mean) * rstd, g.w, be.w)};
-      if (ln_out) st4(ln_out + (size_t)row * d + c, make_float4(y[0], y[1], y[2], y[3]));
+      const float4 yv = ln4(v[j], mean, rstd, ld4(gamma + c), ld4(beta + c));
+      if (ln_out) st4(ln_out + (size_t)row * d + c, yv);
+      const float y[4] = {yv.x, yv.y, yv.z, yv.w};
       float hi[4], lo[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) mlp::split_tf32(y[e], &hi[e], &lo[e]);
@@ -281,31 +268,14 @@ __global__ void __launch_bounds__(kPoolThreads) final_ln_pool_kernel(const float
 #pragma unroll
   for (int j = 0; j < 4; ++j) sum[j] = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int t = warp; t < T; t += kPoolThreads / 32) {
-    const float* row = x + ((size_t)b * T + t) * d;
     float4 v[4];
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (j < nv) { v[j] = ld4(row + (j * 32 + lane) * 4); s += (v[j].x + v[j].y) + (v[j].z + v[j].w); }
-    const float mean = warp_sum(s) / (float)d;
-    float q = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (j < nv) {
-        const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-        q += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-      }
-    const float rstd = 1.0f / sqrtf(warp_sum(q) / (float)d + eps);
+    float mean, rstd;
+    warp_ln_row(x + ((size_t)b * T + t) * d, d, eps, lane, v, mean, rstd);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (j < nv) {
         const int c = (j * 32 + lane) * 4;
-        const float4 g = ld4(gamma + c), be = ld4(beta + c);
-        float4 y;
-        y.x = fmaf((v[j].x - mean) * rstd, g.x, be.x);
-        y.y = fmaf((v[j].y - mean) * rstd, g.y, be.y);
-        y.z = fmaf((v[j].z - mean) * rstd, g.z, be.z);
-        y.w = fmaf((v[j].w - mean) * rstd, g.w, be.w);
+        const float4 y = ln4(v[j], mean, rstd, ld4(gamma + c), ld4(beta + c));
         if (ln_out) st4(ln_out + ((size_t)b * T + t) * d + c, y);
         sum[j].x += y.x; sum[j].y += y.y; sum[j].z += y.z; sum[j].w += y.w;
       }
