@@ -14,6 +14,7 @@ whose message holds those lines (the CLI and the invoke tasks exit 2 with them).
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -191,10 +192,16 @@ def forward_flop(s: Shape) -> int:
 
 
 # The kernels of one forward (cuda/transformer/kernels.cuh, gemm_kernel.cuh): an nsys name's marker ->
-# (operation, launches per forward as a function of the layers).
+# its operation. The GEMM engine's kernels (cuda/kernels/gemm/, the 3xTF32 flow) are named by their
+# epilogue, `(mlp::gemm::sm90::Epilogue)N` with N the value in sm90_engine.h's `enum class Epilogue`
+# (tests/test_transformer_config.py reads the enum): the projection and fc2 share BiasResidual, so
+# their launches share one nsys row, whose costs are the two operations' mean.
 KERNEL_OPS = (("patch_embed_kernel", "patch-embed"), ("LnQkv", "ln1+qkv"), ("attention_kernel", "attention"),
               ("AttnProjResidual", "attn-proj+residual"), ("LnFc1Gelu", "ln2+fc1+gelu"),
-              ("Fc2Residual", "fc2+residual"), ("final_ln_pool_kernel", "final-ln+pool"), ("head_kernel", "head"))
+              ("Fc2Residual", "fc2+residual"), ("final_ln_pool_kernel", "final-ln+pool"), ("head_kernel", "head"),
+              ("ln_split_kernel", "layernorm"), ("join_split_kernel", "join-split (checks' taps)"))
+ENGINE_EPILOGUE_OPS = {"Bias": "qkv", "BiasResidual": "attn-proj|fc2+residual", "BiasGeluSplit": "fc1+gelu"}
+ENGINE_EPILOGUES = ("Store", "BiasRelu", "Momentum", "Bias", "BiasResidual", "BiasGeluSplit")  # enum order
 
 
 def kernel_op(name: str) -> str | None:
@@ -202,6 +209,9 @@ def kernel_op(name: str) -> str | None:
     for marker, op in KERNEL_OPS:
         if marker in name:
             return op
+    m = re.search(r"k_sm90_gemm<.*\(mlp::gemm::sm90::Epilogue\)(\d+)>", name)
+    if m and int(m.group(1)) < len(ENGINE_EPILOGUES):
+        return ENGINE_EPILOGUE_OPS.get(ENGINE_EPILOGUES[int(m.group(1))])
     return None
 
 
@@ -210,7 +220,7 @@ def op_costs(s: Shape) -> dict[str, dict]:
     at least (its float32 activations in and out once; the weights, read from L2, left out)."""
     t, d, m, pd = s.tokens, s.d, s.mlp, s.patch_dim
     f = 4  # bytes per float
-    return {
+    costs = {
         "patch-embed": {"flop": 2 * t * pd * d, "bytes": f * (s.image ** 2 + t * d)},
         "ln1+qkv": {"flop": 2 * t * d * 3 * d, "bytes": f * (t * d + 3 * t * d)},
         "attention": {"flop": 4 * s.heads * t * t * s.head_dim, "bytes": f * (3 * t * d + t * d)},
@@ -218,8 +228,15 @@ def op_costs(s: Shape) -> dict[str, dict]:
         "ln2+fc1+gelu": {"flop": 2 * t * d * m, "bytes": f * (t * d + t * m)},
         "fc2+residual": {"flop": 2 * t * m * d, "bytes": f * (t * m + 2 * t * d)},
         "final-ln+pool": {"flop": 0, "bytes": f * (t * d + d)},
+        "layernorm": {"flop": 0, "bytes": f * 2 * t * d},
         "head": {"flop": 2 * d * s.classes, "bytes": f * (d + s.classes)},
     }
+    # The engine's rows (the 3xTF32 flow: LayerNorm its own kernel; model FLOP, not the 3 products').
+    costs["qkv"] = {"flop": costs["ln1+qkv"]["flop"], "bytes": costs["ln1+qkv"]["bytes"]}
+    costs["fc1+gelu"] = {"flop": costs["ln2+fc1+gelu"]["flop"], "bytes": costs["ln2+fc1+gelu"]["bytes"]}
+    costs["attn-proj|fc2+residual"] = {k: (costs["attn-proj+residual"][k] + costs["fc2+residual"][k]) / 2
+                                       for k in ("flop", "bytes")}
+    return costs
 
 
 def main(argv=None) -> int:

@@ -111,3 +111,28 @@ def test_the_weight_layout_flop_and_kernel_support_agree(tmp_path):
     want = kernel_support(shape(load_config(path)))
     assert len(want) == 3 and got["unsupported"] == "; ".join(want)
     assert got["layout"]["tensors"] == layout_table(shape(load_config(path)))
+
+
+def test_engine_epilogue_names_follow_the_enum():
+    """spec/transformer.py names the engine's kernels by the value of `enum class Epilogue` in
+    sm90_engine.h: its order there must be ENGINE_EPILOGUES'."""
+    import re
+    from spec.transformer import ENGINE_EPILOGUES
+    src = (ROOT / "cuda/kernels/gemm/sm90_engine.h").read_text()
+    body = re.search(r"enum class Epilogue \{(.*?)\};", src, re.S).group(1)
+    names = re.findall(r"^\s*([A-Z]\w*),", re.sub(r"//[^\n]*", "", body), re.M)
+    assert tuple(names) == ENGINE_EPILOGUES
+
+
+def test_every_kernel_of_a_measured_forward_has_its_operation():
+    """The kernel names of run T5's nsys summary (the 3xTF32 flow on the engine) each map to an
+    operation with costs; an unknown name maps to None."""
+    import csv
+    from spec.transformer import kernel_op, load_config, op_costs, shape
+    path = ROOT / "results/experiments/transformer_t5/device_run/profile/transformer_cuda_gpu_kern_sum.csv"
+    names = [r["Name"] for r in csv.DictReader(path.open())]
+    costs = op_costs(shape(load_config(ROOT / "transformer.toml")))
+    ops = {n: kernel_op(n) for n in names}
+    assert all(op in costs for op in ops.values()), ops
+    assert {"qkv", "fc1+gelu", "attn-proj|fc2+residual", "layernorm", "attention"} <= set(ops.values())
+    assert kernel_op("void other_kernel<(mlp::gemm::sm90::Epilogue)9>()") is None
