@@ -199,9 +199,11 @@ def forward_flop(s: Shape) -> int:
 KERNEL_OPS = (("patch_embed_kernel", "patch-embed"), ("LnQkv", "ln1+qkv"), ("attention_kernel", "attention"),
               ("AttnProjResidual", "attn-proj+residual"), ("LnFc1Gelu", "ln2+fc1+gelu"),
               ("Fc2Residual", "fc2+residual"), ("final_ln_pool_kernel", "final-ln+pool"), ("head_kernel", "head"),
-              ("ln_split_kernel", "layernorm"), ("join_split_kernel", "join-split (checks' taps)"))
-ENGINE_EPILOGUE_OPS = {"Bias": "qkv", "BiasResidual": "attn-proj|fc2+residual", "BiasGeluSplit": "fc1+gelu"}
-ENGINE_EPILOGUES = ("Store", "BiasRelu", "Momentum", "Bias", "BiasResidual", "BiasGeluSplit")  # enum order
+              ("ln_split_kernel", "layernorm"), ("ln_operand_kernel", "layernorm"),
+              ("join_split_kernel", "join (checks' taps)"), ("join_operand_kernel", "join (checks' taps)"))
+ENGINE_EPILOGUE_OPS = {"Bias": "qkv", "BiasResidual": "attn-proj|fc2+residual", "BiasGeluSplit": "fc1+gelu",
+                       "BiasGeluBf16": "fc1+gelu"}
+ENGINE_EPILOGUES = ("Store", "BiasRelu", "Momentum", "Bias", "BiasResidual", "BiasGeluSplit", "BiasGeluBf16")  # enum order
 
 
 def kernel_op(name: str) -> str | None:

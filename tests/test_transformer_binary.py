@@ -92,6 +92,39 @@ def test_emulated_split3_flow_passes_every_check(emu, tmp_path):
 
 
 @pytest.mark.slow
+def test_emulated_bf16_flow_passes_every_check_at_its_bounds(emu, tmp_path):
+    """bf16's flow: LayerNorm and the attention write bfloat16 operands, the weights transposed to
+    bfloat16 once, bf16_gemm_kernel in the wgmma engine's place (the emulation has no engine) with the
+    three epilogues (bias; residual; GELU written as bfloat16). Every check passes at bfloat16's
+    bounds: the GEMM rows' limits carry the operands' rounding (2*2^-8 of the |.|-scale and more), the
+    others keep float32's; the JSON names the precision."""
+    out, out32 = tmp_path / "check.json", tmp_path / "check32.json"
+    args = ("--random", "7", "--layer-batch", "3", "--logits-batch", "3")
+    res = _run(emu, "check", *args, "--gemm", "bf16", "--out", out, env={"VIT_EMU_SMS": "2"})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    res32 = _run(emu, "check", *args, "--gemm", "fp32", "--out", out32, env={"VIT_EMU_SMS": "2"})
+    assert res32.returncode == 0, res32.stdout[-3000:] + res32.stderr
+    doc, doc32 = json.loads(out.read_text()), json.loads(out32.read_text())
+    assert doc["passed"] and doc["gemm"] == "bf16" and doc["precision"] == "bf16" and doc["u_operands"] == 2.0 ** -8
+    assert doc32["precision"] == "fp32" and doc32["u_operands"] == 0
+    limits = {(r["name"], r["measure"]): r["limit"] for r in doc["checks"]}
+    limits32 = {(r["name"], r["measure"]): r["limit"] for r in doc32["checks"]}
+    gemm_rows = {"L1.q", "L1.k", "L1.v", "L1.attn_out", "L1.mlp_hidden", "L1.mlp_out"}
+    for (name, measure), lim in limits.items():
+        if name in gemm_rows:
+            assert lim > 2 * 2.0 ** -8 if measure == "worst" else lim > 4 * 2 ** 0.5 * 2.0 ** -8, (name, measure, lim)
+        elif "(images)" not in name:
+            assert lim == limits32[(name, measure)], (name, measure)
+    gemm_values = [r["value"] for r in doc["checks"] if r["name"] in gemm_rows]
+    assert max(gemm_values) > 1e-4, "bfloat16's rounding must show in the GEMM rows (else the operands were not rounded)"
+    res = _run(emu, "time", "--random", "7", "--gemm", "bf16", "--batches", "2", "--warmup", "1", "--repeats", "2",
+               "--out", tmp_path / "time.json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads((tmp_path / "time.json").read_text())["timing"]["rows"]
+    assert rows[0]["engine"] == "bf16" and "bfloat16 flow" in rows[0]["tiles"] and "bf16_gemm_kernel" in rows[0]["tiles"]
+
+
+@pytest.mark.slow
 def test_emulated_timing_and_graph(emu, tmp_path):
     out = tmp_path / "time.json"
     res = _run(emu, "time", "--random", "7", "--batches", "1,2", "--warmup", "1", "--repeats", "2", "--out", out)
@@ -108,13 +141,39 @@ def test_emulated_timing_and_graph(emu, tmp_path):
 # 2^-11 of an operand, far past float32's bounds.
 SPLIT3_MUTANTS = {
     "the GEMM's corrections dropped": ("  const float acc = big + small;", "  const float acc = big + 0.f * small;"),
-    "LayerNorm's lo part zero": ("      st4(hi_row + d + c, make_float4(lo[0], lo[1], lo[2], lo[3]));",
-                                 "      st4(hi_row + d + c, make_float4(0.f, 0.f, 0.f, 0.f));"),
+    "LayerNorm's lo part zero": ("    st4(hi_row + K + c, make_float4(lo[0], lo[1], lo[2], lo[3]));",
+                                 "    st4(hi_row + K + c, make_float4(0.f, 0.f, 0.f, 0.f));"),
     "the attention's lo part zero": (
-        "      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);",
-        "      if (split) { mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);"
-        " split[row * 2 * d + d + h * kHeadDim + lane] = 0.f; }"),
+        "    mlp::split_tf32(y, &a[c], &a[K + c]);",
+        "    mlp::split_tf32(y, &a[c], &a[K + c]); a[K + c] = 0.f;"),
 }
+
+
+# Broken copies of the bfloat16 flow's kernels, each of which the checks must fail under the emulation.
+BF16_MUTANTS = {
+    "the GEMM drops its last product": (
+        "  for (int k = 0; k < K; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);",
+        "  for (int k = 0; k < K - 1; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);"),
+    "the attention's operand columns swapped in pairs": (
+        "    static_cast<__nv_bfloat16*>(out)[row * K + c] = __float2bfloat16_rn(y);",
+        "    static_cast<__nv_bfloat16*>(out)[row * K + (c ^ 1)] = __float2bfloat16_rn(y);"),
+    "LayerNorm's operand halves swapped": (
+        "    *at = make_float2(__uint_as_float(bf16_bits(yv.x) | bf16_bits(yv.y) << 16),",
+        "    *at = make_float2(__uint_as_float(bf16_bits(yv.y) | bf16_bits(yv.x) << 16),"),
+    "GELU's bias dropped": (
+        "  else static_cast<__nv_bfloat16*>(C)[at] = __float2bfloat16_rn(gelu_erf(acc + bias[n]));",
+        "  else static_cast<__nv_bfloat16*>(C)[at] = __float2bfloat16_rn(gelu_erf(acc));"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", list(BF16_MUTANTS))
+def test_the_checks_catch_a_broken_bf16_flow(tmp_path, what):
+    old, new = BF16_MUTANTS[what]
+    assert_broken_copy_fails(tmp_path, "vit_forward_emu", "VIT_EMU_INCLUDES", what, "transformer/kernels.cuh", old, new,
+                             args=("check", "--random", "7", "--gemm", "bf16", "--layer-batch", "3", "--logits-batch", "3",
+                                   "--data", str(ROOT / "data"), "--config", str(ROOT / "transformer.toml")),
+                             env={"VIT_EMU_SMS": "2"})
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "transformer/forward.h"
+#include "transformer/error_scale.h"  // OperandRounding
 #include "transformer/reference.h"
 
 struct CheckRow {
@@ -34,7 +35,11 @@ struct CheckReport {
   double ref_seconds = 0;
 };
 
-// Runs everything on the device of `f` (whose max_batch covers the batches) and the CPU reference
+// The rounding of an engine's GEMM operands (error_scale.h): bfloat16's for bf16, none for fp32 and
+// tf32x3 (float32-accurate products).
+OperandRounding operand_rounding(GemmEngine e);
+
+// Runs everything on the device of `f` (its engine's bounds: operand_rounding) (whose max_batch covers the batches) and the CPU reference
 // (OpenMP over images); prints the table to stdout.
 CheckReport run_checks(VitForward& f, const CheckInputs& in);
 

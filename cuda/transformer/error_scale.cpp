@@ -125,10 +125,21 @@ LocalBound local_layernorm(const std::vector<double>& x, int rows, int n, const 
   return b;
 }
 
+double OperandRounding::worst_extra(bool rounded_out) const {
+  const double u_op = rel / 16777216.0;  // in absolute terms
+  return rel > 0 ? (2 * u_op + u_op * u_op) * 16777216.0 + (rounded_out ? rel : 0.0) : 0.0;
+}
+
+double OperandRounding::var_extra(bool rounded_out) const { return rel * rel * (rounded_out ? 3.0 : 2.0); }
+
 LocalBound local_linear(const std::vector<double>& x, int rows, int in, const double* W, const double* b, int out,
-                        const std::vector<double>* residual, bool gelu) {
+                        const std::vector<double>* residual, bool gelu, OperandRounding op) {
   LocalBound r;
   r.depth = in + (residual ? 2 : 1);
+  if (op.rel > 0) {
+    r.var_depth = r.depth + op.var_extra(gelu);
+    r.depth += op.worst_extra(gelu);
+  }
   r.ref.resize((size_t)rows * out);
   ref_linear(x.data(), rows, in, W, b, out, r.ref.data());
   r.scale = abs_linear(x.data(), rows, in, W, b, out);
@@ -223,9 +234,10 @@ std::vector<double> root(std::vector<double> v) {
 
 }  // namespace
 
-void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r) {
+void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r, OperandRounding op) {
   const int T = s.tokens, d = s.d, m = s.mlp, H = s.heads, dh = s.head_dim;
   // Variances in units of u², rooted at the end of each tensor.
+  const double gx = op.var_extra(false);  // each GEMM's operands' rounding (0 at float32)
   const LocalBound e = local_embed(s, w, tr.patches);
   std::vector<double> vx = plus_own(std::vector<double>(e.scale.size(), 0.0), e.scale, e.depth);
   r.x0 = root(vx);
@@ -237,7 +249,7 @@ void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, Ima
     std::vector<double> v_ln1 = plus_own(ln_carry(L.x_in.data(), vx.data(), T, d, lw.ln1_w, s.eps64),
                                          ln_own(L.x_in.data(), T, d, lw.ln1_w, lw.ln1_b, s.eps64), d + 8.0);
     std::vector<double> v_qkv = plus_own(sq_linear(v_ln1.data(), T, d, lw.qkv_w, 3 * d),
-                                         abs_linear(L.ln1.data(), T, d, lw.qkv_w, lw.qkv_b, 3 * d), d + 1.0);
+                                         abs_linear(L.ln1.data(), T, d, lw.qkv_w, lw.qkv_b, 3 * d), d + 1.0 + gx);
     // scores, weights and heads, head by head
     const double c = 1.0 / std::sqrt((double)dh);
     const std::vector<double> ls = scores_own(s, L.qkv.data());
@@ -275,12 +287,12 @@ void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, Ima
       }
     std::vector<double> own_attn = abs_linear(L.heads.data(), T, d, lw.proj_w, lw.proj_b, d);
     for (size_t i = 0; i < own_attn.size(); ++i) own_attn[i] += std::fabs(L.x_in[i]);
-    std::vector<double> v_attn = plus_own(sq_linear(v_o.data(), T, d, lw.proj_w, d), own_attn, d + 2.0);
+    std::vector<double> v_attn = plus_own(sq_linear(v_o.data(), T, d, lw.proj_w, d), own_attn, d + 2.0 + gx);
     for (size_t i = 0; i < v_attn.size(); ++i) v_attn[i] += vx[i];
     std::vector<double> v_ln2 = plus_own(ln_carry(L.x_attn.data(), v_attn.data(), T, d, lw.ln2_w, s.eps64),
                                          ln_own(L.x_attn.data(), T, d, lw.ln2_w, lw.ln2_b, s.eps64), d + 8.0);
     std::vector<double> v_fc1 = plus_own(sq_linear(v_ln2.data(), T, d, lw.fc1_w, m),
-                                         abs_linear(L.ln2.data(), T, d, lw.fc1_w, lw.fc1_b, m), d + 1.0);
+                                         abs_linear(L.ln2.data(), T, d, lw.fc1_w, lw.fc1_b, m), d + 1.0 + gx);
     std::vector<double> v_u(v_fc1.size());
     for (size_t i = 0; i < v_u.size(); ++i) {
       const double g = ref_gelu_slope(L.fc1[i]);
@@ -288,7 +300,7 @@ void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, Ima
     }
     std::vector<double> own_out = abs_linear(L.u.data(), T, m, lw.fc2_w, lw.fc2_b, d);
     for (size_t i = 0; i < own_out.size(); ++i) own_out[i] += std::fabs(L.x_attn[i]);
-    std::vector<double> v_out = plus_own(sq_linear(v_u.data(), T, m, lw.fc2_w, d), own_out, m + 2.0);
+    std::vector<double> v_out = plus_own(sq_linear(v_u.data(), T, m, lw.fc2_w, d), own_out, m + 2.0 + gx);
     for (size_t i = 0; i < v_out.size(); ++i) v_out[i] += v_attn[i];
     R.ln1 = root(v_ln1); R.qkv = root(v_qkv); R.scores = root(v_s); R.probs = root(v_p); R.heads = root(v_o);
     R.x_attn = root(v_attn); R.ln2 = root(v_ln2); R.fc1 = root(v_fc1); R.u = root(v_u); R.x_out = root(v_out);

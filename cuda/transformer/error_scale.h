@@ -16,6 +16,12 @@
 //      P·v                              D = T + 1      L = P·|v|
 //      mean over T tokens of a LayerNorm  D = max(n + 8, T + 1)   L = mean_t (L_LN + |y|)
 //    The embedding's pixels are exact (float32(p)/255 in both): D = Pd + 2, L = |P|·|Wpe|ᵀ + |bpe| + |pos|.
+//    A GEMM of the bf16 engine rounds both operands to bfloat16 (unit roundoff u_op = 2^-8) before its
+//    float32 products: each product x·w off by at most (2·u_op + u_op²)·|x·w|, so the linear rows'
+//    worst-case D gains ρ = (2·u_op + u_op²)/u, and fc1's GELU, written as bfloat16, u_op/u more;
+//    as independent zero-mean errors of standard deviation u_op each, their variance depth (the
+//    normwise limit's and part 2's) gains 2·(u_op/u)² (+ (u_op/u)² for GELU's output). A float32
+//    engine's u_op is 0: nothing changes.
 //
 // 2. The whole forward from the images (layer one's output, the logits). Carrying worst-case bounds
 //    through the layers multiplies them by |W| at every GEMM (the |W|-forward scale grows ~10x per
@@ -29,18 +35,30 @@
 
 #include "transformer/reference.h"
 
-// One operation's float64 value and |·|-scale on some rows, and its depth D.
+// One operation's float64 value and |·|-scale on some rows, and its depths: D for the worst case, and
+// the variance's (the normwise limit 4·√D_var·u), which differ only where operands are rounded.
 struct LocalBound {
   std::vector<double> ref, scale;
   double depth = 0;
+  double var_depth = 0;  // 0: the same as depth
+  double normwise_depth() const { return var_depth > 0 ? var_depth : depth; }
+};
+
+// The rounding of a GEMM's operands before its products, in units of float32's u (error_scale.h part 1):
+// 0 for the float32 engines (fp32, tf32x3: float32-accurate products), 2^16 for bf16 (u_op = 2^-8).
+struct OperandRounding {
+  double rel = 0;  // u_op / u
+  double worst_extra(bool rounded_out) const;  // ρ (+ u_op/u for an output rounded to the operands' form)
+  double var_extra(bool rounded_out) const;    // 2·(u_op/u)² (+ (u_op/u)²)
 };
 
 LocalBound local_embed(const VitShape& s, const RefWeights& w, const std::vector<double>& patches);
 LocalBound local_layernorm(const std::vector<double>& x, int rows, int n, const double* gamma, const double* beta,
                            double eps);
-// y = x·Wᵀ + b (+ r when r is not null), or GELU(x·Wᵀ + b) with `gelu`.
+// y = x·Wᵀ + b (+ r when r is not null), or GELU(x·Wᵀ + b) with `gelu`; `op`: the GEMM's operand
+// rounding (a GELU output then rounded likewise).
 LocalBound local_linear(const std::vector<double>& x, int rows, int in, const double* W, const double* b, int out,
-                        const std::vector<double>* residual = nullptr, bool gelu = false);
+                        const std::vector<double>* residual = nullptr, bool gelu = false, OperandRounding op = {});
 // One image's attention weights [H × T × T] from its qkv [T × 3d], and its heads [T × d] from given
 // weights [H × T × T] and that qkv's v.
 LocalBound local_attention_probs(const VitShape& s, const double* qkv);
@@ -57,6 +75,7 @@ struct ImageRms {
   std::vector<LayerRms> layers;
   std::vector<double> lnf, pooled, logits;
 };
-void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r);
+// `op`: the four GEMMs' operand rounding (the head's GEMM is float32 on every engine).
+void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r, OperandRounding op = {});
 
 constexpr double kNormwiseSigmas = 4, kWorstSigmas = 8;  // the end-to-end limits, in units of u·R

@@ -1,5 +1,7 @@
 #include "transformer/forward.h"
 
+#include <cuda_bf16.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -7,17 +9,21 @@
 #include "common/common.h"
 #include "common/cuda_check.h"
 #include "transformer/kernels.cuh"
-namespace eng = mlp::gemm::sm90;  // the 3xTF32 flow's GEMMs (forward.h includes the engine)
+namespace eng = mlp::gemm::sm90;  // the engine flows' GEMMs (forward.h includes the engine)
 
 using namespace vit;
 
 namespace {
 
-float* device_alloc(size_t floats, const char* what) {
-  float* p = nullptr;
-  cudaError_t err = cudaMalloc(&p, floats * sizeof(float));
+void* device_alloc_bytes(size_t bytes, const char* what) {
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes);
   if (err != cudaSuccess) throw_cuda(err, (std::string("cudaMalloc of ") + what).c_str(), __FILE__, __LINE__);
   return p;
+}
+
+float* device_alloc(size_t floats, const char* what) {
+  return static_cast<float*>(device_alloc_bytes(floats * sizeof(float), what));
 }
 
 }  // namespace
@@ -26,12 +32,18 @@ const char* tile_name(TileKind t) {
   return t == TileKind::kBig ? "128x128" : t == TileKind::kMid ? "64x128" : "64x64";
 }
 
-const char* engine_name(GemmEngine e) { return e == GemmEngine::kFp32 ? "fp32" : "tf32x3"; }
+const char* engine_name(GemmEngine e) {
+  return e == GemmEngine::kFp32 ? "fp32" : e == GemmEngine::kTf32x3 ? "tf32x3" : "bf16";
+}
+
+const char* engine_precision(GemmEngine e) { return e == GemmEngine::kBf16 ? "bf16" : "fp32"; }
 
 GemmEngine engine_of(const std::string& name) {
   if (name == "fp32") return GemmEngine::kFp32;
   if (name == "tf32x3") return GemmEngine::kTf32x3;
-  throw UserError("--gemm " + one_line(name) + ": want fp32 (CUDA-core FFMA) or tf32x3 (tensor cores, float32-accurate)");
+  if (name == "bf16") return GemmEngine::kBf16;
+  throw UserError("--gemm " + one_line(name) +
+                  ": want fp32 (CUDA-core FFMA), tf32x3 (tensor cores, float32-accurate) or bf16 (bfloat16 operands)");
 }
 
 void launch_gemm(GemmOp op, GemmEngine e, TileKind t, const GemmArgs& a, cudaStream_t st) {
@@ -65,7 +77,7 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
 #else
   cc_ = cc_major_ * 10;
 #endif
-  for (int e = 0; e < kGemmEngines; ++e)
+  for (int e = 0; e < kFusedEngines; ++e)
     for (int op = 0; op < kGemmOps; ++op) gemm_occupancy((GemmOp)op, (GemmEngine)e, occupancy_[e][op]);
   host_params_ = device_layout(s, file_params);
   const std::vector<float>& dev_params = host_params_;
@@ -93,8 +105,12 @@ VitForward::VitForward(const VitShape& s, const std::vector<float>& file_params,
 }
 
 VitForward::~VitForward() {
-  for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_, a2_, heads2_, u2_, wsplit_})
-    if (p) cudaFree(p);  // a destructor does not throw: a failed free at exit is not acted upon
+  // A destructor does not throw: a failed free at exit is not acted upon.
+  for (float* p : {params_, images_, xa_, xb_, qkv_, heads_, u_, pooled_, logits_})
+    if (p) cudaFree(p);
+  for (const Operands* o : {&split_, &bf16_})
+    for (void* p : {o->ln, o->heads, o->u, o->w})
+      if (p) cudaFree(p);
   for (auto& kv : engine_plans_)
     if (kv.second.workspace) cudaFree(kv.second.workspace);
 }
@@ -153,151 +169,210 @@ void VitForward::set_engine(GemmEngine e) {
   engine_ = e;
 #ifdef VIT_EMULATE
   const char* emu = std::getenv("VIT_EMU_SPLIT3");
-  split_flow_ = e == GemmEngine::kTf32x3 && emu && !std::strcmp(emu, "1");
+  const bool split = e == GemmEngine::kTf32x3 && emu && !std::strcmp(emu, "1");
 #else
   const char* mma = std::getenv("VIT_TF32X3_MMA");
-  split_flow_ = e == GemmEngine::kTf32x3 && eng::compiled() && cc_ == 90 && !(mma && !std::strcmp(mma, "1"));
+  const bool split = e == GemmEngine::kTf32x3 && eng::compiled() && cc_ == 90 && !(mma && !std::strcmp(mma, "1"));
 #endif
-  if (split_flow_ && !wsplit_) make_split_weights();
+  flow_ = e == GemmEngine::kBf16 ? Flow::kBf16 : split ? Flow::kSplitTf32 : Flow::kFused;
+  if (flow_ != Flow::kFused && !operands().w) make_operand_buffers(flow_);
 }
 
-// The weights' TF32 parts for the 3xTF32 flow, each Linear weight W [K × N] (device layout) as
-// Bt [N × 2K]: Bt[n][k] = hi(W[k][n]), Bt[n][K + k] = lo(W[k][n]); and the split activations.
-void VitForward::make_split_weights() {
+bool VitForward::on_wgmma_engine() const {
+#ifdef VIT_EMULATE
+  return false;
+#else
+  return flow_ == Flow::kSplitTf32 || (flow_ == Flow::kBf16 && eng::compiled() && cc_ == 90);
+#endif
+}
+
+// The weights and activations of an engine flow, in its operand form: each Linear weight W [K × N]
+// (device layout) as Bt [N × K] values, K-major (the 3xTF32 parts: Bt[n][k] = hi(W[k][n]),
+// Bt[n][K + k] = lo(W[k][n]); bfloat16: Bt[n][k] = W[k][n] rounded to nearest even).
+void VitForward::make_operand_buffers(Flow flow) {
   const VitShape& s = s_;
   const int d = s.d, m = s.mlp;
-  const size_t per_layer = (size_t)3 * d * 2 * d + (size_t)d * 2 * d + (size_t)m * 2 * d + (size_t)d * 2 * m;
-  std::vector<float> host(per_layer * s.layers);
+  const bool split = flow == Flow::kSplitTf32;
+  const size_t vals = split ? 2 : 1, elem = split ? sizeof(float) : sizeof(__nv_bfloat16), per_value = vals * elem;
+  const size_t per_layer = (size_t)3 * d * d + (size_t)d * d + (size_t)m * d + (size_t)d * m;  // values
+  std::vector<float> hs(split ? per_layer * s.layers * 2 : 0);
+  std::vector<__nv_bfloat16> hb(split ? 0 : per_layer * s.layers);
   const auto layout = weight_layout(s);
-  auto put = [&](size_t at, const std::string& name, int K, int N) {
+  auto put = [&](size_t at, const std::string& name, int K, int N) {  // at: in values
     const float* W = host_params_.data() + tensor(layout, name).offset;
     for (int k = 0; k < K; ++k)
-      for (int n = 0; n < N; ++n) mlp::split_tf32(W[(size_t)k * N + n], &host[at + (size_t)n * 2 * K + k], &host[at + (size_t)n * 2 * K + K + k]);
-    return at + (size_t)N * 2 * K;
+      for (int n = 0; n < N; ++n) {
+        const float w = W[(size_t)k * N + n];
+        if (split) mlp::split_tf32(w, &hs[2 * at + (size_t)n * 2 * K + k], &hs[2 * at + (size_t)n * 2 * K + K + k]);
+        else hb[at + (size_t)n * K + k] = __float2bfloat16_rn(w);
+      }
+    return at + (size_t)N * K;
   };
-  wsplit_ = device_alloc(host.size(), "the weights' TF32 parts");
-  sw_.clear();
+  Operands& o = split ? split_ : bf16_;
+  o.w = device_alloc_bytes(per_layer * s.layers * per_value, split ? "the weights' TF32 parts" : "the weights in bfloat16");
+  char* base = static_cast<char*>(o.w);
+  o.layers.clear();
   for (int l = 0; l < s.layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
-    const size_t base = per_layer * l, o_proj = put(base, p + "attn.qkv.weight", d, 3 * d),
-                 o_fc1 = put(o_proj, p + "attn.proj.weight", d, d), o_fc2 = put(o_fc1, p + "mlp.fc1.weight", d, m);
-    put(o_fc2, p + "mlp.fc2.weight", m, d);
-    sw_.push_back({wsplit_ + base, wsplit_ + o_proj, wsplit_ + o_fc1, wsplit_ + o_fc2});
+    const size_t b0 = per_layer * l, b1 = put(b0, p + "attn.qkv.weight", d, 3 * d), b2 = put(b1, p + "attn.proj.weight", d, d),
+                 b3 = put(b2, p + "mlp.fc1.weight", d, m);
+    put(b3, p + "mlp.fc2.weight", m, d);
+    o.layers.push_back({base + b0 * per_value, base + b1 * per_value, base + b2 * per_value, base + b3 * per_value});
   }
-  CUDA_CHECK(cudaMemcpy(wsplit_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(o.w, split ? (const void*)hs.data() : (const void*)hb.data(), per_layer * s.layers * per_value,
+                        cudaMemcpyHostToDevice));
   const size_t rows = (size_t)max_batch_ * s.tokens;
-  a2_ = device_alloc(rows * 2 * d, "LayerNorm's TF32 parts");
-  heads2_ = device_alloc(rows * 2 * d, "the heads' TF32 parts");
-  u2_ = device_alloc(rows * 2 * m, "the MLP hidden's TF32 parts");
+  o.ln = device_alloc_bytes(rows * d * per_value, "LayerNorm's operand");
+  o.heads = device_alloc_bytes(rows * d * per_value, "the heads' operand");
+  o.u = device_alloc_bytes(rows * m * per_value, "the MLP hidden's operand");
 }
 
 #ifndef VIT_EMULATE
 namespace {
-// The engine's 3xTF32 problem of a spec at M rows (K-major parts, ld 2K).
-eng::Problem engine_problem(const VitForward::SplitSpec& sp, int M) {
+// The engine's problem of a spec at M rows: 3xTF32 (the parts K-major, ld 2K) or BF16 (ld K).
+eng::Problem engine_problem(const VitForward::EngineSpec& sp, int M, bool bf16) {
+  using Epi = VitForward::Epi;
   eng::Problem p{};
-  p.prec = mlp::Precision::TF32;
+  p.prec = bf16 ? mlp::Precision::BF16 : mlp::Precision::TF32;
   p.M = M, p.N = sp.N, p.K = sp.K;
-  p.a = {sp.A, 2LL * sp.K, eng::Major::K};
-  p.b = {sp.B, 2LL * sp.K, eng::Major::K};
-  p.split3 = true;
-  p.epi = sp.epi == 0 ? eng::Epilogue::Bias : sp.epi == 1 ? eng::Epilogue::BiasResidual : eng::Epilogue::BiasGeluSplit;
-  p.C = sp.C, p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
+  const long long ld = bf16 ? sp.K : 2LL * sp.K;
+  p.a = {sp.A, ld, eng::Major::K};
+  p.b = {sp.B, ld, eng::Major::K};
+  p.split3 = !bf16;
+  p.epi = sp.epi == Epi::kBias ? eng::Epilogue::Bias
+          : sp.epi == Epi::kResidual ? eng::Epilogue::BiasResidual
+          : bf16 ? eng::Epilogue::BiasGeluBf16 : eng::Epilogue::BiasGeluSplit;
+  if (p.epi == eng::Epilogue::BiasGeluBf16) p.c_bf16 = static_cast<__nv_bfloat16*>(sp.C);
+  else p.C = static_cast<float*>(sp.C);
+  p.ldc = sp.ldc, p.bias = sp.bias, p.R = sp.R;
   return p;
 }
 }  // namespace
 #endif
 
-VitForward::SplitSpec VitForward::split_spec(GemmOp op, int layer) const {
+VitForward::EngineSpec VitForward::engine_spec(GemmOp op, int layer) const {
   const LayerW& w = lw_[layer];
-  const SplitW& sw = sw_[layer];
-  const int d = s_.d, m = s_.mlp;
+  const Operands& o = operands();
+  const Operands::Layer& ow = o.layers[layer];
+  const int d = s_.d, m = s_.mlp, u_ld = flow_ == Flow::kBf16 ? m : 2 * m;
   switch (op) {
-    case GemmOp::kLnQkv: return {a2_, sw.qkv, w.qkv_b, nullptr, qkv_, 3 * d, d, 3 * d, 0};
-    case GemmOp::kAttnProj: return {heads2_, sw.proj, w.proj_b, xa_, xb_, d, d, d, 1};
-    case GemmOp::kLnFc1Gelu: return {a2_, sw.fc1, w.fc1_b, nullptr, u2_, m, d, 2 * m, 2};
-    default: return {u2_, sw.fc2, w.fc2_b, xb_, xa_, d, m, d, 1};
+    case GemmOp::kLnQkv: return {o.ln, ow.qkv, w.qkv_b, nullptr, qkv_, 3 * d, d, 3 * d, Epi::kBias};
+    case GemmOp::kAttnProj: return {o.heads, ow.proj, w.proj_b, xa_, xb_, d, d, d, Epi::kResidual};
+    case GemmOp::kLnFc1Gelu: return {o.ln, ow.fc1, w.fc1_b, nullptr, o.u, m, d, u_ld, Epi::kGeluOperand};
+    default: return {o.u, ow.fc2, w.fc2_b, xb_, xa_, d, m, d, Epi::kResidual};
   }
 }
 
 void VitForward::prepare(int batch) {
-  if (!split_flow_) return;
-  for (int op = 0; op < kGemmOps; ++op) split_gemm((GemmOp)op, 0, batch * s_.tokens, nullptr, /*launch=*/false);
+  if (!on_wgmma_engine()) return;
+  for (int op = 0; op < kGemmOps; ++op) engine_gemm((GemmOp)op, 0, batch * s_.tokens, nullptr, /*launch=*/false);
 }
 
-// One GEMM of the 3xTF32 flow: A's and the weight's parts through the engine's 3xTF32 product and the
-// operation's epilogue. launch false (prepare): only the plan and the workspace.
-void VitForward::split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch) {
-  const SplitSpec sp = split_spec(op, layer);
+// One GEMM of an engine flow: A's and the weight's operands through the engine's product (3xTF32 or
+// BF16) and the operation's epilogue, or the stand-in kernel where the engine does not run.
+// launch false (prepare): only the engine's plan and workspace.
+void VitForward::engine_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch) {
+  const EngineSpec sp = engine_spec(op, layer);
+  const bool bf16 = flow_ == Flow::kBf16;
+  if (on_wgmma_engine()) {
 #ifndef VIT_EMULATE
-  eng::Problem p = engine_problem(sp, M);
-  auto found = engine_plans_.find({(int)op, M});
-  if (found == engine_plans_.end()) {
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (launch) CUDA_CHECK(cudaStreamIsCapturing(st, &cap));
-    if (cap != cudaStreamCaptureStatusNone)
-      throw UserError("the GEMM engine's plan would be made inside a graph capture: call VitForward::prepare first");
-    EnginePlan ep;
-    ep.plan = eng::plan(p, sms_);
-    if (ep.plan.workspace_bytes) {
-      CUDA_CHECK(cudaMalloc(&ep.workspace, ep.plan.workspace_bytes));
-      CUDA_CHECK(cudaMemset(ep.workspace, 0, ep.plan.workspace_bytes));  // split-K's tickets start at zero
+    eng::Problem p = engine_problem(sp, M, bf16);
+    const auto key = std::make_tuple((int)flow_, (int)op, M);
+    auto found = engine_plans_.find(key);
+    if (found == engine_plans_.end()) {
+      cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+      if (launch) CUDA_CHECK(cudaStreamIsCapturing(st, &cap));
+      if (cap != cudaStreamCaptureStatusNone)
+        throw UserError("the GEMM engine's plan would be made inside a graph capture: call VitForward::prepare first");
+      EnginePlan ep;
+      ep.plan = eng::plan(p, sms_);
+      if (ep.plan.workspace_bytes) {
+        CUDA_CHECK(cudaMalloc(&ep.workspace, ep.plan.workspace_bytes));
+        CUDA_CHECK(cudaMemset(ep.workspace, 0, ep.plan.workspace_bytes));  // split-K's tickets start at zero
+      }
+      found = engine_plans_.emplace(key, ep).first;
     }
-    found = engine_plans_.emplace(std::make_pair((int)op, M), ep).first;
+    if (!launch) return;
+    p.workspace = found->second.workspace, p.workspace_size = found->second.plan.workspace_bytes;
+    eng::launch(p, found->second.plan, st);
+    return;
+#endif
   }
   if (!launch) return;
-  p.workspace = found->second.workspace, p.workspace_size = found->second.plan.workspace_bytes;
-  eng::launch(p, found->second.plan, st);
-#else
-  if (!launch) return;
   const size_t n = (size_t)M * sp.N;
-  VIT_LAUNCH(split3_gemm_kernel, (unsigned)((n + 127) / 128), 128, 0, st, sp.A, sp.B, sp.bias, sp.R, sp.C, M, sp.N, sp.K,
-             sp.ldc, sp.epi);
-  CUDA_CHECK_LAUNCH("split3_gemm_kernel");
-#endif
+  const unsigned blocks = (unsigned)((n + 127) / 128);
+  if (bf16) {
+    VIT_LAUNCH(bf16_gemm_kernel, blocks, 128, 0, st, static_cast<const __nv_bfloat16*>(sp.A),
+               static_cast<const __nv_bfloat16*>(sp.B), sp.bias, sp.R, sp.C, M, sp.N, sp.K, sp.ldc, (int)sp.epi);
+    CUDA_CHECK_LAUNCH("bf16_gemm_kernel");
+  } else {
+    VIT_LAUNCH(split3_gemm_kernel, blocks, 128, 0, st, static_cast<const float*>(sp.A), static_cast<const float*>(sp.B),
+               sp.bias, sp.R, static_cast<float*>(sp.C), M, sp.N, sp.K, sp.ldc, (int)sp.epi);
+    CUDA_CHECK_LAUNCH("split3_gemm_kernel");
+  }
 }
 
-// A layer of the 3xTF32 flow (set_engine says when it runs): LayerNorm as its own kernel, the
-// GEMMs on the engine with their epilogues. join_taps: the checks read heads() and mlp_hidden(),
-// which this flow keeps only split: the attention then writes its float32 heads too, and the MLP
-// hidden's hi + lo are joined into mlp_hidden() (the value fc2 multiplies, within the tensor cores'
-// reading of each part).
-void VitForward::enqueue_layer_split(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps) {
+// A layer of an engine flow (set_engine says when it runs): LayerNorm as its own kernel, the GEMMs on
+// the engine with their epilogues. join_taps: the checks read heads() and mlp_hidden(), which this
+// flow keeps only in its operand form: the attention then writes its float32 heads too, and the MLP
+// hidden's operand is read back into mlp_hidden() (the value fc2 multiplies: hi + lo, within the
+// tensor cores' reading of each part; the bfloat16 value).
+void VitForward::enqueue_layer_engine(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps) {
   const VitShape& s = s_;
   const int M = batch * s.tokens;
   const LayerW& w = lw_[l];
-  const unsigned ln_blocks = (unsigned)((M + kLnSplitThreads / 32 - 1) / (kLnSplitThreads / 32));
-  VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xa_, w.ln1_w, w.ln1_b, a2_, tap ? tp.ln1 : nullptr, M, s.d, s.eps);
-  CUDA_CHECK_LAUNCH("ln_split_kernel");
-  split_gemm(GemmOp::kLnQkv, l, M, st);
-  // The float32 heads only for the checks (heads()): the projection reads their parts.
-  VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_,
-             join_taps ? heads_ : nullptr, heads2_, tap ? tp.probs : nullptr, s.tokens, s.d, 1.0f / std::sqrt((float)s.head_dim));
+  const Operands& o = operands();
+  const bool bf16 = flow_ == Flow::kBf16;
+  const unsigned ln_blocks = (unsigned)((M + kLnOperandThreads / 32 - 1) / (kLnOperandThreads / 32));
+  auto layernorm = [&](const float* x, const float* g, const float* b, float* ln_tap) {
+    if (bf16) VIT_LAUNCH(ln_operand_kernel<OperandForm::kBf16>, ln_blocks, kLnOperandThreads, 0, st, x, g, b, o.ln, ln_tap, M, s.d, s.eps);
+    else VIT_LAUNCH(ln_operand_kernel<OperandForm::kSplitTf32>, ln_blocks, kLnOperandThreads, 0, st, x, g, b, o.ln, ln_tap, M, s.d, s.eps);
+    CUDA_CHECK_LAUNCH("ln_operand_kernel");
+  };
+  layernorm(xa_, w.ln1_w, w.ln1_b, tap ? tp.ln1 : nullptr);
+  engine_gemm(GemmOp::kLnQkv, l, M, st);
+  // The float32 heads only for the checks (heads()): the projection reads their operand.
+  const float scale = 1.0f / std::sqrt((float)s.head_dim);
+  float* heads32 = join_taps ? heads_ : nullptr;
+  float* probs = tap ? tp.probs : nullptr;
+  if (bf16)
+    VIT_LAUNCH(attention_kernel<OperandForm::kBf16>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st,
+               qkv_, heads32, o.heads, probs, s.tokens, s.d, scale);
+  else
+    VIT_LAUNCH(attention_kernel<OperandForm::kSplitTf32>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens),
+               st, qkv_, heads32, o.heads, probs, s.tokens, s.d, scale);
   CUDA_CHECK_LAUNCH("attention_kernel");
-  split_gemm(GemmOp::kAttnProj, l, M, st);
-  VIT_LAUNCH(ln_split_kernel, ln_blocks, kLnSplitThreads, 0, st, xb_, w.ln2_w, w.ln2_b, a2_, tap ? tp.ln2 : nullptr, M, s.d, s.eps);
-  CUDA_CHECK_LAUNCH("ln_split_kernel");
-  split_gemm(GemmOp::kLnFc1Gelu, l, M, st);
+  engine_gemm(GemmOp::kAttnProj, l, M, st);
+  layernorm(xb_, w.ln2_w, w.ln2_b, tap ? tp.ln2 : nullptr);
+  engine_gemm(GemmOp::kLnFc1Gelu, l, M, st);
   if (join_taps) {
     const size_t n = (size_t)M * s.mlp;
-    VIT_LAUNCH(join_split_kernel, (unsigned)((n + 255) / 256), 256, 0, st, u2_, u_, M, s.mlp);
-    CUDA_CHECK_LAUNCH("join_split_kernel");
+    if (bf16) VIT_LAUNCH(join_operand_kernel<OperandForm::kBf16>, (unsigned)((n + 255) / 256), 256, 0, st, o.u, u_, M, s.mlp);
+    else VIT_LAUNCH(join_operand_kernel<OperandForm::kSplitTf32>, (unsigned)((n + 255) / 256), 256, 0, st, o.u, u_, M, s.mlp);
+    CUDA_CHECK_LAUNCH("join_operand_kernel");
   }
-  split_gemm(GemmOp::kFc2, l, M, st);
+  engine_gemm(GemmOp::kFc2, l, M, st);
 }
 
 std::string VitForward::tile_plan(int batch) const {
-  if (split_flow_) {
+  if (flow_ != Flow::kFused) {
+    const bool bf16 = flow_ == Flow::kBf16;
+    const std::string what = bf16 ? "bf16, the bfloat16 flow (bfloat16 operands, LayerNorm its own kernel)"
+                                  : "tf32x3, the 3xTF32 flow (3xTF32 operands, LayerNorm its own kernel)";
+    std::string out;
 #ifndef VIT_EMULATE
-    std::string out = "tf32x3 on the wgmma engine (3xTF32 operands, LayerNorm its own kernel):";
-    for (int w = 0; w < kGemmOps; ++w)
-      out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" +
-             eng::plan(engine_problem(split_spec((GemmOp)w, 0), batch * s_.tokens), sms_).describe;
-    return out;
-#else
-    return "tf32x3, the 3xTF32 flow: ln1+qkv=split3_gemm_kernel (emulated engine), attn-proj+residual=split3_gemm_kernel, "
-           "ln2+fc1+gelu=split3_gemm_kernel, fc2+residual=split3_gemm_kernel";
+    if (on_wgmma_engine()) {
+      out = what + " on the wgmma engine:";
+      for (int w = 0; w < kGemmOps; ++w)
+        out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" +
+               eng::plan(engine_problem(engine_spec((GemmOp)w, 0), batch * s_.tokens, bf16), sms_).describe;
+      return out;
+    }
 #endif
+    const char* kernel = bf16 ? "bf16_gemm_kernel" : "split3_gemm_kernel";
+    out = what + " on " + kernel + ", one thread an output (no wgmma engine here: correct, not tuned):";
+    for (int w = 0; w < kGemmOps; ++w) out += std::string(w ? ", " : " ") + gemm_op_name((GemmOp)w) + "=" + kernel;
+    return out;
   }
   const bool tuned = tuned_.count({(int)engine_, batch}) > 0;
   std::string out = std::string(engine_name(engine_)) + (tuned ? " (tuned):" : ":");
@@ -324,15 +399,15 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
   const float scale = 1.0f / std::sqrt((float)s.head_dim);
   for (int l = 0; l < s.layers; ++l) {
     const bool tap = l == 0;
-    if (split_flow_) {
-      enqueue_layer_split(l, batch, st, tp, tap, tap && taps != nullptr);
+    if (flow_ != Flow::kFused) {
+      enqueue_layer_engine(l, batch, st, tp, tap, tap && taps != nullptr);
       if (stop_after == l + 1) return;
       continue;
     }
     launch_gemm(GemmOp::kLnQkv, engine_, choose(batch, 0), args_for(GemmOp::kLnQkv, l, M, tap ? tp.ln1 : nullptr), st);
     float* probs = tap ? tp.probs : nullptr;
-    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads_,
-               nullptr, probs, s.tokens, s.d, scale);
+    VIT_LAUNCH(attention_kernel<OperandForm::kSplitTf32>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens),
+               st, qkv_, heads_, nullptr, probs, s.tokens, s.d, scale);
     CUDA_CHECK_LAUNCH("attention_kernel");
     launch_gemm(GemmOp::kAttnProj, engine_, choose(batch, 1), args_for(GemmOp::kAttnProj, l, M), st);
     launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(batch, 2), args_for(GemmOp::kLnFc1Gelu, l, M, tap ? tp.ln2 : nullptr),

@@ -8,9 +8,10 @@
 #include <array>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "kernels/gemm/sm90_engine.h"  // the 3xTF32 flow's plans
+#include "kernels/gemm/sm90_engine.h"  // the engine flows' plans
 #include "transformer/gemm.h"
 #include "transformer/model.h"
 
@@ -50,26 +51,34 @@ class VitForward {
   const float* pooled() const { return pooled_; }
 
   // The GEMM engine of the next enqueue() (fp32 FFMA by default; a captured graph keeps its own).
-  // tf32x3 needs compute capability 8.0 (a UserError before). On a compute capability 9.0 device with
-  // an sm_90 build, tf32x3 runs the 3xTF32 flow on the wgmma engine (cuda/kernels/gemm/): LayerNorm as
-  // its own kernel, every GEMM's A operand kept as its two TF32 parts (kernels.cuh), the weights'
-  // parts transposed once, the bias, residual and GELU in the engine's epilogues. Elsewhere tf32x3 is
-  // the mma.sync kernels of gemm_tc_kernel.cuh with the LayerNorm prologue. VIT_TF32X3_MMA=1 keeps
-  // the mma.sync kernels on a 9.0 device too (an A/B); under the CPU emulation VIT_EMU_SPLIT3=1 runs
-  // the 3xTF32 flow with split3_gemm_kernel in the engine's place (its tests).
+  // tf32x3 needs compute capability 8.0 (a UserError before). The engine flows (engine_flow()):
+  //   tf32x3 on a compute capability 9.0 device with an sm_90 build: the 3xTF32 flow on the wgmma engine
+  //     (cuda/kernels/gemm/): every GEMM's A operand kept as its two TF32 parts (kernels.cuh), the
+  //     weights' parts transposed once, the bias, residual and GELU in the engine's epilogues.
+  //     Elsewhere tf32x3 is the mma.sync kernels of gemm_tc_kernel.cuh with the LayerNorm prologue.
+  //     VIT_TF32X3_MMA=1 keeps the mma.sync kernels on a 9.0 device too (an A/B); under the CPU
+  //     emulation VIT_EMU_SPLIT3=1 runs the 3xTF32 flow with split3_gemm_kernel in the engine's place.
+  //   bf16 everywhere: the same flow with bfloat16 operands ([M × K]) and weights; the wgmma engine
+  //     where it runs, else bf16_gemm_kernel (the emulation; other GPUs: correct, not tuned).
+  // In both LayerNorm runs as its own kernel (ln_operand_kernel) and the attention writes the
+  // projection's operand.
   void set_engine(GemmEngine e);
   GemmEngine engine() const { return engine_; }
-  bool split_flow() const { return split_flow_; }
-  // The engine's plans and workspace for `batch` (the 3xTF32 flow; a no-op otherwise): enqueue does
+  bool engine_flow() const { return flow_ != Flow::kFused; }
+  // The engine's plans and workspace for `batch` (the engine flows; a no-op otherwise): enqueue does
   // this itself, outside a stream capture; ForwardGraph calls it before capturing.
   void prepare(int batch);
-  // GEMM `op` of `layer` in the 3xTF32 flow: its operands' parts ([rows × 2K] each), output, and epilogue.
-  struct SplitSpec {
-    const float *A, *B, *bias, *R;
-    float* C;
-    int N, K, ldc, epi;  // epi: 0 bias, 1 residual, 2 GELU split (split3_gemm_kernel's codes)
+  // GEMM `op` of `layer` in an engine flow: its operands in the flow's form (K-major: A [M × K] values,
+  // the weight transposed [N × K] values), its output and epilogue.
+  enum class Epi { kBias, kResidual, kGeluOperand };  // split3_gemm_kernel's and bf16_gemm_kernel's epi codes 0, 1, 2
+  struct EngineSpec {
+    const void *A, *B;
+    const float *bias, *R;  // [N]; the residual [M × ldc] (kResidual)
+    void* C;                // float32 [M × ldc]; kGeluOperand: the next GEMM's A operand, in the flow's form
+    int N, K, ldc;
+    Epi epi;
   };
-  SplitSpec split_spec(GemmOp op, int layer) const;
+  EngineSpec engine_spec(GemmOp op, int layer) const;
 
   // The tile each GEMM runs with at `batch`: "fp32: ln1+qkv=128x128 (occupancy 2), ..." — tuned (below)
   // for the engine and batch when tune() ran, else the heuristic: the largest tile whose blocks fill
@@ -87,9 +96,11 @@ class VitForward {
   TuneReport tune(int batch, cudaStream_t stream, int reps = 5);
 
  private:
-  void enqueue_layer_split(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps);
-  void split_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch = true);
-  void make_split_weights();
+  enum class Flow { kFused, kSplitTf32, kBf16 };  // the fused kernels; the engine flows' operand forms
+  void enqueue_layer_engine(int l, int batch, cudaStream_t st, const ForwardTaps& tp, bool tap, bool join_taps);
+  void engine_gemm(GemmOp op, int layer, int M, cudaStream_t st, bool launch = true);
+  void make_operand_buffers(Flow flow);
+  bool on_wgmma_engine() const;  // the engine flow's GEMMs on the wgmma engine (else the stand-in kernels)
   TileKind choose(int batch, int which) const;
   TileKind heuristic(int batch, int which) const;
   vit::GemmArgs args_for(GemmOp op, int layer, int M, float* ln_out = nullptr) const;
@@ -109,18 +120,22 @@ class VitForward {
   const float *head_w_ = nullptr, *head_b_ = nullptr;
   float *images_ = nullptr, *xa_ = nullptr, *xb_ = nullptr, *qkv_ = nullptr, *heads_ = nullptr, *u_ = nullptr;
   float *pooled_ = nullptr, *logits_ = nullptr;
-  // The 3xTF32 flow (split_flow_): A operands as two TF32 parts side by side, [rows × 2K] each.
-  bool split_flow_ = false;
+  // The engine flows: each GEMM's A operand and weight in the flow's form (gemm.h OperandForm).
+  Flow flow_ = Flow::kFused;
   int cc_ = 0;                     // compute capability, major·10 + minor
-  std::vector<float> host_params_;  // the device layout, kept for the weights' parts
-  float *a2_ = nullptr;             // [B·T × 2d]    LN1(x) or LN2(x_attn)
-  float *heads2_ = nullptr;         // [B·T × 2d]    the heads' outputs
-  float *u2_ = nullptr;             // [B·T × 2m]    GELU(fc1)
-  float *wsplit_ = nullptr;         // every layer's weights transposed, [N × 2K] each
-  struct SplitW {
-    const float *qkv, *proj, *fc1, *fc2;  // [3d × 2d], [d × 2d], [m × 2d], [d × 2m]
+  std::vector<float> host_params_;  // the device layout, kept for the weights' operand forms
+  struct Operands {
+    void* ln = nullptr;     // [B·T × d]  LN1(x) or LN2(x_attn)
+    void* heads = nullptr;  // [B·T × d]  the heads' outputs
+    void* u = nullptr;      // [B·T × m]  GELU(fc1)
+    void* w = nullptr;      // every layer's weights transposed, [N × K] each
+    struct Layer {
+      const void *qkv, *proj, *fc1, *fc2;  // [3d × d], [d × d], [m × d], [d × m]
+    };
+    std::vector<Layer> layers;
   };
-  std::vector<SplitW> sw_;
+  Operands split_, bf16_;  // the 3xTF32 parts (each value two floats), bfloat16
+  const Operands& operands() const { return flow_ == Flow::kBf16 ? bf16_ : split_; }
   // The engine's plan and workspace of each (operation, M), made at their first use outside a capture:
   // a plan's split-K tickets live in its own workspace (every launch leaves them zero, and another
   // plan's partials would overwrite them).
@@ -128,7 +143,7 @@ class VitForward {
     mlp::gemm::sm90::Plan plan;
     void* workspace = nullptr;
   };
-  std::map<std::pair<int, int>, EnginePlan> engine_plans_;
+  std::map<std::tuple<int, int, int>, EnginePlan> engine_plans_;  // (flow, operation, M)
 };
 
 // A CUDA graph of one enqueue() at a batch: captured once, launched per timed forward.

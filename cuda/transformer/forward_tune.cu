@@ -49,7 +49,7 @@ struct EventPair {
 
 VitForward::TuneReport VitForward::tune(int batch, cudaStream_t st, int reps) {
   if (batch < 1 || batch > max_batch_) throw UserError("tune: batch outside [1, max batch]");
-  if (split_flow_) return {"the wgmma engine plans each GEMM itself: no tiles to tune", 0};
+  if (flow_ != Flow::kFused) return {"an engine flow: the wgmma engine plans each GEMM itself (or its stand-in runs): no tiles to tune", 0};
   const int M = batch * s_.tokens;
   const size_t floats = (size_t)M * std::max(3 * s_.d, s_.mlp);
   Scratch ref(floats), out(floats);

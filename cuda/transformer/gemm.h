@@ -27,12 +27,21 @@ struct GemmArgs {
 }  // namespace vit
 
 enum class GemmOp { kLnQkv, kAttnProj, kLnFc1Gelu, kFc2 };
-// fp32: float32 FFMA on the CUDA cores; tf32x3: float32-accurate products on the tensor cores.
-enum class GemmEngine { kFp32, kTf32x3 };
-constexpr int kGemmEngines = 2;
+// fp32: float32 FFMA on the CUDA cores; tf32x3: float32-accurate products on the tensor cores; bf16:
+// every GEMM's operands rounded to bfloat16, their products summed in float32 (the wgmma engine on a
+// compute capability 9.0 device with an sm_90 build, else bf16_gemm_kernel, an untuned stand-in);
+// LayerNorm, softmax, GELU, the residual stream and the head stay float32 on every engine.
+enum class GemmEngine { kFp32, kTf32x3, kBf16 };
+constexpr int kGemmEngines = 3;
+constexpr int kFusedEngines = 2;  // fp32 and tf32x3 have the fused kernels of gemm_kernel.cuh / gemm_tc_kernel.cuh
 const char* engine_name(GemmEngine e);
-// "fp32" or "tf32x3" -> the engine (a UserError for anything else).
+// "fp32", "tf32x3" or "bf16" -> the engine (a UserError for anything else).
 GemmEngine engine_of(const std::string& name);
+// The precision an engine's results are checked and compared at: "fp32" (fp32, tf32x3) or "bf16".
+const char* engine_precision(GemmEngine e);
+// How an engine flow keeps a GEMM's A operand (kernels.cuh store_operand): two TF32 parts of each
+// float32 value side by side ([M × 2K] floats; tf32x3 on the engine), or bfloat16 ([M × K]; bf16).
+enum class OperandForm { kSplitTf32, kBf16 };
 constexpr int kGemmOps = 4;
 // 128×128 (256 threads), 64×128 (128 threads) or 64×64 (64 threads) outputs per block.
 enum class TileKind { kBig, kMid, kSmall };

@@ -9,7 +9,8 @@
 //   vit_gemm<AttnProjResidual, …> x = x + o·Wo + bo                             residual in the epilogue
 //   vit_gemm<LnFc1Gelu, …>        u = GELU(LN2(x)·W1 + b1)                      LN prologue, GELU epilogue
 //   vit_gemm<Fc2Residual, …>      x = x + u·W2 + b2                             residual in the epilogue
-//   ln_split_kernel, split3_gemm_kernel, join_split_kernel: the 3xTF32 flow on the wgmma engine (below)
+//   ln_operand_kernel, join_operand_kernel: the engine flows' LayerNorm and checks' tap (3xTF32 parts or bfloat16)
+//   split3_gemm_kernel, bf16_gemm_kernel: the engine's GEMMs one thread an output, where the engine is absent
 //   final_ln_pool_kernel          pooled = mean_t LNf(x)_t                      one block per image
 //   head_kernel                   logits = pooled·Wh + bh                       a thread per logit, 4 images a block
 //
@@ -17,8 +18,11 @@
 // arithmetic is float32 with the accurate library functions (expf, erff, sqrtf; no fast-math), so
 // the bounds of cuda/transformer/error_scale.h hold for it.
 #pragma once
-#include "common/precision.h"  // split_tf32: the 3xTF32 operands
+#include <cuda_bf16.h>  // __nv_bfloat16 (the bf16 flow's operands)
+
+#include "common/precision.h"  // split_tf32: the 3xTF32 operands; round_to_precision: bfloat16's
 #include "transformer/device_util.cuh"
+#include "transformer/gemm.h"  // OperandForm
 
 namespace vit {
 
@@ -72,6 +76,59 @@ __global__ void __launch_bounds__(512) patch_embed_kernel(const float* __restric
   }
 }
 
+// ------------------------------------------------------------------------------------------ engine operands
+// The engine flows (forward.cu enqueue_layer_engine) keep each GEMM's A operand in its form
+// (gemm.h OperandForm): kSplitTf32, row m of an [M × 2K] float array holding the value's two TF32
+// parts, hi in [0, K) and lo in [K, 2K) (common/precision.h split_tf32); kBf16, row m of an [M × K]
+// __nv_bfloat16 array, each value rounded to nearest even.
+
+// The bits of a float rounded to bfloat16 (to nearest even; NaN and infinities kept), in the low half.
+__device__ __forceinline__ uint32_t bf16_bits(float x) {
+  return __float_as_uint(mlp::round_to_precision(x, mlp::Precision::BF16)) >> 16;
+}
+
+// Element (row, c) of a K-column operand in form F.
+template <OperandForm F>
+__device__ __forceinline__ void store_operand(void* out, size_t row, int K, int c, float y) {
+  if constexpr (F == OperandForm::kSplitTf32) {
+    float* a = static_cast<float*>(out) + row * 2 * K;
+    mlp::split_tf32(y, &a[c], &a[K + c]);
+  } else {
+    static_cast<__nv_bfloat16*>(out)[row * K + c] = __float2bfloat16_rn(y);
+  }
+}
+
+// Elements (row, c .. c + 3) likewise (c a multiple of 4): 16-byte stores of the TF32 parts, one
+// 8-byte store of the four bfloat16s.
+template <OperandForm F>
+__device__ __forceinline__ void store_operand4(void* out, size_t row, int K, int c, float4 yv) {
+  if constexpr (F == OperandForm::kSplitTf32) {
+    float* hi_row = static_cast<float*>(out) + row * 2 * K;
+    const float y[4] = {yv.x, yv.y, yv.z, yv.w};
+    float hi[4], lo[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mlp::split_tf32(y[e], &hi[e], &lo[e]);
+    st4(hi_row + c, make_float4(hi[0], hi[1], hi[2], hi[3]));
+    st4(hi_row + K + c, make_float4(lo[0], lo[1], lo[2], lo[3]));
+  } else {
+    float2* at = reinterpret_cast<float2*>(static_cast<__nv_bfloat16*>(out) + row * K + c);
+    *at = make_float2(__uint_as_float(bf16_bits(yv.x) | bf16_bits(yv.y) << 16),
+                      __uint_as_float(bf16_bits(yv.z) | bf16_bits(yv.w) << 16));
+  }
+}
+
+// Element (row, c) of a K-column operand in form F, as the float the GEMM multiplies (hi + lo; the
+// bfloat16's value).
+template <OperandForm F>
+__device__ __forceinline__ float load_operand(const void* in, size_t row, int K, int c) {
+  if constexpr (F == OperandForm::kSplitTf32) {
+    const float* a = static_cast<const float*>(in) + row * 2 * K;
+    return a[c] + a[K + c];
+  } else {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(in)[row * K + c]);
+  }
+}
+
 // ------------------------------------------------------------------------------------------ attention
 // One block per (head, image), a warp per 8 query rows (ceil(T / 8) warps): that head's q, k, v
 // (T × 32 each) into shared memory, k transposed (kT[c][j], rows of 65 so that the transposing
@@ -84,8 +141,8 @@ __global__ void __launch_bounds__(512) patch_embed_kernel(const float* __restric
 // 4 keys reading 8 probability float4s (broadcasts) and 4 value words for 32 FMAs, and stores
 // coalesced 128-byte rows. Every sum runs in the order of the one-query-a-warp kernel this replaced
 // (channels 0..31 for a score, keys 0..T-1 for an output; the padded keys add p = 0 times v = 0),
-// so the results are bitwise that kernel's. `out` ([B·T × d], float32), `split` ([B·T × 2d], the 3xTF32
-// flow's operand of the projection: hi in [0, d), lo in [d, 2d)) and `probs` (the checks' tap:
+// so the results are bitwise that kernel's. `out` ([B·T × d], float32), `operand` (the projection's A
+// operand in the engine flows, in form F: store_operand below) and `probs` (the checks' tap:
 // [B × H × T × T]) may each be nullptr.
 constexpr int kAttnMaxTokens = 64, kHeadDim = 32, kAttnRows = 8 /* queries a warp */, kAttnKeyStride = kAttnMaxTokens + 1;
 __host__ __device__ inline int attn_warps(int T) { return (T + kAttnRows - 1) / kAttnRows; }
@@ -96,8 +153,9 @@ inline size_t attn_smem_bytes(int T) {
           (size_t)attn_warps(T) * kAttnRows * kAttnMaxTokens) * sizeof(float);
 }
 
+template <OperandForm F>
 __global__ void __launch_bounds__(32 * kAttnMaxTokens / kAttnRows)
-attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* __restrict__ split, float* __restrict__ probs, int T,
+attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, void* __restrict__ operand, float* __restrict__ probs, int T,
                  int d, float scale) {
   VIT_DYNAMIC_SMEM(smem);
   const int warps = attn_warps(T), tq = warps * kAttnRows, tk = (T + 3) / 4 * 4;
@@ -183,50 +241,42 @@ attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* 
     if (i0 + r < T) {
       const size_t row = (size_t)b * T + i0 + r;
       if (out) out[row * d + h * kHeadDim + lane] = o[r];
-      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);
+      if (operand) store_operand<F>(operand, row, d, h * kHeadDim + lane, o[r]);
     }
 }
 
-// ------------------------------------------------------------------------------------------ 3xTF32 operands
-// The wgmma engine's 3xTF32 flow (forward.cu enqueue_layer_split) keeps each GEMM's A operand as its two
-// TF32 parts side by side: row m of an [M × 2K] array holds hi in [0, K) and lo in [K, 2K)
-// (common/precision.h split_tf32).
-//
-// ln_split_kernel: a warp per row, LayerNorm(x) with the two passes of the LN prologue (mean, then the
-// mean square of x - mean, both warp sums; float4 per lane per 128 columns), written as its two parts
-// into a2 [M × 2d]; `ln_out` ([M × d], the checks' tap) may be nullptr.
-constexpr int kLnSplitThreads = 256;
+// ------------------------------------------------------------------------------------------ engine flows
+// ln_operand_kernel: a warp per row, LayerNorm(x) with the two passes of the LN prologue (mean, then the
+// mean square of x - mean, both warp sums; float4 per lane per 128 columns), written in form F into
+// `operand` (the next GEMM's A, [M × d] values); `ln_out` ([M × d] float32, the checks' tap) may be nullptr.
+constexpr int kLnOperandThreads = 256;
 
-__global__ void __launch_bounds__(kLnSplitThreads) ln_split_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
-                                                                   const float* __restrict__ beta, float* __restrict__ a2,
-                                                                   float* __restrict__ ln_out, int M, int d, float eps) {
-  const int row = blockIdx.x * (kLnSplitThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32, nv = d / 128;
+template <OperandForm F>
+__global__ void __launch_bounds__(kLnOperandThreads) ln_operand_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                                       const float* __restrict__ beta, void* __restrict__ operand,
+                                                                       float* __restrict__ ln_out, int M, int d, float eps) {
+  const int row = blockIdx.x * (kLnOperandThreads / 32) + threadIdx.x / 32, lane = threadIdx.x % 32, nv = d / 128;
   if (row >= M) return;  // whole warps leave together
   float4 v[4];
   float mean, rstd;
   warp_ln_row(x + (size_t)row * d, d, eps, lane, v, mean, rstd);
-  float* hi_row = a2 + (size_t)row * 2 * d;
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     if (j < nv) {
       const int c = (j * 32 + lane) * 4;
       const float4 yv = ln4(v[j], mean, rstd, ld4(gamma + c), ld4(beta + c));
       if (ln_out) st4(ln_out + (size_t)row * d + c, yv);
-      const float y[4] = {yv.x, yv.y, yv.z, yv.w};
-      float hi[4], lo[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) mlp::split_tf32(y[e], &hi[e], &lo[e]);
-      st4(hi_row + c, make_float4(hi[0], hi[1], hi[2], hi[3]));
-      st4(hi_row + d + c, make_float4(lo[0], lo[1], lo[2], lo[3]));
+      store_operand4<F>(operand, (size_t)row, d, c, yv);
     }
 }
 
-// join_split_kernel: x[m][n] = hi + lo of a2's row m (the checks' view of an operand kept only split).
-__global__ void join_split_kernel(const float* __restrict__ a2, float* __restrict__ x, int M, int n) {
+// join_operand_kernel: x[m][c] = the value of an [M × n] operand in form F (the checks' view of an
+// operand that the flow keeps only in its form).
+template <OperandForm F>
+__global__ void join_operand_kernel(const void* __restrict__ operand, float* __restrict__ x, int M, int n) {
   const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)M * n) return;
-  const size_t m = idx / n, c = idx % n;
-  x[idx] = a2[m * 2 * n + c] + a2[m * 2 * n + n + c];
+  x[idx] = load_operand<F>(operand, idx / n, n, (int)(idx % n));
 }
 
 // split3_gemm_kernel: the wgmma engine's 3xTF32 GEMM and its three transformer epilogues, one thread an
@@ -251,6 +301,27 @@ __global__ void split3_gemm_kernel(const float* __restrict__ A, const float* __r
   if (epi == 0) c[n] = acc + bias[n];
   else if (epi == 1) c[n] = R[(size_t)m * ldc + n] + (acc + bias[n]);
   else mlp::split_tf32(gelu_erf(acc + bias[n]), &c[n], &c[N + n]);
+}
+
+// bf16_gemm_kernel: the engine's BF16 GEMM and its transformer epilogues, one thread an output, for
+// builds or devices without the engine (the CPU emulation; a GPU other than compute capability 9.0,
+// where it is a correct but untuned stand-in). A [M × K] and Bt [N × K] bfloat16, K-major; the
+// products of the bfloat16 values summed in float32 in k order. epi 0: C = acc + bias; 1: C = R +
+// (acc + bias); 2: GELU(acc + bias) rounded to bfloat16 into C's __nv_bfloat16 [M × ldc].
+__global__ void bf16_gemm_kernel(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ Bt,
+                                 const float* __restrict__ bias, const float* __restrict__ R, void* __restrict__ C, int M, int N,
+                                 int K, int ldc, int epi) {
+  const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)M * N) return;
+  const int m = (int)(idx / N), n = (int)(idx % N);
+  const __nv_bfloat16* a = A + (size_t)m * K;
+  const __nv_bfloat16* b = Bt + (size_t)n * K;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);
+  const size_t at = (size_t)m * ldc + n;
+  if (epi == 0) static_cast<float*>(C)[at] = acc + bias[n];
+  else if (epi == 1) static_cast<float*>(C)[at] = R[at] + (acc + bias[n]);
+  else static_cast<__nv_bfloat16*>(C)[at] = __float2bfloat16_rn(gelu_erf(acc + bias[n]));
 }
 
 // ------------------------------------------------------------------------------------------ final LN + pool

@@ -37,7 +37,8 @@ constexpr const char* kUsage =
     "  predict   WEIGHTS [--gemm E] [--out LOGITS.npy] [--json FILE.json]   the test set's logits and accuracy\n"
     "  time      WEIGHTS [--gemm fp32,tf32x3] [--batches 128,1024,10000] [--warmup 5] [--repeats 30] [--out FILE.json]\n"
     "  profile   WEIGHTS [--gemm E] [--batch 1024]   one forward inside the NVTX range 'vit-forward' (for nsys)\n"
-    "--gemm E: the GEMMs' engine, fp32 (CUDA-core FFMA, the default) or tf32x3 (tensor cores, float32-accurate)\n"
+    "--gemm E: the GEMMs' engine, fp32 (CUDA-core FFMA, the default), tf32x3 (tensor cores, float32-accurate) or bf16\n"
+    "          (bfloat16 operands, float32 sums; checked at bfloat16's bounds)\n"
     "WEIGHTS: --weights DIR (manifest.json + params.npy) or --random SEED (model.h random_params)\n"
     "common: --data DIR (default data), --config FILE (default transformer.toml)\n";
 
@@ -176,6 +177,8 @@ int mode_check(const Args& a, const Model& m) {
   o.set("gpu", Json::str(gpu_name())).set("gemm", Json::str(engine_name(f.engine())))
       .set("layer_batch", Json::num(in.layer_batch))
       .set("logits_batch", Json::num(in.logits_batch)).set("u", Json::num(1.0 / 16777216.0))
+      .set("precision", Json::str(engine_precision(f.engine())))
+      .set("u_operands", Json::num(operand_rounding(f.engine()).rel / 16777216.0))
       .set("checks", check_rows_json(rep.rows)).set("passed", Json::boolean(rep.passed))
       .set("argmax_agree", Json::num(rep.argmax_agree)).set("argmax_n", Json::num(rep.argmax_n))
       .set("reference_seconds", Json::num(rep.ref_seconds)).set("explain", rep.explain_json);

@@ -122,9 +122,10 @@ void launch_tile(const Problem& p, const Plan& plan, cudaStream_t st) {
 // Every instantiation's dynamic shared memory limit, set once a process, at its first launch
 // (cudaFuncSetAttribute is no stream operation: the first launch should not be inside a stream
 // capture; sm90_engine.h says so).
-// The transformer's epilogues are instantiated for TF32 tiles with both operands K-major only.
+// The transformer's epilogues are instantiated for tiles with both operands K-major only: bias and
+// residual at TF32 and BF16, GELU-split at TF32 (and 3xTF32), GELU-bf16 at BF16.
 template <class TL>
-constexpr bool kTransformerEpilogues = TL::kPrec == Precision::TF32 && !TL::kAMN && !TL::kBMN;
+constexpr bool kTransformerEpilogues = !TL::kAMN && !TL::kBMN;
 
 template <class TL>
 void set_smem_epilogues() {
@@ -134,7 +135,10 @@ void set_smem_epilogues() {
   if constexpr (kTransformerEpilogues<TL>) {
     CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::Bias>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
     CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasResidual>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
-    CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasGeluSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+    if constexpr (TL::kPrec == Precision::TF32)
+      CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasGeluSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
+    else
+      CUDA_CHECK(cudaFuncSetAttribute(k_sm90_gemm<TL, Epilogue::BiasGeluBf16>, cudaFuncAttributeMaxDynamicSharedMemorySize, TL::SMEM));
   }
 }
 template <Precision PREC, int BN>
@@ -166,12 +170,18 @@ void launch_epi(const Problem& p, const Plan& plan, cudaStream_t st) {
     case Epilogue::Bias:
     case Epilogue::BiasResidual:
     case Epilogue::BiasGeluSplit:
+    case Epilogue::BiasGeluBf16:
       if constexpr (kTransformerEpilogues<TL>) {
         if (p.epi == Epilogue::Bias) return launch_tile<TL, Epilogue::Bias>(p, plan, st);
         if (p.epi == Epilogue::BiasResidual) return launch_tile<TL, Epilogue::BiasResidual>(p, plan, st);
-        return launch_tile<TL, Epilogue::BiasGeluSplit>(p, plan, st);
+        if constexpr (TL::kPrec == Precision::TF32) {
+          if (p.epi == Epilogue::BiasGeluSplit) return launch_tile<TL, Epilogue::BiasGeluSplit>(p, plan, st);
+        } else {
+          if (p.epi == Epilogue::BiasGeluBf16) return launch_tile<TL, Epilogue::BiasGeluBf16>(p, plan, st);
+        }
       }
-      throw std::invalid_argument("sm90 GEMM engine: the transformer's epilogues run at TF32 with K-major operands only");
+      throw std::invalid_argument("sm90 GEMM engine: the transformer's epilogues need K-major operands (GELU-split TF32, "
+                                  "GELU-bf16 BF16)");
   }
 }
 
@@ -218,17 +228,23 @@ std::string refusal(const Problem& p, int cc) {
                        std::to_string(cc / 10) + "." + std::to_string(cc % 10);
   if (p.prec != Precision::TF32 && p.prec != Precision::BF16) return "the GEMM engine computes tf32 and bf16 only";
   if (p.M < 1 || p.N < 1 || p.K < 1) return "M, N and K must be at least 1";
-  const bool transformer_epi = p.epi == Epilogue::Bias || p.epi == Epilogue::BiasResidual || p.epi == Epilogue::BiasGeluSplit;
+  const bool transformer_epi = p.epi == Epilogue::Bias || p.epi == Epilogue::BiasResidual || p.epi == Epilogue::BiasGeluSplit ||
+                               p.epi == Epilogue::BiasGeluBf16;
   const bool k_major = p.a.major == Major::K && p.b.major == Major::K;
   if (p.split3 && (p.prec != Precision::TF32 || !k_major || p.K % 32))
     return "3xTF32 (split3) needs TF32, both operands K-major and K a multiple of 32";
-  if (transformer_epi && (p.prec != Precision::TF32 || !k_major))
-    return "the bias, residual and GELU-split epilogues run at TF32 with both operands K-major only";
+  if (transformer_epi && !k_major) return "the bias, residual and GELU epilogues need both operands K-major";
+  if (p.epi == Epilogue::BiasGeluSplit && p.prec != Precision::TF32) return "the GELU-split epilogue runs at TF32 only";
+  if (p.epi == Epilogue::BiasGeluBf16 && p.prec != Precision::BF16) return "the GELU-bf16 epilogue runs at BF16 only";
   const long long k_stored = p.split3 ? 2LL * p.K : p.K;  // a K-major row's columns
   std::string why = operand_refusal("A", p.a, p.prec, p.a.major == Major::K ? k_stored : p.M);
   if (why.empty()) why = operand_refusal("B", p.b, p.prec, p.b.major == Major::K ? k_stored : p.N);
   if (!why.empty()) return why;
-  if (!p.C || p.ldc < p.N) return "C is NULL or its ldc is shorter than N";
+  if (p.epi == Epilogue::BiasGeluBf16) {
+    if (!p.c_bf16 || p.ldc < p.N) return "the GELU-bf16 epilogue's c_bf16 is NULL or its ldc is shorter than N";
+  } else if (!p.C || p.ldc < p.N) {
+    return "C is NULL or its ldc is shorter than N";
+  }
   if (p.epi == Epilogue::BiasGeluSplit && p.ldc < 2LL * p.N) return "the GELU-split epilogue needs ldc >= 2N (hi, then lo)";
   if ((p.epi == Epilogue::BiasRelu || transformer_epi) && !p.bias) return "a bias epilogue needs its bias";
   if (p.epi == Epilogue::BiasResidual && (!p.R || p.R == p.C)) return "the residual epilogue needs its R, apart from C";

@@ -39,12 +39,14 @@ enum class Epilogue {  // what the kernel's epilogue (sm90_gemm.cuh) writes
   BiasRelu,  // C = max(acc + bias[n], 0)
   Momentum,  // g = acc; vel = mu·vel - lr·g; C += vel (C the parameters, vel beside them with ldc);
              // and, where Problem::c_bf16 is set, the updated C rounded to bfloat16 there too
-  // The transformer's (TF32, both operands K-major only):
-  Bias,           // C = acc + bias[n]
-  BiasResidual,   // C = R + (acc + bias[n]) (R [M × ldc], not C)
+  // The transformer's (both operands K-major only):
+  Bias,           // C = acc + bias[n]                                                   TF32, BF16
+  BiasResidual,   // C = R + (acc + bias[n]) (R [M × ldc], not C)                       TF32, BF16
   BiasGeluSplit,  // v = GELU(acc + bias[n]) (exact erf) as its two TF32 parts (common/precision.h
                   // split_tf32): hi at C[m·ldc + n], lo at C[m·ldc + N + n] (ldc >= 2N): the next
-                  // product's 3xTF32 operand
+                  // product's 3xTF32 operand                                            TF32
+  BiasGeluBf16,   // GELU(acc + bias[n]) rounded to bfloat16 at c_bf16[m·ldc + n] (C unused): the
+                  // next product's BF16 operand                                         BF16
 };
 
 struct Operand {
@@ -63,14 +65,15 @@ struct Problem {
   // float32 accumulators, then hi_A·lo_B and lo_A·hi_B into a second set, and adds the two at the
   // end, 3K/32 K steps on 128 × 128 tiles: float32-accurate products on the tensor cores. ld >= 2K.
   bool split3 = false;
-  float* C;         // [M × ldc] float32 (the parameters for Momentum)
+  float* C;         // [M × ldc] float32 (the parameters for Momentum; unused by BiasGeluBf16)
   long long ldc;
   const float* bias;  // BiasRelu, Bias, BiasResidual, BiasGeluSplit: [N]
   const float* R;     // BiasResidual: [M × ldc], the residual added
   float* vel;         // Momentum: [M × ldc]
   float lr, mu;       // Momentum
   void* c_bf16;       // Momentum: NULL, or [M × ldc] __nv_bfloat16 that receives C's new values
-                      // (the next product's bf16 operand: the tiled path's W1 for its forward)
+                      // (the next product's bf16 operand: the tiled path's W1 for its forward);
+                      // BiasGeluBf16: [M × ldc] __nv_bfloat16, its output
   void* workspace;    // the transposed operands (Plan::workspace_bytes; NULL when that is 0)
   size_t workspace_size;  // its bytes
 };

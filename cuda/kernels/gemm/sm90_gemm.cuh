@@ -46,7 +46,8 @@ struct Args {
   const float* R;           // BiasResidual: [M × ldc]
   float* vel;               // Momentum: [M × ldc]
   float lr, mu;             // Momentum
-  __nv_bfloat16* c_bf16;    // Momentum: NULL, or [M × ldc] that receives C's new values in bf16
+  __nv_bfloat16* c_bf16;    // Momentum: NULL, or [M × ldc] that receives C's new values in bf16;
+                            // BiasGeluBf16: [M × ldc], its output
   int splits;               // K splits (blocks a tile); 1: no partials
   int steps_per_split;      // K steps (BK each) of a split; the last split may have fewer, none has 0
   float* partials;          // splits > 1: [splits × tiles × BM·BN] float32, one tile's partial a block
@@ -99,6 +100,12 @@ __device__ __noinline__ float2 gelu_split_tf32(float x) {
   float2 r;
   split_tf32(gelu_erf(x), &r.x, &r.y);
   return r;
+}
+
+// GELU (exact erf) of a column pair rounded to bfloat16: the BiasGeluBf16 epilogue's arithmetic, a
+// call for the reason gelu_split_tf32 is one.
+__device__ __noinline__ __nv_bfloat162 gelu_bf16x2(float x, float y) {
+  return __floats2bfloat162_rn(gelu_erf(x), gelu_erf(y));
 }
 
 template <class TL>
@@ -274,7 +281,7 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
   // compiler cannot prove apart from it: loads interleaved with stores cost a memory round trip per
   // column pair, PERFLOG run 2).
   constexpr bool kBias = EPI == Epilogue::BiasRelu || EPI == Epilogue::Bias || EPI == Epilogue::BiasResidual ||
-                        EPI == Epilogue::BiasGeluSplit;
+                        EPI == Epilogue::BiasGeluSplit || EPI == Epilogue::BiasGeluBf16;
   constexpr bool kTwoLoads = EPI == Epilogue::Momentum;  // vel and C a column
   constexpr int JC = kTwoLoads || EPI == Epilogue::BiasResidual ? 4 : 8;  // column pairs a chunk (registers)
   static_assert((BN / 8) % JC == 0, "whole chunks");
@@ -323,8 +330,20 @@ k_sm90_gemm(const __grid_constant__ CUtensorMap map_a,  // A's boxes (sm90_engin
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + 8 * h;
         if (row >= args.M) continue;
-        float* crow = args.C + (size_t)row * args.ldc;
         float v[2] = {acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]};
+        if constexpr (EPI == Epilogue::BiasGeluBf16) {  // into c_bf16 alone
+          __nv_bfloat16* brow = args.c_bf16 + (size_t)row * args.ldc;
+          const __nv_bfloat162 g = gelu_bf16x2(v[0] + bias_v[jj][0], v[1] + bias_v[jj][1]);
+          const bool pair = valid == 2 && args.ldc % 2 == 0 && reinterpret_cast<uintptr_t>(args.c_bf16) % 4 == 0;
+          if (pair) {
+            *reinterpret_cast<__nv_bfloat162*>(brow + col) = g;
+          } else {
+            brow[col] = g.x;
+            if (valid == 2) brow[col + 1] = g.y;
+          }
+          continue;
+        }
+        float* crow = args.C + (size_t)row * args.ldc;
         if constexpr (EPI == Epilogue::BiasRelu) {
 #pragma unroll
           for (int q = 0; q < 2; ++q) v[q] = fmaxf(v[q] + bias_v[jj][q], 0.f);
