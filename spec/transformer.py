@@ -197,6 +197,7 @@ def forward_flop(s: Shape) -> int:
 # (tests/test_transformer_config.py reads the enum): the projection and fc2 share BiasResidual, so
 # their launches share one nsys row, whose costs are the two operations' mean.
 KERNEL_OPS = (("patch_embed_kernel", "patch-embed"), ("LnQkv", "ln1+qkv"), ("attention_kernel", "attention"),
+              ("attention_bf16_kernel", "attention"),
               ("AttnProjResidual", "attn-proj+residual"), ("LnFc1Gelu", "ln2+fc1+gelu"),
               ("Fc2Residual", "fc2+residual"), ("final_ln_pool_kernel", "final-ln+pool"), ("head_kernel", "head"),
               ("ln_split_kernel", "layernorm"), ("ln_operand_kernel", "layernorm"),

@@ -93,11 +93,12 @@ def test_emulated_split3_flow_passes_every_check(emu, tmp_path):
 
 @pytest.mark.slow
 def test_emulated_bf16_flow_passes_every_check_at_its_bounds(emu, tmp_path):
-    """bf16's flow: LayerNorm and the attention write bfloat16 operands, the weights transposed to
+    """bf16's flow: LayerNorm writes bfloat16 operands, the attention runs on the (emulated) tensor
+    cores with bfloat16 q, k, P and v and writes the projection's operand, the weights transposed to
     bfloat16 once, bf16_gemm_kernel in the wgmma engine's place (the emulation has no engine) with the
     three epilogues (bias; residual; GELU written as bfloat16). Every check passes at bfloat16's
-    bounds: the GEMM rows' limits carry the operands' rounding (2*2^-8 of the |.|-scale and more), the
-    others keep float32's; the JSON names the precision."""
+    bounds: the rows of the GEMMs and the attention's products carry the operands' rounding (2*2^-8 of
+    the |.|-scale and more), the others keep float32's; the JSON names the precision."""
     out, out32 = tmp_path / "check.json", tmp_path / "check32.json"
     args = ("--random", "7", "--layer-batch", "3", "--logits-batch", "3")
     res = _run(emu, "check", *args, "--gemm", "bf16", "--out", out, env={"VIT_EMU_SMS": "2"})
@@ -109,7 +110,7 @@ def test_emulated_bf16_flow_passes_every_check_at_its_bounds(emu, tmp_path):
     assert doc32["precision"] == "fp32" and doc32["u_operands"] == 0
     limits = {(r["name"], r["measure"]): r["limit"] for r in doc["checks"]}
     limits32 = {(r["name"], r["measure"]): r["limit"] for r in doc32["checks"]}
-    gemm_rows = {"L1.q", "L1.k", "L1.v", "L1.attn_out", "L1.mlp_hidden", "L1.mlp_out"}
+    gemm_rows = {"L1.q", "L1.k", "L1.v", "L1.attn_weights", "L1.attn_heads", "L1.attn_out", "L1.mlp_hidden", "L1.mlp_out"}
     for (name, measure), lim in limits.items():
         if name in gemm_rows:
             assert lim > 2 * 2.0 ** -8 if measure == "worst" else lim > 4 * 2 ** 0.5 * 2.0 ** -8, (name, measure, lim)
@@ -144,8 +145,9 @@ SPLIT3_MUTANTS = {
     "LayerNorm's lo part zero": ("    st4(hi_row + K + c, make_float4(lo[0], lo[1], lo[2], lo[3]));",
                                  "    st4(hi_row + K + c, make_float4(0.f, 0.f, 0.f, 0.f));"),
     "the attention's lo part zero": (
-        "    mlp::split_tf32(y, &a[c], &a[K + c]);",
-        "    mlp::split_tf32(y, &a[c], &a[K + c]); a[K + c] = 0.f;"),
+        "      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);",
+        "      if (split) { mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);"
+        " split[row * 2 * d + d + h * kHeadDim + lane] = 0.f; }"),
 }
 
 
@@ -155,11 +157,17 @@ BF16_MUTANTS = {
         "  for (int k = 0; k < K; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);",
         "  for (int k = 0; k < K - 1; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(b[k]), acc);"),
     "the attention's operand columns swapped in pairs": (
-        "    static_cast<__nv_bfloat16*>(out)[row * K + c] = __float2bfloat16_rn(y);",
-        "    static_cast<__nv_bfloat16*>(out)[row * K + (c ^ 1)] = __float2bfloat16_rn(y);"),
+        "      *reinterpret_cast<uint32_t*>(operand + row * d + c) = mlp::mma::pack_bf16x2(o[n][2 * hh], o[n][2 * hh + 1]);",
+        "      *reinterpret_cast<uint32_t*>(operand + row * d + c) = mlp::mma::pack_bf16x2(o[n][2 * hh + 1], o[n][2 * hh]);"),
     "LayerNorm's operand halves swapped": (
         "    *at = make_float2(__uint_as_float(bf16_bits(yv.x) | bf16_bits(yv.y) << 16),",
         "    *at = make_float2(__uint_as_float(bf16_bits(yv.y) | bf16_bits(yv.x) << 16),"),
+    "the attention's P·v stops a 16-key step early": (
+        "    if (16 * kk >= T) break;",
+        "    if (16 * kk + 16 >= T) break;"),
+    "the attention's row sum over half its quad": (
+        "    z += __shfl_xor_sync(0xffffffffu, z, 2);",
+        ""),
     "GELU's bias dropped": (
         "  else static_cast<__nv_bfloat16*>(C)[at] = __float2bfloat16_rn(gelu_erf(acc + bias[n]));",
         "  else static_cast<__nv_bfloat16*>(C)[at] = __float2bfloat16_rn(gelu_erf(acc));"),

@@ -204,8 +204,8 @@ CheckReport run_checks(VitForward& f, const CheckInputs& in) {
       op[kEmbed][k] = local_embed(s, w, ref_patches(s, img));
       op[kLn1][k] = local_layernorm(x0, T, d, w0.ln1_w, w0.ln1_b, s.eps64);
       op[kQkv][k] = local_linear(ln1, T, d, w0.qkv_w, w0.qkv_b, 3 * d, nullptr, false, rounding);
-      op[kProbs][k] = local_attention_probs(s, qv.data());
-      op[kHeads][k] = local_attention_heads(s, pr.data(), qv.data());
+      op[kProbs][k] = local_attention_probs(s, qv.data(), rounding);
+      op[kHeads][k] = local_attention_heads(s, pr.data(), qv.data(), rounding);
       op[kAttn][k] = local_linear(hd, T, d, w0.proj_w, w0.proj_b, d, &x0, false, rounding);
       op[kLn2][k] = local_layernorm(xa, T, d, w0.ln2_w, w0.ln2_b, s.eps64);
       op[kHidden][k] = local_linear(ln2, T, d, w0.fc1_w, w0.fc1_b, m, nullptr, true, rounding);

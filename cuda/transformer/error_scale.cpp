@@ -157,10 +157,14 @@ LocalBound local_linear(const std::vector<double>& x, int rows, int in, const do
   return r;
 }
 
-LocalBound local_attention_probs(const VitShape& s, const double* qkv) {
+LocalBound local_attention_probs(const VitShape& s, const double* qkv, OperandRounding op) {
   const int T = s.tokens, H = s.heads;
   LocalBound b;
   b.depth = dh_depth(s);
+  if (op.rel > 0) {  // q and k rounded: the scores' share of the |·|-scale is the larger part of it
+    b.var_depth = b.depth + op.var_extra(false);
+    b.depth += op.worst_extra(false);
+  }
   std::vector<double> scores((size_t)H * T * T), heads((size_t)T * s.d);
   b.ref.resize(scores.size());
   ref_attention(s, qkv, scores.data(), b.ref.data(), heads.data());
@@ -176,10 +180,14 @@ LocalBound local_attention_probs(const VitShape& s, const double* qkv) {
   return b;
 }
 
-LocalBound local_attention_heads(const VitShape& s, const double* probs, const double* qkv) {
+LocalBound local_attention_heads(const VitShape& s, const double* probs, const double* qkv, OperandRounding op) {
   const int T = s.tokens, d = s.d, dh = s.head_dim;
   LocalBound b;
   b.depth = T + 1;
+  if (op.rel > 0) {  // P and v rounded
+    b.var_depth = b.depth + op.var_extra(false);
+    b.depth += op.worst_extra(false);
+  }
   b.ref.assign((size_t)T * d, 0);
   b.scale.assign((size_t)T * d, 0);
   for (int h = 0; h < s.heads; ++h)
@@ -237,7 +245,7 @@ std::vector<double> root(std::vector<double> v) {
 void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r, OperandRounding op) {
   const int T = s.tokens, d = s.d, m = s.mlp, H = s.heads, dh = s.head_dim;
   // Variances in units of u², rooted at the end of each tensor.
-  const double gx = op.var_extra(false);  // each GEMM's operands' rounding (0 at float32)
+  const double gx = op.var_extra(false);  // each product's operands' rounding (0 at float32)
   const LocalBound e = local_embed(s, w, tr.patches);
   std::vector<double> vx = plus_own(std::vector<double>(e.scale.size(), 0.0), e.scale, e.depth);
   r.x0 = root(vx);
@@ -263,7 +271,7 @@ void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, Ima
             const size_t qi = (size_t)i * 3 * d + h * dh + k, ki = (size_t)j * 3 * d + d + h * dh + k;
             acc += L.qkv[ki] * L.qkv[ki] * v_qkv[qi] + L.qkv[qi] * L.qkv[qi] * v_qkv[ki];
           }
-          v_s[row + j] = c * c * acc + (dh + 2.0) * ls[row + j] * ls[row + j];
+          v_s[row + j] = c * c * acc + (dh + 2.0 + gx) * ls[row + j] * ls[row + j];
         }
         const double* p = &L.probs[row];
         softmax_own(&L.scores[row], p, T, own.data());
@@ -282,7 +290,7 @@ void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, Ima
             acc += L.qkv[vi] * L.qkv[vi] * v_p[row + j] + p[j] * p[j] * v_qkv[vi];
             a += p[j] * std::fabs(L.qkv[vi]);
           }
-          v_o[(size_t)i * d + h * dh + k] = acc + (T + 1.0) * a * a;
+          v_o[(size_t)i * d + h * dh + k] = acc + (T + 1.0 + gx) * a * a;
         }
       }
     std::vector<double> own_attn = abs_linear(L.heads.data(), T, d, lw.proj_w, lw.proj_b, d);

@@ -16,7 +16,7 @@
 //      P·v                              D = T + 1      L = P·|v|
 //      mean over T tokens of a LayerNorm  D = max(n + 8, T + 1)   L = mean_t (L_LN + |y|)
 //    The embedding's pixels are exact (float32(p)/255 in both): D = Pd + 2, L = |P|·|Wpe|ᵀ + |bpe| + |pos|.
-//    A GEMM of the bf16 engine rounds both operands to bfloat16 (unit roundoff u_op = 2^-8) before its
+//    A GEMM of the bf16 engine (and its attention's q·kᵀ and P·v) rounds both operands to bfloat16 (unit roundoff u_op = 2^-8) before its
 //    float32 products: each product x·w off by at most (2·u_op + u_op²)·|x·w|, so the linear rows'
 //    worst-case D gains ρ = (2·u_op + u_op²)/u, and fc1's GELU, written as bfloat16, u_op/u more;
 //    as independent zero-mean errors of standard deviation u_op each, their variance depth (the
@@ -60,9 +60,10 @@ LocalBound local_layernorm(const std::vector<double>& x, int rows, int n, const 
 LocalBound local_linear(const std::vector<double>& x, int rows, int in, const double* W, const double* b, int out,
                         const std::vector<double>* residual = nullptr, bool gelu = false, OperandRounding op = {});
 // One image's attention weights [H × T × T] from its qkv [T × 3d], and its heads [T × d] from given
-// weights [H × T × T] and that qkv's v.
-LocalBound local_attention_probs(const VitShape& s, const double* qkv);
-LocalBound local_attention_heads(const VitShape& s, const double* probs, const double* qkv);
+// weights [H × T × T] and that qkv's v; `op`: the rounding of q and k, and of P and v, before their
+// products (the bf16 engine's attention on the tensor cores).
+LocalBound local_attention_probs(const VitShape& s, const double* qkv, OperandRounding op = {});
+LocalBound local_attention_heads(const VitShape& s, const double* probs, const double* qkv, OperandRounding op = {});
 // One image's pooled [d] = mean over tokens of LN(x) (x [T × d]).
 LocalBound local_ln_pool(const VitShape& s, const double* x, const double* gamma, const double* beta);
 
@@ -75,7 +76,8 @@ struct ImageRms {
   std::vector<LayerRms> layers;
   std::vector<double> lnf, pooled, logits;
 };
-// `op`: the four GEMMs' operand rounding (the head's GEMM is float32 on every engine).
+// `op`: the operand rounding of the four GEMMs and the attention's two products (the head's GEMM is
+// float32 on every engine).
 void rms_image(const VitShape& s, const RefWeights& w, const ImageTrace& tr, ImageRms& r, OperandRounding op = {});
 
 constexpr double kNormwiseSigmas = 4, kWorstSigmas = 8;  // the end-to-end limits, in units of u·R

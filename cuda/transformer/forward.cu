@@ -166,6 +166,8 @@ TileKind VitForward::heuristic(int batch, int which) const {
 void VitForward::set_engine(GemmEngine e) {
   if (e == GemmEngine::kTf32x3 && cc_major_ < 8)
     throw UserError("--gemm tf32x3 needs TF32 tensor cores (compute capability 8.0 or later)");
+  if (e == GemmEngine::kBf16 && cc_major_ < 8)
+    throw UserError("--gemm bf16 needs BF16 tensor cores (compute capability 8.0 or later)");
   engine_ = e;
 #ifdef VIT_EMULATE
   const char* emu = std::getenv("VIT_EMU_SPLIT3");
@@ -335,12 +337,12 @@ void VitForward::enqueue_layer_engine(int l, int batch, cudaStream_t st, const F
   const float scale = 1.0f / std::sqrt((float)s.head_dim);
   float* heads32 = join_taps ? heads_ : nullptr;
   float* probs = tap ? tp.probs : nullptr;
-  if (bf16)
-    VIT_LAUNCH(attention_kernel<OperandForm::kBf16>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st,
-               qkv_, heads32, o.heads, probs, s.tokens, s.d, scale);
+  if (bf16)  // on the tensor cores, q, k, P and v rounded to bfloat16 (the bf16 engine's bounds allow for it)
+    VIT_LAUNCH(attention_bf16_kernel, dim3(s.heads, batch), kAttnMmaThreads, 0, st, qkv_, heads32,
+               static_cast<__nv_bfloat16*>(o.heads), probs, s.tokens, s.d, scale);
   else
-    VIT_LAUNCH(attention_kernel<OperandForm::kSplitTf32>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens),
-               st, qkv_, heads32, o.heads, probs, s.tokens, s.d, scale);
+    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads32,
+               static_cast<float*>(o.heads), probs, s.tokens, s.d, scale);
   CUDA_CHECK_LAUNCH("attention_kernel");
   engine_gemm(GemmOp::kAttnProj, l, M, st);
   layernorm(xb_, w.ln2_w, w.ln2_b, tap ? tp.ln2 : nullptr);
@@ -406,8 +408,8 @@ void VitForward::enqueue(const float* d_images, int batch, cudaStream_t st, int 
     }
     launch_gemm(GemmOp::kLnQkv, engine_, choose(batch, 0), args_for(GemmOp::kLnQkv, l, M, tap ? tp.ln1 : nullptr), st);
     float* probs = tap ? tp.probs : nullptr;
-    VIT_LAUNCH(attention_kernel<OperandForm::kSplitTf32>, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens),
-               st, qkv_, heads_, nullptr, probs, s.tokens, s.d, scale);
+    VIT_LAUNCH(attention_kernel, dim3(s.heads, batch), attn_threads(s.tokens), attn_smem_bytes(s.tokens), st, qkv_, heads_,
+               nullptr, probs, s.tokens, s.d, scale);
     CUDA_CHECK_LAUNCH("attention_kernel");
     launch_gemm(GemmOp::kAttnProj, engine_, choose(batch, 1), args_for(GemmOp::kAttnProj, l, M), st);
     launch_gemm(GemmOp::kLnFc1Gelu, engine_, choose(batch, 2), args_for(GemmOp::kLnFc1Gelu, l, M, tap ? tp.ln2 : nullptr),

@@ -6,6 +6,7 @@
 //   (gemm_kernel.cuh)
 //   vit_gemm<LnQkv, …>            qkv = LN1(x)·Wqkv + bqkv                      LayerNorm in the prologue
 //   attention_kernel              o_h = softmax(q_h·k_hᵀ/√32)·v_h               a block per (image, head), a warp per 8 queries
+//   attention_bf16_kernel         the same on the tensor cores, bf16 operands   a block per (image, head), a warp per 16 queries
 //   vit_gemm<AttnProjResidual, …> x = x + o·Wo + bo                             residual in the epilogue
 //   vit_gemm<LnFc1Gelu, …>        u = GELU(LN2(x)·W1 + b1)                      LN prologue, GELU epilogue
 //   vit_gemm<Fc2Residual, …>      x = x + u·W2 + b2                             residual in the epilogue
@@ -20,6 +21,7 @@
 #pragma once
 #include <cuda_bf16.h>  // __nv_bfloat16 (the bf16 flow's operands)
 
+#include "common/mma.cuh"  // the bf16 attention's mma.sync and bfloat16 pairs
 #include "common/precision.h"  // split_tf32: the 3xTF32 operands; round_to_precision: bfloat16's
 #include "transformer/device_util.cuh"
 #include "transformer/gemm.h"  // OperandForm
@@ -87,19 +89,8 @@ __device__ __forceinline__ uint32_t bf16_bits(float x) {
   return __float_as_uint(mlp::round_to_precision(x, mlp::Precision::BF16)) >> 16;
 }
 
-// Element (row, c) of a K-column operand in form F.
-template <OperandForm F>
-__device__ __forceinline__ void store_operand(void* out, size_t row, int K, int c, float y) {
-  if constexpr (F == OperandForm::kSplitTf32) {
-    float* a = static_cast<float*>(out) + row * 2 * K;
-    mlp::split_tf32(y, &a[c], &a[K + c]);
-  } else {
-    static_cast<__nv_bfloat16*>(out)[row * K + c] = __float2bfloat16_rn(y);
-  }
-}
-
-// Elements (row, c .. c + 3) likewise (c a multiple of 4): 16-byte stores of the TF32 parts, one
-// 8-byte store of the four bfloat16s.
+// Elements (row, c .. c + 3) of a K-column operand in form F (c a multiple of 4): 16-byte stores of the
+// TF32 parts, one 8-byte store of the four bfloat16s.
 template <OperandForm F>
 __device__ __forceinline__ void store_operand4(void* out, size_t row, int K, int c, float4 yv) {
   if constexpr (F == OperandForm::kSplitTf32) {
@@ -141,8 +132,8 @@ __device__ __forceinline__ float load_operand(const void* in, size_t row, int K,
 // 4 keys reading 8 probability float4s (broadcasts) and 4 value words for 32 FMAs, and stores
 // coalesced 128-byte rows. Every sum runs in the order of the one-query-a-warp kernel this replaced
 // (channels 0..31 for a score, keys 0..T-1 for an output; the padded keys add p = 0 times v = 0),
-// so the results are bitwise that kernel's. `out` ([B·T × d], float32), `operand` (the projection's A
-// operand in the engine flows, in form F: store_operand below) and `probs` (the checks' tap:
+// so the results are bitwise that kernel's. `out` ([B·T × d], float32), `split` ([B·T × 2d], the 3xTF32
+// flow's operand of the projection: hi in [0, d), lo in [d, 2d)) and `probs` (the checks' tap:
 // [B × H × T × T]) may each be nullptr.
 constexpr int kAttnMaxTokens = 64, kHeadDim = 32, kAttnRows = 8 /* queries a warp */, kAttnKeyStride = kAttnMaxTokens + 1;
 __host__ __device__ inline int attn_warps(int T) { return (T + kAttnRows - 1) / kAttnRows; }
@@ -153,9 +144,8 @@ inline size_t attn_smem_bytes(int T) {
           (size_t)attn_warps(T) * kAttnRows * kAttnMaxTokens) * sizeof(float);
 }
 
-template <OperandForm F>
 __global__ void __launch_bounds__(32 * kAttnMaxTokens / kAttnRows)
-attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, void* __restrict__ operand, float* __restrict__ probs, int T,
+attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, float* __restrict__ split, float* __restrict__ probs, int T,
                  int d, float scale) {
   VIT_DYNAMIC_SMEM(smem);
   const int warps = attn_warps(T), tq = warps * kAttnRows, tk = (T + 3) / 4 * 4;
@@ -241,8 +231,135 @@ attention_kernel(const float* __restrict__ qkv, float* __restrict__ out, void* _
     if (i0 + r < T) {
       const size_t row = (size_t)b * T + i0 + r;
       if (out) out[row * d + h * kHeadDim + lane] = o[r];
-      if (operand) store_operand<F>(operand, row, d, h * kHeadDim + lane, o[r]);
+      if (split) mlp::split_tf32(o[r], &split[row * 2 * d + h * kHeadDim + lane], &split[row * 2 * d + d + h * kHeadDim + lane]);
     }
+}
+
+// ------------------------------------------------------------------------------------------ attention (bf16)
+// The bf16 engine's attention on the tensor cores (mma.sync m16n8k16: bfloat16 operands, float32 sums),
+// o_h = softmax(q_h·k_hᵀ/√32)·v_h as the float32 kernel above computes it, with q, k, P and v rounded to
+// bfloat16 before their products. A block of 4 warps per (head, image), warp w owning query rows
+// 16w .. 16w + 15 (T ≤ 64). q, k and v go to shared memory as bfloat16 pairs (rows past T zero; v
+// transposed, so that a B fragment of P·v is one word; rows padded to conflict-free fragment reads).
+// S = q·kᵀ in 8-key tiles (ceil(T/8) of them) of float32 accumulators; each row's exact max-subtracted
+// softmax in float32 on the fragments (a lane holds 2 columns a tile of rows g and g + 8, a quad a whole
+// row: two shuffles per reduction); two adjacent S tiles, rounded to bfloat16, are one A fragment of
+// P·v (keys 16s .. 16s + 15); o in 4 tiles of 8 channels. Writes the projection's bf16 operand
+// ([B·T × d]); `out` (the float32 heads) and `probs` (the float32 weights) are the checks' taps and may
+// be nullptr.
+constexpr int kAttnMmaThreads = 32 * kAttnMaxTokens / 16;
+constexpr int kAttnQkWords = kHeadDim / 2 + 4;         // a q or k row: 16 words of bf16 pairs, 4 of padding
+constexpr int kAttnVtWords = kAttnMaxTokens / 2 + 4;   // a row of vᵀ (one channel): 32 words, 4 of padding
+
+__global__ void __launch_bounds__(kAttnMmaThreads)
+attention_bf16_kernel(const float* __restrict__ qkv, float* __restrict__ out, __nv_bfloat16* __restrict__ operand,
+                      float* __restrict__ probs, int T, int d, float scale) {
+  __shared__ uint32_t qs[kAttnMaxTokens * kAttnQkWords];  // [64][20]  q rows as bf16 pairs
+  __shared__ uint32_t ks[kAttnMaxTokens * kAttnQkWords];  // [64][20]  k rows
+  __shared__ uint32_t vt[kHeadDim * kAttnVtWords];        // [32][36]  vᵀ: channel c's keys as bf16 pairs
+  __nv_bfloat16* vt16 = reinterpret_cast<__nv_bfloat16*>(vt);
+  const int h = blockIdx.x, heads = gridDim.x, b = blockIdx.y, tid = threadIdx.x;
+  const float* base = qkv + (size_t)b * T * 3 * d + h * kHeadDim;
+  constexpr int kQuads = kHeadDim / 4;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+  for (int idx = tid; idx < kAttnMaxTokens * kQuads; idx += kAttnMmaThreads) {
+    const int t = idx / kQuads, c = (idx % kQuads) * 4;
+    const float* row = base + (size_t)t * 3 * d + c;
+    const float4 q = t < T ? ld4(row) : zero, k = t < T ? ld4(row + d) : zero, v = t < T ? ld4(row + 2 * d) : zero;
+    qs[t * kAttnQkWords + c / 2] = mlp::mma::pack_bf16x2(q.x, q.y);
+    qs[t * kAttnQkWords + c / 2 + 1] = mlp::mma::pack_bf16x2(q.z, q.w);
+    ks[t * kAttnQkWords + c / 2] = mlp::mma::pack_bf16x2(k.x, k.y);
+    ks[t * kAttnQkWords + c / 2 + 1] = mlp::mma::pack_bf16x2(k.z, k.w);
+    vt16[(c + 0) * 2 * kAttnVtWords + t] = __float2bfloat16_rn(v.x);
+    vt16[(c + 1) * 2 * kAttnVtWords + t] = __float2bfloat16_rn(v.y);
+    vt16[(c + 2) * 2 * kAttnVtWords + t] = __float2bfloat16_rn(v.z);
+    vt16[(c + 3) * 2 * kAttnVtWords + t] = __float2bfloat16_rn(v.w);
+  }
+  __syncthreads();
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, tq = lane % 4, r0 = 16 * warp + g;
+  const int ntiles = (T + 7) / 8;
+  float sc[kAttnMaxTokens / 8][4];  // S tile j: (r0, 8j + 2tq + {0,1}) in [0], [1]; row r0 + 8 in [2], [3]
+#pragma unroll
+  for (int j = 0; j < kAttnMaxTokens / 8; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {  // channels 16kk .. 16kk + 15
+    const int w0 = 8 * kk + tq;
+    const uint32_t a[4] = {qs[r0 * kAttnQkWords + w0], qs[(r0 + 8) * kAttnQkWords + w0], qs[r0 * kAttnQkWords + w0 + 4],
+                           qs[(r0 + 8) * kAttnQkWords + w0 + 4]};
+#pragma unroll
+    for (int j = 0; j < kAttnMaxTokens / 8; ++j)
+      if (j < ntiles) {
+        const uint32_t bb[2] = {ks[(8 * j + g) * kAttnQkWords + w0], ks[(8 * j + g) * kAttnQkWords + w0 + 4]};
+        mlp::mma::mma_m16n8k16_bf16(sc[j], a, bb);
+      }
+  }
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {  // rows r0 and r0 + 8
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kAttnMaxTokens / 8; ++j)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int key = 8 * j + 2 * tq + q;
+        sc[j][2 * hh + q] = key < T ? sc[j][2 * hh + q] * scale : -INFINITY;
+        mx = fmaxf(mx, sc[j][2 * hh + q]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    float z = 0.f;
+#pragma unroll
+    for (int j = 0; j < kAttnMaxTokens / 8; ++j)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int key = 8 * j + 2 * tq + q;
+        const float e = key < T ? expf(sc[j][2 * hh + q] - mx) : 0.f;
+        sc[j][2 * hh + q] = e;
+        z += e;
+      }
+    z += __shfl_xor_sync(0xffffffffu, z, 1);
+    z += __shfl_xor_sync(0xffffffffu, z, 2);
+    const int i = r0 + 8 * hh;
+    float* prow = probs && i < T ? probs + (((size_t)b * heads + h) * T + i) * T : nullptr;
+#pragma unroll
+    for (int j = 0; j < kAttnMaxTokens / 8; ++j)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int key = 8 * j + 2 * tq + q;
+        sc[j][2 * hh + q] = sc[j][2 * hh + q] / z;
+        if (prow && key < T) prow[key] = sc[j][2 * hh + q];
+      }
+  }
+  float o[kHeadDim / 8][4];
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < kAttnMaxTokens / 16; ++kk) {  // keys 16kk .. 16kk + 15: S tiles 2kk and 2kk + 1
+    if (16 * kk >= T) break;
+    const uint32_t a[4] = {mlp::mma::pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]), mlp::mma::pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]),
+                           mlp::mma::pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                           mlp::mma::pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      const uint32_t bb[2] = {vt[(8 * n + g) * kAttnVtWords + 8 * kk + tq], vt[(8 * n + g) * kAttnVtWords + 8 * kk + tq + 4]};
+      mlp::mma::mma_m16n8k16_bf16(o[n], a, bb);
+    }
+  }
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int i = r0 + 8 * hh;
+    if (i >= T) continue;
+    const size_t row = (size_t)b * T + i;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      const int c = h * kHeadDim + 8 * n + 2 * tq;
+      if (out) {
+        out[row * d + c] = o[n][2 * hh];
+        out[row * d + c + 1] = o[n][2 * hh + 1];
+      }
+      *reinterpret_cast<uint32_t*>(operand + row * d + c) = mlp::mma::pack_bf16x2(o[n][2 * hh], o[n][2 * hh + 1]);
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------ engine flows
