@@ -446,7 +446,7 @@ def transformer_train(c, device=None, epochs=None, train_size=None, eval_size=No
 @task(name="check", help={"layer-batch": "test images for layer one's checks (default 32)",
                           "logits-batch": "test images for the logits' checks (default 256)"})
 def transformer_check(c, layer_batch=32, logits_batch=256):
-    """Our CUDA forward against float64 on both GEMM engines (fp32 FFMA, tf32x3 tensor cores), trained and seeded random weights: each check's value, limit, verdict -> results/transformer/check_*.json."""
+    """Our CUDA forward against float64 on each GEMM engine (fp32 FFMA, tf32x3 tensor cores, bf16 bfloat16 operands) at its precision, trained and seeded random weights: each check's value, limit, verdict -> results/transformer/check_*.json."""
     from harness.transformer import run as vit
     _exit_on(vit.check(layer_batch=int(layer_batch), logits_batch=int(logits_batch)),
              "transformer.check: a check failed or the binary stopped (above)")
@@ -456,7 +456,7 @@ def transformer_check(c, layer_batch=32, logits_batch=256):
                          "repeats": "timed forwards per batch and variant (default 30)",
                          "pytorch": "also time PyTorch's variants and record its test-set logits (default: on)"})
 def transformer_time(c, batches="128,1024,10000", repeats=30, pytorch=True):
-    """Our forward (both engines, stream and CUDA graph, tiles tuned) and PyTorch's variants (eager, CUDA graph, torch.compile) at each batch -> results/transformer/time_ours.json, torch_time.json."""
+    """Our forward (each engine, stream and CUDA graph, tiles tuned) and PyTorch's variants (eager, CUDA graph, torch.compile) at fp32, tf32 and bf16, at each batch -> results/transformer/time_ours*.json, torch_time.json."""
     from harness.transformer import run as vit
     rc = vit.time_ours(batches=batches, repeats=int(repeats))
     if pytorch:
@@ -467,14 +467,14 @@ def transformer_time(c, batches="128,1024,10000", repeats=30, pytorch=True):
 
 @task(name="accuracy")
 def transformer_accuracy(c):
-    """Test-set accuracy of our forward against PyTorch's with the same weights; differing predictions explained -> results/transformer/accuracy.json."""
+    """Test-set accuracy of our forward against PyTorch's with the same weights, per precision; differing predictions explained -> results/transformer/accuracy.json, accuracy_bf16.json."""
     from harness.transformer import run as vit
     _exit_on(vit.accuracy(), "transformer.accuracy: the accuracies differ beyond rounding, or a run failed (above)")
 
 
 @task(name="profile", help={"batch": "the profiled forward's batch (default 1024)"})
 def transformer_profile(c, batch=1024):
-    """Nsight Systems on one forward -> profile/transformer.nsys-rep and its three stats CSVs, results/transformer/profile.json."""
+    """Nsight Systems on one forward of the fp32 headline engine -> profile/transformer.nsys-rep and its three stats CSVs, results/transformer/profile.json."""
     from harness.transformer import run as vit
     _exit_on(vit.profile(batch=int(batch)), "transformer.profile: failed (above)")
 

@@ -4,23 +4,30 @@
 #
 #   source .device-kit/env.sh && MLP_COMMIT=<commit> bash dev/transformer_device.sh
 #
-# Steps, in order, each under its own time limit and all within one budget (BUDGET_S, default 510 s,
-# so the whole command ends well inside 9 minutes):
+# Steps, in order, each under its own time limit and all within one budget (BUDGET_S, default 540 s;
+# a step overruns its limit by at most 10 s and the packing and summary take a few, so the whole
+# command ends inside 570 s):
 #   build       make build/vit_forward
 #   train       PyTorch on the GPU -> results/transformer/weights/ (params.npy, manifest.json)
-#   check       vit_forward check on both GEMM engines (fp32: FFMA on the CUDA cores; tf32x3: the tensor
-#               cores, float32-accurate), trained and seeded random weights
-#   time-ours   vit_forward time at 128, 1024, 10000 on both engines (the tiles tuned first)
-#   profile     nsys of one forward at 1024 on the headline engine -> profile/transformer*
-#   time-torch  PyTorch's variants (its test-set logits first; its compiles last, cut at its budget)
-#   accuracy    our test-set predictions against PyTorch's
+#   check       vit_forward check on the three GEMM engines (fp32: FFMA on the CUDA cores; tf32x3: the
+#               tensor cores, float32-accurate; bf16: bfloat16 operands summed in float32, checked at
+#               bfloat16's bounds), trained and seeded random weights
+#   time-ours   vit_forward time at 128, 1024, 10000, one run per precision (fp32 and tf32x3; bf16), the
+#               tiles tuned first
+#   profile     nsys of one forward at 1024 on the fp32 headline engine -> profile/transformer*
+#   time-torch  PyTorch's variants at three precisions (fp32 with TF32 off, tf32, bf16: autocast and a
+#               bfloat16 model); its test-set logits first (float32's and bf16 autocast's), then every
+#               precision's cheap variants, its compiles last (about 25 s for the first, 2-5 s each
+#               after): all of what is left of the budget but 85 s, its deadline 45 s before that (the
+#               log and the summary say which runs it cut)
+#   accuracy    our test-set predictions against PyTorch's, per precision (each precision's headline engine)
 #   assemble    results/transformer.json
 #   render      RESULTS.md (needs matplotlib, as `invoke report`)
 # A failed step does not stop the next ones (a step whose input is missing fails on its own); each
 # exit status is printed and kept in results/transformer/steps.json, each step's output in
 # results/transformer/logs/<step>.log. Then everything is packed into $OUT/transformer.tgz (OUT
-# defaults to results/transformer/out) and a compact summary (checks, accuracy, timing table) ends
-# the output. A smoke run without a GPU (every CUDA step on the emulated binary; PyTorch's timing
+# defaults to results/transformer/out) and a compact summary (checks per engine, accuracy and the
+# timing table per precision, PyTorch's runs its deadline cut) ends the output. A smoke run without a GPU (every CUDA step on the emulated binary; PyTorch's timing
 # then fails alone): TRAIN_DEVICE=cpu TRAIN_ARGS="--epochs 1 --train-size 256 --eval-size 64"
 # VIT_FORWARD=build/vit_forward_emu VIT_CONFIG=<transformer.toml with a small test_size>
 # CHECK_ARGS="--layer-batch 2 --logits-batch 3" TIME_ARGS="--batches 2 --repeats 2 --warmup 1".
@@ -28,7 +35,7 @@ set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PY=${PYTHON:-python3}
-BUDGET_S=${BUDGET_S:-510}
+BUDGET_S=${BUDGET_S:-540}
 OUT=${OUT:-$ROOT/results/transformer/out}
 PARTS=results/transformer
 LOGS=$PARTS/logs
@@ -101,4 +108,5 @@ try:
 except Exception as exc:
     print(f'no summary: {type(exc).__name__}: {exc}')
 "
+grep -E '^pytorch: the .* deadline cut|^  cut: ' "$LOGS/time-torch.log" 2>/dev/null
 cat "$PARTS/steps.json"

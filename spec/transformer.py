@@ -26,6 +26,94 @@ CONFIG_PATH = ROOT / "transformer.toml"
 # harness/studies/gemm_shapes.py derives the transformer's GEMM shapes from them).
 TIME_BATCHES = (128, 1024, 10000)
 
+# The GEMM engines of `build/vit_forward --gemm` and the precision each is checked, timed and compared
+# at (cuda/transformer/gemm.h engine_precision says the same; `vit_forward check` records it as
+# "precision"): fp32 runs the GEMMs as FFMA on the CUDA cores, tf32x3 on the tensor cores with each
+# float32 operand split into two TF32 parts (float32-accurate), bf16 on the tensor cores with every
+# operand rounded to bfloat16 and the products summed in float32 (LayerNorm, softmax, GELU and the
+# residual stream stay float32).
+ENGINE_PRECISION = {"fp32": "fp32", "tf32x3": "fp32", "bf16": "bf16"}
+ENGINES = tuple(ENGINE_PRECISION)
+# Our precisions, in the report's order; each is compared with PyTorch's at the same precision.
+PRECISIONS = ("fp32", "bf16")
+
+# PyTorch's timed precisions (harness/transformer/torch_time.py --precisions): fp32 and bf16 are
+# compared with ours; tf32 (float32 tensors, TF32 matmuls) is a reference row only: none of our
+# engines computes at TF32's precision (tf32x3 is float32-accurate, so it is compared at fp32).
+TORCH_PRECISIONS = ("fp32", "tf32", "bf16")
+REFERENCE_PRECISIONS = tuple(p for p in TORCH_PRECISIONS if p not in PRECISIONS)   # timed for information
+# PyTorch's variant families -> the precision each computes at: fp32 (TF32 off), bf16 (torch.autocast
+# to bfloat16), bf16-model (model and images cast to bfloat16) and tf32 (TF32 on for matmuls and
+# cuDNN); the compared precisions first, the reference last (the order torch_time.py runs them in).
+# A variant's key in torch_time.json is "<family>/<variant>", the fp32 family's the bare variant name
+# (as before the other families existed).
+TORCH_FAMILIES = {"fp32": "fp32", "bf16": "bf16", "bf16-model": "bf16", "tf32": "tf32"}
+# PyTorch's variants of each family, in the report's order: eager nn.TransformerEncoder, eager with
+# F.scaled_dot_product_attention under each backend, a CUDA graph of each eager module, torch.compile.
+TORCH_SDPA_BACKENDS = ("auto", "efficient", "math", "flash", "cudnn")
+TORCH_VARIANTS = (("eager-encoder",) + tuple(f"eager-sdpa-{k}" for k in TORCH_SDPA_BACKENDS)
+                  + ("cuda-graph-encoder", "cuda-graph-sdpa", "compiled-default", "compiled-reduce-overhead"))
+
+
+class PrecisionError(InputError):
+    """An engine, precision or PyTorch family that is not one of the known ones (one line)."""
+
+
+def engine_precision(engine: str) -> str:
+    """The precision `engine` computes at (PrecisionError for an unknown engine)."""
+    try:
+        return ENGINE_PRECISION[engine]
+    except KeyError:
+        raise PrecisionError(f"error: unknown GEMM engine {engine!r}: want one of {', '.join(ENGINES)}") from None
+
+
+def precision_engines(precision: str, engines=ENGINES) -> tuple[str, ...]:
+    """The engines among `engines` that compute at `precision`, in ENGINES' order."""
+    return tuple(e for e in ENGINES if e in engines and ENGINE_PRECISION[e] == precision)
+
+
+def precision_name(stem: str, precision: str) -> str:
+    """The name of a per-precision part: `stem` itself at fp32 (the name before bf16 existed),
+    `stem`_<precision> otherwise (accuracy -> accuracy_bf16, torch_logits -> torch_logits_bf16)."""
+    return stem if precision == "fp32" else f"{stem}_{precision}"
+
+
+def precision_path(path, precision: str) -> Path:
+    """`path` with its stem named by precision_name (results/transformer/accuracy.json ->
+    results/transformer/accuracy_bf16.json at bf16)."""
+    path = Path(path)
+    return path.with_name(precision_name(path.stem, precision) + path.suffix)
+
+
+def torch_key(family: str, variant: str) -> str:
+    """A PyTorch variant's key in torch_time.json: the bare variant for the fp32 family, else
+    "<family>/<variant>"."""
+    return variant if family == "fp32" else f"{family}/{variant}"
+
+
+def torch_key_parts(key: str) -> tuple[str, str]:
+    """(family, variant) of a torch_time.json key (a bare name is the fp32 family's)."""
+    family, _, variant = key.rpartition("/")
+    return (family or "fp32"), variant
+
+
+def torch_key_precision(key: str) -> str:
+    """The precision a torch_time.json key's variant computes at (fp32, tf32 or bf16; an unknown
+    family is its own name)."""
+    family = torch_key_parts(key)[0]
+    return TORCH_FAMILIES.get(family, family)
+
+
+def parse_torch_precisions(text: str) -> tuple[str, ...]:
+    """"fp32,tf32,bf16" -> the precisions in TORCH_PRECISIONS' order (PrecisionError naming an unknown
+    one, or none given)."""
+    got = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in got if p not in TORCH_PRECISIONS]
+    if bad or not got:
+        raise PrecisionError(f"error: --precisions {text!r}: want a comma-separated subset of "
+                             f"{','.join(TORCH_PRECISIONS)}")
+    return tuple(p for p in TORCH_PRECISIONS if p in got)
+
 
 class Bound(NamedTuple):
     kind: str            # "int", "real" or "str"

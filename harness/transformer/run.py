@@ -1,17 +1,24 @@
 """The runs of build/vit_forward behind `invoke transformer.*`, each writing its part into
 results/transformer/ (results.py assembles results/transformer.json from the parts):
 
-    check     `vit_forward check` on each GEMM engine (fp32: FFMA on the CUDA cores; tf32x3: the tensor
-              cores, float32-accurate), trained weights and seeded random ones -> check_<kind>_<engine>.json
-              (every check's value, limit and verdict; exit 1 when one fails)
-    time      `vit_forward time` on both engines -> time_ours.json
-    accuracy  `vit_forward predict` over the test set on each engine -> ours_logits_<engine>.npy; the
-              headline engine's (headline_engine: the faster of those that passed their checks) against
-              PyTorch's logits of the same weights (torch_time.py's torch_logits.npy): the predictions that
-              differ, each explained by `vit_forward check --explain` (its float64 logits and their
-              rounding bounds) -> accuracy.json
-    profile   nsys on `vit_forward profile --batch 1024` on the headline engine ->
+    check     `vit_forward check` on each GEMM engine (spec/transformer.py ENGINES: fp32, FFMA on the CUDA
+              cores; tf32x3, the tensor cores, float32-accurate; bf16, bfloat16 operands summed in float32),
+              trained weights and seeded random ones -> check_<kind>_<engine>.json (every check's value,
+              limit and verdict, the limits at the engine's precision; exit 1 when one fails)
+    time      `vit_forward time` on the engines of each precision, one run per precision (a failing
+              engine costs its precision only) -> time_ours.json (fp32's), time_ours_bf16.json
+    accuracy  `vit_forward predict` over the test set on each engine -> ours_logits_<engine>.npy; per
+              precision (spec/transformer.py PRECISIONS), its headline engine's (headline_engine: the
+              faster of that precision's engines that passed their checks) against PyTorch's logits at
+              the same precision and weights (torch_time.py's torch_logits.npy, torch_logits_bf16.npy):
+              the predictions that differ, each explained by `vit_forward check --explain` on that engine
+              (its float64 logits and their rounding bounds at the engine's precision) -> accuracy.json
+              (fp32), accuracy_bf16.json
+    profile   nsys on `vit_forward profile --batch 1024` on the fp32 headline engine ->
               profile/transformer.nsys-rep and its three CSVs, their kernel rows -> profile.json
+
+Per-precision parts are named by spec/transformer.py precision_path (the fp32 one keeps the name it had
+before bf16 existed).
 
 $VIT_FORWARD names another binary (the CPU tests use build/vit_forward_emu).
 """
@@ -29,7 +36,8 @@ import numpy as np
 
 from spec import provenance
 from spec.files import BUILD_DIR, DATA_DIR, PROFILE_DIR, RESULTS_DIR, ROOT, repo_relative, write_json
-from spec.transformer import CONFIG_PATH, TIME_BATCHES, kernel_op, load_config, op_costs, shape
+from spec.transformer import (CONFIG_PATH, ENGINES, PRECISIONS, TIME_BATCHES, engine_precision, kernel_op, load_config,
+                              op_costs, precision_engines, precision_path, shape)
 
 PARTS = RESULTS_DIR / "transformer"
 WEIGHTS = PARTS / "weights"
@@ -81,9 +89,6 @@ def weights_args(weights) -> list[str]:
     return ["--random", str(RANDOM_SEED)] if weights == "random" else ["--weights", _arg(Path(weights))]
 
 
-ENGINES = ("fp32", "tf32x3")   # the GEMMs on the CUDA cores (FFMA) or the tensor cores (3xTF32)
-
-
 def check(weights=WEIGHTS, parts=PARTS, layer_batch: int = 32, logits_batch: int = 256, engines=ENGINES) -> int:
     """Every check on each engine, trained weights then random ones -> check_<kind>_<engine>.json; the
     worst exit status."""
@@ -113,46 +118,69 @@ def _stamped(path: Path) -> None:
         write_json(path, {**provenance.stamp(), **doc})
 
 
-def passed_engines(parts=PARTS) -> list[str]:
-    """The engines whose checks (both kinds of weights) ran and passed."""
+def passed_engines(parts=PARTS, engines=ENGINES) -> list[str]:
+    """The engines among `engines` whose checks (both kinds of weights) ran and passed."""
     out = []
-    for e in ENGINES:
+    for e in engines:
         docs = [_read(Path(parts) / f"check_{k}_{e}.json") for k in ("trained", "random")]
         if all(d is not None and d.get("passed") for d in docs):
             out.append(e)
     return out
 
 
-def headline_engine(parts=PARTS) -> tuple[str, str]:
-    """(engine, why): the faster at batch 1024 (else the largest batch timed) of the engines that passed
-    their checks; fp32 when none is known to have passed."""
-    ok = passed_engines(parts)
+def time_part(parts, precision: str) -> Path:
+    """The `vit_forward time` file of a precision's engines: time_ours.json at fp32, time_ours_bf16.json."""
+    return precision_path(Path(parts) / "time_ours.json", precision)
+
+
+def headline_engine(parts=PARTS, precision: str = "fp32") -> tuple[str, str]:
+    """(engine, why) at `precision`: the faster at batch 1024 (else the largest batch timed) of that
+    precision's engines that passed their checks; its first engine (fp32's: FFMA) when none is known
+    to have passed."""
+    engines = precision_engines(precision)
+    ok = passed_engines(parts, engines)
     if not ok:
-        return "fp32", "no engine's checks are known to have passed: the FFMA engine, the safe one"
-    rows = (_read(Path(parts) / "time_ours.json") or {}).get("timing", {}).get("rows", [])
+        return engines[0], f"no {precision} engine's checks are known to have passed: the first of {', '.join(engines)}"
+    rows = (_read(time_part(parts, precision)) or {}).get("timing", {}).get("rows", [])
     best = {}
     for r in rows:
         if r.get("engine") in ok:
             best.setdefault(r["batch"], {})[r["engine"]] = min(r["stream"]["median_ms"], r["graph"]["median_ms"])
     if not best:
-        return ok[0], "not timed yet: the first engine that passed its checks"
+        return ok[0], f"not timed yet: the first {precision} engine that passed its checks"
     b = 1024 if 1024 in best else max(best)
     engine = min(best[b], key=best[b].get)
-    return engine, f"the faster at batch {b} of those that passed their checks ({', '.join(ok)})"
+    return engine, f"the faster at batch {b} of the {precision} engines that passed their checks ({', '.join(ok)})"
 
 
-def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None = None) -> int:
-    """Our test-set predictions (the headline engine's) against PyTorch's with the same weights; the other
-    engine's accuracy beside; accuracy.json. Exit status: a run's, else 1 when the accuracies differ by
-    more than the differing predictions, or one of those is not within the float32 bound."""
+def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None = None, engines=ENGINES) -> int:
+    """Per precision of `engines`: its headline engine's test-set predictions (`engine` instead, at its
+    precision, when given) against PyTorch's at the same precision and weights (`torch_logits`: the
+    fp32 logits file, default parts/torch_logits.npy; the bf16 one beside it by precision_path), the
+    precision's other engines' accuracies beside -> accuracy.json (fp32), accuracy_bf16.json. Exit
+    status: the worst of the precisions' (accuracy_at's)."""
     parts = Path(parts)
-    torch_path = Path(torch_logits or parts / "torch_logits.npy")
-    for stale in ("accuracy.json", "explain.json") + tuple(f"predict_{e}.json" for e in ENGINES) + \
-            tuple(f"ours_logits_{e}.npy" for e in ENGINES):
-        (parts / stale).unlink(missing_ok=True)
-    engine, why = (engine, "given") if engine else headline_engine(parts)
+    torch_logits = Path(torch_logits or parts / "torch_logits.npy")
+    for p in PRECISIONS:
+        for stale in ("accuracy.json", "explain.json"):
+            precision_path(parts / stale, p).unlink(missing_ok=True)
+    for e in ENGINES:
+        for stale in (f"predict_{e}.json", f"ours_logits_{e}.npy"):
+            (parts / stale).unlink(missing_ok=True)
+    precisions = [engine_precision(engine)] if engine else [p for p in PRECISIONS if precision_engines(p, engines)]
+    rcs = [accuracy_at(p, weights, parts, precision_path(torch_logits, p),
+                       (engine, "given") if engine else headline_engine(parts, p), engines)
+           for p in precisions]
+    return max(rcs, default=0)
+
+
+def accuracy_at(precision: str, weights, parts: Path, torch_logits: Path, headline: tuple[str, str], engines=ENGINES) -> int:
+    """One precision's comparison (see accuracy): `headline` = (engine, why). Exit status: a run's, 2 when
+    PyTorch's logits of that precision are missing, else 1 when the accuracies differ by more than the
+    differing predictions, or one of those is not within the engine's bound."""
+    engine, why = headline
     others = {}
-    for e in [engine] + [x for x in ENGINES if x != engine]:
+    for e in [engine] + [x for x in precision_engines(precision, engines) if x != engine]:
         rc = vit("predict", *weights_args(weights), "--gemm", e, "--out", parts / f"ours_logits_{e}.npy",
                  "--json", parts / f"predict_{e}.json")
         _stamped(parts / f"predict_{e}.json")
@@ -160,19 +188,19 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
             return rc
         if not rc and e != engine:
             others[e] = (_read(parts / f"predict_{e}.json") or {}).get("accuracy")
-    if not torch_path.is_file():
-        log(f"error: {torch_path}: PyTorch's logits not found (run `invoke transformer.time` first)")
+    if not torch_logits.is_file():
+        log(f"error: {torch_logits}: PyTorch's {precision} logits not found (run `invoke transformer.time` first)")
         return 2
     from harness.data.dataset import load_dataset
     labels = load_dataset(DATA_DIR)["test_labels"]
-    ours, theirs = np.load(parts / f"ours_logits_{engine}.npy"), np.load(torch_path)
+    ours, theirs = np.load(parts / f"ours_logits_{engine}.npy"), np.load(torch_logits)
     n = min(len(ours), len(theirs))
     ours, theirs, labels = ours[:n], theirs[:n], labels[:n]
     po, pt = ours.argmax(1), theirs.argmax(1)
     differ = [int(i) for i in np.nonzero(po != pt)[0]]
     cases = []
     if differ:
-        explain_out = parts / "explain.json"
+        explain_out = precision_path(parts / "explain.json", precision)
         shown = differ[:EXPLAIN_MAX]
         vit("check", *weights_args(weights), "--gemm", engine, "--layer-batch", 1, "--logits-batch", 1,
             "--explain", ",".join(map(str, shown)), "--out", explain_out)
@@ -190,15 +218,16 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
                         "within_bound": bool(abs(ref[a] - ref[b]) <= bound[a] + bound[b])}
             cases.append(rec)
     acc_o, acc_t = float((po == labels).mean()), float((pt == labels).mean())
-    doc = {**provenance.stamp(), "engine": engine, "engine_why": why, "other_engines": others, "n": int(n), "ours": acc_o, "torch": acc_t,
+    doc = {**provenance.stamp(), "precision": precision, "engine": engine, "engine_why": why,
+           "torch_logits": repo_relative(torch_logits), "other_engines": others, "n": int(n), "ours": acc_o, "torch": acc_t,
            "correct_ours": int((po == labels).sum()), "correct_torch": int((pt == labels).sum()),
            "differ": len(differ), "explained_shown": len(cases),
            "explained_within_bound": sum(1 for c in cases if c.get("within_bound")),
            "max_logit_gap": float(np.abs(ours - theirs).max()), "cases": cases}
-    write_json(parts / "accuracy.json", doc)
-    log(f"accuracy ({engine}): ours {100 * acc_o:.2f}%, PyTorch {100 * acc_t:.2f}% on {n} test images; predictions "
-        f"differ on {len(differ)} ({doc['explained_within_bound']} of {len(cases)} shown within the float32 "
-        f"bound of the float64 margin); max |logit gap| {doc['max_logit_gap']:.3g}")
+    write_json(precision_path(parts / "accuracy.json", precision), doc)
+    log(f"accuracy at {precision} ({engine}): ours {100 * acc_o:.2f}%, PyTorch {100 * acc_t:.2f}% on {n} test images; "
+        f"predictions differ on {len(differ)} ({doc['explained_within_bound']} of {len(cases)} shown within the "
+        f"{engine} engine's bound of the float64 margin); max |logit gap| {doc['max_logit_gap']:.3g}")
     same = abs(doc["correct_ours"] - doc["correct_torch"]) <= len(differ) and \
         doc["explained_within_bound"] == len(cases)
     return 0 if same else 1
@@ -206,12 +235,19 @@ def accuracy(weights=WEIGHTS, parts=PARTS, torch_logits=None, engine: str | None
 
 def time_ours(weights=WEIGHTS, parts=PARTS, batches=",".join(map(str, TIME_BATCHES)), warmup: int = 5,
               repeats: int = 30, engines=ENGINES) -> int:
-    out = Path(parts) / "time_ours.json"
-    out.unlink(missing_ok=True)
-    rc = vit("time", *weights_args(weights), "--gemm", ",".join(engines), "--batches", batches, "--warmup", warmup,
-             "--repeats", repeats, "--out", out)
-    _stamped(out)
-    return rc
+    """`vit_forward time` on `engines`, one run per precision (time_part's file each); the worst exit
+    status."""
+    rcs = []
+    for precision in PRECISIONS:
+        mine = precision_engines(precision, engines)
+        out = time_part(parts, precision)
+        out.unlink(missing_ok=True)
+        if not mine:
+            continue
+        rcs.append(vit("time", *weights_args(weights), "--gemm", ",".join(mine), "--batches", batches,
+                       "--warmup", warmup, "--repeats", repeats, "--out", out))
+        _stamped(out)
+    return max(rcs, default=0)
 
 
 def kernel_rows(kern, batch: int) -> list[dict]:
@@ -235,8 +271,8 @@ def kernel_rows(kern, batch: int) -> list[dict]:
 
 def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = PROFILE_BATCH,
             engine: str | None = None) -> int:
-    """nsys of one forward at `batch` (NVTX range vit-forward) on the headline engine: the report, its
-    three CSVs, profile.json."""
+    """nsys of one forward at `batch` (NVTX range vit-forward) on the fp32 headline engine (`engine`
+    when given): the report, its three CSVs, profile.json."""
     from harness.profiling import REPORTS, find_nsys, remove_stale
     from analysis.nsys_csv import read_kern_sum
     try:
@@ -248,7 +284,7 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
     profile_dir.mkdir(parents=True, exist_ok=True)
     remove_stale(PROFILE_NAME, profile_dir)
     (Path(parts) / "profile.json").unlink(missing_ok=True)
-    engine, why = (engine, "given") if engine else headline_engine(parts)
+    engine, why = (engine, "given") if engine else headline_engine(parts, "fp32")
     with tempfile.TemporaryDirectory(dir=profile_dir, prefix=".transformer-nsys-") as tmp:
         base = Path(tmp) / PROFILE_NAME
         cmd = [nsys, "profile", "--trace", "cuda,nvtx", "--capture-range=nvtx", f"--nvtx-capture={PROFILE_RANGE}",
@@ -279,7 +315,7 @@ def profile(weights=WEIGHTS, parts=PARTS, profile_dir=PROFILE_DIR, batch: int = 
         os.replace(rep, profile_dir / rep.name)
     rows = kernel_rows(read_kern_sum(moved["cuda_gpu_kern_sum"]), batch)
     write_json(Path(parts) / "profile.json", {
-        **provenance.stamp(), "batch": batch, "engine": engine, "engine_why": why, "range": PROFILE_RANGE, "report": f"profile/{PROFILE_NAME}.nsys-rep",
+        **provenance.stamp(), "batch": batch, "engine": engine, "precision": engine_precision(engine), "engine_why": why, "range": PROFILE_RANGE, "report": f"profile/{PROFILE_NAME}.nsys-rep",
         "csv": {r: f"profile/{moved[r].name}" for r in REPORTS}, "kernels": rows,
         "gpu_ns": sum(r["total_ns"] for r in rows)})
     log(f"profile: {len(rows)} kernel rows, widest {rows[0]['op'] if rows else '-'}")
@@ -292,6 +328,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.transformer.run", description=main.__doc__)
     ap.add_argument("step", choices=("check", "accuracy", "time", "profile"))
     ap.add_argument("--weights", default=str(WEIGHTS))
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help="the GEMM engines to check, time and compare (profile: the fp32 headline engine's)")
     ap.add_argument("--batches", default=",".join(map(str, TIME_BATCHES)))
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=PROFILE_BATCH)
@@ -299,13 +337,18 @@ def main(argv=None) -> int:
     ap.add_argument("--layer-batch", type=int, default=32)
     ap.add_argument("--logits-batch", type=int, default=256)
     a = ap.parse_args(argv)
+    engines = tuple(e for e in a.engines.split(",") if e)
+    bad = [e for e in engines if e not in ENGINES]
+    if bad or not engines:
+        log(f"error: --engines {a.engines!r}: want a comma-separated subset of {','.join(ENGINES)}")
+        return 2
     w = a.weights if a.weights == "random" else Path(a.weights)
     if a.step == "check":
-        return check(w, layer_batch=a.layer_batch, logits_batch=a.logits_batch)
+        return check(w, layer_batch=a.layer_batch, logits_batch=a.logits_batch, engines=engines)
     if a.step == "accuracy":
-        return accuracy(w)
+        return accuracy(w, engines=engines)
     if a.step == "time":
-        return time_ours(w, batches=a.batches, warmup=a.warmup, repeats=a.repeats)
+        return time_ours(w, batches=a.batches, warmup=a.warmup, repeats=a.repeats, engines=engines)
     return profile(w, batch=a.batch)
 
 
